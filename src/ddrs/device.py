@@ -1,0 +1,40 @@
+"""Device and precision selection shared by certification, Algorithm 1 and training."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def select_device(name: str = "auto") -> torch.device:
+    """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} requested but CUDA is not available")
+    return device
+
+
+def autocast(device: torch.device, precision: str = "fp32") -> contextlib.AbstractContextManager:
+    """Mixed-precision context for the base classifier's forward pass.
+
+    A reduced-precision base classifier is still a fixed function, so its smoothed certificate
+    stays sound as long as selection, estimation and Algorithm 1 all use the same precision.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {sorted(PRECISIONS)}")
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def make_generator(seed: int, device: torch.device) -> torch.Generator:
+    """A generator on ``device`` seeded from the config, so every draw is reproducible."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator

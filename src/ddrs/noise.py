@@ -1,0 +1,105 @@
+"""Smoothing distributions and the certified radii they grant.
+
+Both distributions take one scale per input (a tensor of shape ``(B,)``) or a single number, so
+fixed-σ certification (Cohen et al. 2019) and data-dependent certification (DDRS §3.4, §4.4) run
+through the same code. Noise is added in pixel space; normalisation is the model's first layer.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor
+
+
+def _per_input(scale: Tensor | float, x: Tensor) -> Tensor:
+    """Broadcast a scalar or ``(B,)`` scale against a batch ``x`` of shape ``(B, ...)``."""
+    scale = torch.as_tensor(scale, dtype=x.dtype, device=x.device)
+    if scale.ndim == 0:
+        return scale
+    if scale.shape != x.shape[:1]:
+        raise ValueError(f"scale has shape {tuple(scale.shape)}, expected ({x.shape[0]},)")
+    return scale.view(-1, *([1] * (x.ndim - 1)))
+
+
+class SmoothingNoise(ABC):
+    """A family of zero-mean noise distributions indexed by a positive scale."""
+
+    name: str
+    #: the ℓp norm of the certificate this distribution grants
+    norm: int
+
+    @abstractmethod
+    def unit(self, shape: torch.Size, *, generator: torch.Generator | None, device, dtype) -> Tensor:
+        """Draw ε̂ from the scale-1 member (N(0, I) or U[-1, 1]^d); ε = scale · ε̂ (DDRS Eq. 3/4)."""
+
+    def perturb(self, x: Tensor, scale: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
+        """Return ``x + scale · ε̂`` with one scale per input (the reparameterisation of DDRS Eq. 3)."""
+        eps = self.unit(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+        return x + _per_input(scale, x) * eps
+
+    @abstractmethod
+    def radius(self, p_a_lower: Tensor, scale: Tensor | float) -> Tensor:
+        """Certified radius from a lower confidence bound on p_A, with p_B ≤ 1 − p_A."""
+
+    @abstractmethod
+    def objective(self, e_a: Tensor, e_b: Tensor, scale: Tensor) -> Tensor:
+        """The differentiable radius surrogate maximised by Algorithm 1 (DDRS Eq. 3 / Eq. 4)."""
+
+
+class Gaussian(SmoothingNoise):
+    """N(0, σ²I): ℓ2 radius σ·Φ⁻¹(p̲_A) (Cohen et al. 2019, Theorem 1 with p̄_B = 1 − p̲_A)."""
+
+    name = "gaussian"
+    norm = 2
+
+    def unit(self, shape, *, generator, device, dtype):
+        return torch.randn(shape, generator=generator, device=device, dtype=dtype)
+
+    def radius(self, p_a_lower, scale):
+        p = torch.as_tensor(p_a_lower, dtype=torch.float64)
+        return torch.as_tensor(scale, dtype=torch.float64) * torch.special.ndtri(p)
+
+    def objective(self, e_a, e_b, scale):
+        """R(σ) = σ/2 · (Φ⁻¹(E_A) − Φ⁻¹(E_B)) (DDRS Eq. 1 and Eq. 3)."""
+        return scale / 2 * (torch.special.ndtri(e_a) - torch.special.ndtri(e_b))
+
+
+class Uniform(SmoothingNoise):
+    """U[−λ, λ]^d: ℓ1 radius 2λ(p̲_A − ½) = λ(p̲_A − p̄_B) (Yang et al. 2020; DDRS §4.4).
+
+    The scale here is always the half-width λ. Yang et al.'s public code names a uniform
+    distribution by its standard deviation σ = λ/√3; convert with :func:`half_width_from_std`.
+    """
+
+    name = "uniform"
+    norm = 1
+
+    def unit(self, shape, *, generator, device, dtype):
+        return torch.rand(shape, generator=generator, device=device, dtype=dtype) * 2 - 1
+
+    def radius(self, p_a_lower, scale):
+        p = torch.as_tensor(p_a_lower, dtype=torch.float64)
+        return torch.as_tensor(scale, dtype=torch.float64) * 2 * (p - 0.5)
+
+    def objective(self, e_a, e_b, scale):
+        """R(λ) = λ · (E_A − E_B) (DDRS Eq. 4)."""
+        return scale * (e_a - e_b)
+
+
+NOISES: dict[str, SmoothingNoise] = {noise.name: noise for noise in (Gaussian(), Uniform())}
+
+
+def get_noise(name: str) -> SmoothingNoise:
+    """Look up a smoothing distribution by name (``gaussian`` or ``uniform``)."""
+    try:
+        return NOISES[name]
+    except KeyError:
+        raise ValueError(f"unknown noise {name!r}; choose one of {sorted(NOISES)}") from None
+
+
+def half_width_from_std(std: float) -> float:
+    """Half-width λ of the uniform distribution with standard deviation ``std`` (λ = σ√3)."""
+    return std * math.sqrt(3.0)
