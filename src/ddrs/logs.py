@@ -1,0 +1,115 @@
+"""The certification-log contract: one TSV row per test input, in test-stream (``idx``) order.
+
+Cohen et al.'s columns come first, so published logs (locuslab/smoothing, SmoothAdv, MACER) and
+ours are interchangeable; extra columns follow. A log being written lives at ``<path>.partial``
+and is renamed to ``<path>`` when complete; a rerun resumes from the rows already there.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ddrs.errors import LogFormatError
+
+#: Cohen et al.'s columns, in their order.
+COHEN_COLUMNS = ("idx", "label", "predict", "radius", "correct", "time")
+ABSTAIN = -1
+
+
+def partial_path(path: str | os.PathLike) -> Path:
+    """Where the rows of an unfinished log are kept."""
+    path = Path(path)
+    return path.with_name(path.name + ".partial")
+
+
+def _seconds(value) -> float:
+    """Cohen's logs write ``time`` as ``H:MM:SS.ffffff``; ours write seconds."""
+    if isinstance(value, str) and ":" in value:
+        hours, minutes, seconds = value.split(":")
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    return float(value)
+
+
+def read_log(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a certification log (ours or a published Cohen-format one), validated.
+
+    Raises :class:`LogFormatError` naming the file when a column is missing or a value is bad.
+    """
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, sep="\t", dtype={"time": str})
+    except FileNotFoundError:
+        raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise LogFormatError(f"{path}: not a tab-separated certification log ({error})") from None
+    missing = [column for column in COHEN_COLUMNS if column not in frame.columns]
+    if missing:
+        raise LogFormatError(f"{path}: missing column(s) {', '.join(missing)}")
+    try:
+        for column in ("idx", "label", "predict", "correct"):
+            frame[column] = pd.to_numeric(frame[column], errors="raise").astype(int)
+        frame["radius"] = pd.to_numeric(frame["radius"], errors="raise").astype(float)
+        frame["time"] = frame["time"].map(_seconds)
+    except (ValueError, TypeError) as error:
+        raise LogFormatError(f"{path}: bad value ({error})") from None
+    if frame["idx"].duplicated().any():
+        raise LogFormatError(f"{path}: duplicate idx {frame['idx'][frame['idx'].duplicated()].iloc[0]}")
+    return frame
+
+
+class LogWriter:
+    """Append rows to ``<path>.partial`` one input at a time; :meth:`finish` publishes ``path``.
+
+    ``done`` holds the ``idx`` values already written by an interrupted run, so the caller can
+    skip them: certification resumes instead of starting over.
+    """
+
+    def __init__(self, path: str | os.PathLike, columns: Iterable[str]):
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.columns = tuple(columns)
+        if self.columns[: len(COHEN_COLUMNS)] != COHEN_COLUMNS:
+            raise ValueError(f"log columns must start with {COHEN_COLUMNS}, got {self.columns}")
+        self.done: set[int] = set()
+        if self.partial.exists() and self.partial.stat().st_size > 0:
+            self._recover()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.partial.write_text("\t".join(self.columns) + "\n")
+
+    def _recover(self) -> None:
+        """Keep the complete rows of an interrupted run; drop a half-written last line."""
+        text = self.partial.read_text()
+        lines = text.split("\n")
+        if lines[0].split("\t") != list(self.columns):
+            raise LogFormatError(
+                f"{self.partial}: header {lines[0]!r} does not match this run's columns; "
+                "delete it to start over"
+            )
+        complete = [line for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)]
+        self.partial.write_text("\n".join([lines[0], *complete]) + "\n")
+        self.done = {int(line.split("\t", 1)[0]) for line in complete}
+
+    def write(self, row: Mapping[str, object]) -> None:
+        """Append one row and flush it to disk, so a killed job loses at most this row."""
+        with self.partial.open("a", newline="") as handle:
+            csv.writer(handle, delimiter="\t", lineterminator="\n").writerow(
+                [_format(row[column]) for column in self.columns]
+            )
+        self.done.add(int(row["idx"]))
+
+    def finish(self) -> Path:
+        """Publish the finished log at ``path`` (an atomic rename)."""
+        os.replace(self.partial, self.path)
+        return self.path
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
