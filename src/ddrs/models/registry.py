@@ -1,0 +1,61 @@
+"""Architecture registry: which network fits which dataset, always behind a normalising first layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import nn
+
+from ddrs.data import get_info
+from ddrs.models import cifar_resnet, small
+from ddrs.models.normalize import Normalize
+
+Shape = tuple[int, int, int]
+
+
+def _torchvision_resnet50(input_shape: Shape, num_classes: int) -> nn.Module:
+    from torchvision.models import resnet50
+
+    return resnet50(weights=None, num_classes=num_classes)
+
+
+@dataclass(frozen=True)
+class ArchInfo:
+    """An architecture, the input shape it is sized for, and how to build it for ``num_classes``."""
+
+    name: str
+    input_shape: Shape
+    build: Callable[[Shape, int], nn.Module]
+
+
+ARCHS: dict[str, ArchInfo] = {
+    arch.name: arch
+    for arch in (
+        ArchInfo("mlp", (1, 8, 8), small.mlp),
+        ArchInfo("cnn", (1, 8, 8), small.cnn),
+        ArchInfo("lenet", (1, 28, 28), small.LeNet),
+        ArchInfo("resnet18", (3, 32, 32), cifar_resnet.resnet18),
+        ArchInfo("resnet110", (3, 32, 32), cifar_resnet.resnet110),
+        ArchInfo("resnet50", (3, 224, 224), _torchvision_resnet50),
+    )
+}
+
+
+def build_model(arch: str, dataset: str) -> nn.Sequential:
+    """``nn.Sequential(Normalize(mean, std), net)`` with freshly initialised weights.
+
+    Module 0 normalises with the dataset's channel statistics, so noise is added in pixel space and
+    published checkpoints of Cohen et al.'s ``Sequential(NormalizeLayer, net)`` map over.
+    """
+    info = get_info(dataset)
+    if arch not in ARCHS:
+        raise ValueError(f"unknown architecture {arch!r} (dataset {dataset!r}); choose one of {sorted(ARCHS)}")
+    spec = ARCHS[arch]
+    if spec.input_shape != info.input_shape:
+        fitting = sorted(a.name for a in ARCHS.values() if a.input_shape == info.input_shape)
+        raise ValueError(
+            f"architecture {arch!r} is sized for inputs {spec.input_shape}, but dataset {dataset!r} has "
+            f"inputs {info.input_shape}; architectures for {dataset!r}: {fitting}"
+        )
+    return nn.Sequential(Normalize(info.mean, info.std), spec.build(info.input_shape, info.num_classes))
