@@ -1,0 +1,78 @@
+"""The certification-log contract: validated reading, resumable writing, atomic publication."""
+
+import pytest
+
+from ddrs.errors import LogFormatError
+from ddrs.logs import COHEN_COLUMNS, LogWriter, partial_path, read_log
+
+COLUMNS = (*COHEN_COLUMNS, "scale")
+
+
+def row(idx, predict=1, radius=0.5):
+    return {"idx": idx, "label": 1, "predict": predict, "radius": radius,
+            "correct": int(predict == 1), "time": 0.25, "scale": 0.5}
+
+
+def test_round_trip(tmp_path):
+    writer = LogWriter(tmp_path / "log.tsv", COLUMNS)
+    for idx in (0, 3, 6):
+        writer.write(row(idx))
+    assert not (tmp_path / "log.tsv").exists()
+    writer.finish()
+    frame = read_log(tmp_path / "log.tsv")
+    assert list(frame.columns) == list(COLUMNS)
+    assert frame["idx"].tolist() == [0, 3, 6]
+    assert frame["radius"].tolist() == [0.5, 0.5, 0.5]
+    assert not partial_path(tmp_path / "log.tsv").exists()
+
+
+def test_resume_keeps_complete_rows_and_drops_a_torn_line(tmp_path):
+    writer = LogWriter(tmp_path / "log.tsv", COLUMNS)
+    writer.write(row(0))
+    writer.write(row(1))
+    with writer.partial.open("a") as handle:
+        handle.write("2\t1\t1")  # killed mid-row
+    resumed = LogWriter(tmp_path / "log.tsv", COLUMNS)
+    assert resumed.done == {0, 1}
+    resumed.write(row(2))
+    frame = read_log(resumed.finish())
+    assert frame["idx"].tolist() == [0, 1, 2]
+
+
+def test_resume_refuses_a_partial_log_of_another_run(tmp_path):
+    LogWriter(tmp_path / "log.tsv", COLUMNS).write(row(0))
+    with pytest.raises(LogFormatError, match="log.tsv.partial: header"):
+        LogWriter(tmp_path / "log.tsv", (*COHEN_COLUMNS, "other"))
+
+
+def test_reads_published_cohen_logs(tmp_path):
+    path = tmp_path / "cohen.tsv"
+    path.write_text(
+        "idx\tlabel\tpredict\tradius\tcorrect\ttime\n"
+        "0\t3\t3\t0.435\t1\t0:00:01.523456\n"
+        "20\t8\t-1\t0.0\t0\t1:02:03.5\n"
+    )
+    frame = read_log(path)
+    assert frame["time"].tolist() == pytest.approx([1.523456, 3723.5])
+    assert frame["predict"].tolist() == [3, -1]
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("idx\tlabel\tpredict\tradius\tcorrect\n0\t1\t1\t0.5\t1\n", "missing column"),
+        ("idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t1\tcat\t0.5\t1\t1\n", "bad value"),
+        ("idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t1\t1\t0.5\t1\t1\n0\t1\t1\t0.5\t1\t1\n", "duplicate idx 0"),
+        ("", "not a tab-separated"),
+    ],
+)
+def test_bad_logs_name_the_file_and_the_problem(tmp_path, text, message):
+    path = tmp_path / "bad.tsv"
+    path.write_text(text)
+    with pytest.raises(LogFormatError, match=f"bad.tsv.*{message}"):
+        read_log(path)
+
+
+def test_log_columns_must_start_with_cohens(tmp_path):
+    with pytest.raises(ValueError, match="must start with"):
+        LogWriter(tmp_path / "log.tsv", ("idx", "radius"))
