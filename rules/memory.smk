@@ -1,0 +1,25 @@
+# Algorithm 3: memory-based certification over the test stream, in idx order.
+
+
+rule memory:
+    """Make a data-dependent certificate sound: no two regions with different predictions meet."""
+    input:
+        f"{RUN}/certify_{{source}}{{value}}.tsv",
+    output:
+        f"{RUN}/memory_{{source}}{{value}}.tsv",
+    wildcard_constraints:
+        source="K|grid_n",
+        value=r"[0-9]+",
+    log:
+        f"{RESULTS}/logs/memory/{JOB}_{{source}}{{value}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/memory/{JOB}_{{source}}{{value}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    conda:
+        "../envs/ddrs.yaml"
+    shell:
+        "ddrs memory --log {input} --dataset {wildcards.dataset} "
+        "--data-root {config[data_root]} --seed {config[seed]} --out {output} 2> {log}"
