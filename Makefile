@@ -4,7 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 CORES  ?= all
 
-# torch/torchvision builds that install on this machine kind (see docs/install.md).
+# Workflow jobs call the `ddrs` command: keep the venv first on PATH.
+export PATH := $(abspath $(BIN)):$(PATH)
+
+# torch/torchvision builds that install on this machine kind (README, "Installation").
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),aarch64)
 TORCH := torch==2.9.1 torchvision==0.24.1
@@ -12,7 +15,7 @@ else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup table1 all test lint bench clean
+.PHONY: setup table1 all test slurm lint bench clean
 
 $(BIN)/ddrs: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +32,19 @@ table1: setup
 all: setup
 	$(BIN)/snakemake --cores $(CORES)
 
-test: setup
+# The tests include a real SLURM run: start a one-node cluster first (needs root; see scripts/).
+test: setup slurm
 	$(BIN)/python -m pytest
+
+slurm:
+	scripts/slurm_local.sh start
 
 lint: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules
+
+bench: setup
+	for script in benchmarks/*.py; do $(BIN)/python $$script; done
 
 clean:
 	rm -rf results .snakemake

@@ -65,7 +65,7 @@ rule optimize_sigma:
     params:
         flags=certify_flags,
         scale=lambda wc: smoothing_scale(wc.method, wc.sigma),
-        k=" ".join(str(k) for k in K_GRID),
+        k=lambda wc: " ".join(str(k) for k in k_grid(wc.dataset)),
     threads: 2
     resources:
         mem_mb=4000,

@@ -5,7 +5,6 @@ import math
 RESULTS = config["results"]
 DATASETS = config["datasets"]
 METHODS = config["methods"]
-K_GRID = sorted(config["optimize_sigma"]["k"])
 GPUS = config["gpus_per_job"]
 
 
@@ -16,6 +15,11 @@ wildcard_constraints:
     sigma=r"[0-9.]+",
     k=r"[0-9]+",
     n=r"[0-9]+",
+
+
+def k_grid(dataset):
+    """Algorithm 1's snapshot steps K for a dataset (Appendix H grids differ per dataset)."""
+    return sorted(DATASETS[dataset].get("k", config["optimize_sigma"]["k"]))
 
 
 def fmt(value):
@@ -70,7 +74,7 @@ def ds_logs(dataset, method, mode, ks=None):
     return [
         f"{model_dir(dataset, method, mode, s)}/memory_K{k}.tsv"
         for s in sigmas_of(dataset, method)
-        for k in (ks or K_GRID)
+        for k in (ks or k_grid(dataset))
     ]
 
 
