@@ -1,0 +1,133 @@
+"""What a certification log is: the experiment setting behind each file the tables combine.
+
+A :class:`LogRecord` names one certification log and the setting that produced it (dataset,
+training method, fixed- or data-dependent training and certification, σ₀, K). The paper's row
+names follow from it: COHEN, COHEN-DS (certification only) and COHEN-DS² (training and
+certification), DDRS §4.1–4.4; ``-GDS-n-<n>`` is the grid-search baseline of Appendix B.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ddrs.errors import LogFormatError
+from ddrs.logs import read_log
+
+#: How the paper prints each training method.
+METHOD_NAMES = {
+    "cohen": "Cohen",
+    "smoothadv": "SmoothAdv",
+    "macer": "MACER",
+    "uniform": "YANG",
+    "yang": "YANG",
+}
+#: Methods smoothed with uniform noise, whose certificate is an ℓ1 ball (DDRS §4.4).
+L1_METHODS = frozenset({"uniform", "yang"})
+TRAIN_MODES = ("fs", "ds")
+CERTIFY_MODES = ("fs", "ds", "gds")
+
+
+@dataclass(frozen=True, eq=False)
+class LogRecord:
+    """One certification log and the setting that produced it.
+
+    ``log`` is a path (read with :func:`ddrs.logs.read_log`) or an already-read DataFrame.
+    ``certify_mode`` is ``fs`` (fixed σ), ``ds`` (Algorithm 1 + memory, Algorithm 3) or ``gds``
+    (Appendix B grid search with ``samples`` noise draws per candidate). ``K`` is the number of
+    Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name
+    (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``benchmarks`` lists Snakemake benchmark TSVs
+    of the extra jobs this log needed (σ optimisation, memory pass), for Appendix F.
+    """
+
+    log: str | os.PathLike | pd.DataFrame
+    dataset: str
+    method: str
+    train_mode: str = "fs"
+    certify_mode: str = "fs"
+    sigma0: float = 0.0
+    K: int | None = None
+    samples: int | None = None
+    variant: str | None = None
+    benchmarks: tuple[str | os.PathLike, ...] = ()
+
+    def __post_init__(self):
+        if self.train_mode not in TRAIN_MODES:
+            raise ValueError(f"train_mode {self.train_mode!r} of {self.source}: choose one of {TRAIN_MODES}")
+        if self.certify_mode not in CERTIFY_MODES:
+            raise ValueError(
+                f"certify_mode {self.certify_mode!r} of {self.source}: choose one of {CERTIFY_MODES}"
+            )
+        if self.certify_mode == "gds" and self.samples is None:
+            raise ValueError(f"{self.source}: a grid-search (gds) record needs `samples` (Appendix B's n)")
+
+    @property
+    def source(self) -> str:
+        """The file this record reads, for messages."""
+        return "<DataFrame>" if isinstance(self.log, pd.DataFrame) else str(self.log)
+
+    @property
+    def name(self) -> str:
+        """The paper's row name: Cohen, Cohen-DS, Cohen-DS², SmoothAdv-GDS-n-4, …"""
+        if self.variant is not None:
+            return self.variant
+        method = METHOD_NAMES.get(self.method, self.method)
+        if self.certify_mode == "gds":
+            return f"{method}-GDS-n-{self.samples}"
+        if self.certify_mode == "fs":
+            return method if self.train_mode == "fs" else f"{method} (DS-trained, FS-certified)"
+        return f"{method}-DS²" if self.train_mode == "ds" else f"{method}-DS"
+
+    @property
+    def label(self) -> str:
+        """Row name with its setting, for legends: ``Cohen-DS σ₀=0.25 K=100``."""
+        text = f"{self.name} σ₀={self.sigma0:g}"
+        return text if self.K is None else f"{text} K={self.K}"
+
+    @property
+    def norm(self) -> int:
+        """The ℓp norm of the certificate: 1 for uniform noise (YANG), else 2."""
+        return 1 if self.method in L1_METHODS else 2
+
+    def load(self) -> pd.DataFrame:
+        """The log's rows (validated); Cohen's columns are required."""
+        return load_log(self.log)
+
+
+def load_log(log: str | os.PathLike | pd.DataFrame) -> pd.DataFrame:
+    """Read a log path with :func:`read_log`, or check an in-memory log has the needed columns."""
+    if not isinstance(log, pd.DataFrame):
+        return read_log(log)
+    missing = [column for column in ("idx", "radius", "correct") if column not in log.columns]
+    if missing:
+        raise LogFormatError(f"<DataFrame>: missing column(s) {', '.join(missing)}")
+    return log
+
+
+def variant_order(records: Iterable[LogRecord]) -> list[str]:
+    """Row names in the paper's order: Method, Method-DS, Method-DS², then the rest as given."""
+    rank = {("fs", "fs"): 0, ("fs", "ds"): 1, ("ds", "ds"): 2}
+    first_seen: dict[str, tuple[int, int]] = {}
+    for position, record in enumerate(records):
+        key = (rank.get((record.train_mode, record.certify_mode), 3), position)
+        first_seen.setdefault(record.name, key)
+    return sorted(first_seen, key=first_seen.__getitem__)
+
+
+def modes_of(records: Iterable[LogRecord], name: str) -> tuple[str, str]:
+    """The (train, certify) modes shared by all records of one row; mixing them is an error."""
+    modes = {(r.train_mode, r.certify_mode) for r in records}
+    if len(modes) != 1:
+        raise ValueError(f"row {name!r} mixes (train, certify) modes {sorted(modes)}")
+    return modes.pop()
+
+
+def log_label(path: str | os.PathLike, others: Iterable[str | os.PathLike]) -> str:
+    """A short name for a log: its file stem, or the whole path when stems collide."""
+    stems = [Path(p).stem for p in others]
+    stem = Path(path).stem
+    return stem if stems.count(stem) == 1 else str(path)
