@@ -9,7 +9,7 @@ certification), DDRS §4.1–4.4; ``-GDS-n-<n>`` is the grid-search baseline of 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,8 +126,13 @@ def modes_of(records: Iterable[LogRecord], name: str) -> tuple[str, str]:
     return modes.pop()
 
 
-def log_label(path: str | os.PathLike, others: Iterable[str | os.PathLike]) -> str:
-    """A short name for a log: its file stem, or the whole path when stems collide."""
-    stems = [Path(p).stem for p in others]
-    stem = Path(path).stem
-    return stem if stems.count(stem) == 1 else str(path)
+def labelled_logs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> dict[str, str]:
+    """Name each log path: the given labels, else the file stem (the whole path if stems collide)."""
+    if labels is None:
+        stems = [Path(p).stem for p in paths]
+        labels = [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths)]
+    if len(labels) != len(paths):
+        raise ValueError(f"got {len(labels)} label(s) for {len(paths)} log(s); give one label per log")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be distinct, got {list(labels)}")
+    return {label: str(path) for label, path in zip(labels, paths)}

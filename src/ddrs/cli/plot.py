@@ -1,0 +1,28 @@
+"""``ddrs plot``: certified accuracy vs radius of any certification logs, with their envelope."""
+
+from __future__ import annotations
+
+import argparse
+
+from ddrs.analysis.records import labelled_logs
+from ddrs.plots import curves_figure, save_figure
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "plot",
+        help="plot certified accuracy vs radius of certification logs (PNG and PDF)",
+        description=__doc__,
+    )
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="certification logs (ours or Cohen-format)")
+    parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one legend entry per log")
+    parser.add_argument("--norm", type=int, choices=[1, 2], default=2, help="ℓp norm of the radii (axis label)")
+    parser.add_argument("--title", default=None, help="figure title")
+    parser.add_argument("--out", required=True, help="curves.png to write (and curves.pdf beside it)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    figure = curves_figure(labelled_logs(args.logs, args.label), norm=args.norm, title=args.title)
+    for path in save_figure(figure, args.out):
+        print(path)
