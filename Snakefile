@@ -5,7 +5,11 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless a --configfile is given (its experiment grid replaces, not extends,
+# the default's: `--configfile config/paper.yaml` runs the paper only).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 validate(config, "config/schema/config.schema.yaml")

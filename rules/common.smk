@@ -61,27 +61,58 @@ def test_subset(dataset):
     return flags
 
 
-def fixed_logs(dataset, method):
+def benchmark(stage, dataset, method, mode, sigma, suffix=""):
+    return f"{RESULTS}/benchmarks/{stage}/{dataset}_{method}_{mode}_sigma{fmt(float(sigma))}{suffix}.tsv"
+
+
+def fixed_records(dataset, method):
     """Fixed-σ certification of fixed-σ-trained models: the Method rows."""
     return [
-        f"{model_dir(dataset, method, 'fs', s)}/certify_fixed.tsv"
+        dict(
+            log=f"{model_dir(dataset, method, 'fs', s)}/certify_fixed.tsv",
+            dataset=dataset,
+            method=method,
+            train_mode="fs",
+            certify_mode="fs",
+            sigma0=s,
+        )
         for s in sigmas_of(dataset, method)
     ]
 
 
-def ds_logs(dataset, method, mode, ks=None):
+def ds_records(dataset, method, mode):
     """Memory-certified data-dependent logs: Method-DS (mode fs) and Method-DS² (mode ds)."""
     return [
-        f"{model_dir(dataset, method, mode, s)}/memory_K{k}.tsv"
+        dict(
+            log=f"{model_dir(dataset, method, mode, s)}/memory_K{k}.tsv",
+            dataset=dataset,
+            method=method,
+            train_mode=mode,
+            certify_mode="ds",
+            sigma0=s,
+            K=k,
+            benchmarks=(
+                benchmark("optimize_sigma", dataset, method, mode, s),
+                benchmark("memory", dataset, method, mode, s, f"_K{k}"),
+            ),
+        )
         for s in sigmas_of(dataset, method)
-        for k in (ks or k_grid(dataset))
+        for k in k_grid(dataset)
     ]
 
 
-def grid_logs(dataset, method):
+def grid_records(dataset, method):
     """Appendix B: the grid-search baseline at Algorithm 1's evaluation budget."""
     return [
-        f"{model_dir(dataset, method, 'fs', s)}/memory_grid_n{n}.tsv"
+        dict(
+            log=f"{model_dir(dataset, method, 'fs', s)}/memory_grid_n{n}.tsv",
+            dataset=dataset,
+            method=method,
+            train_mode="fs",
+            certify_mode="gds",
+            sigma0=s,
+            samples=n,
+        )
         for s in sigmas_of(dataset, method)
         for n in config["grid_search"]["n"]
     ]
@@ -97,22 +128,60 @@ def l1_datasets():
     return [d for d in DATASETS if DATASETS[d].get("uniform_sigmas")]
 
 
-def method_logs(method):
+def method_records(method):
     """Everything one of Tables 1–3 (or Appendix H) reads, over all configured datasets."""
-    logs = []
+    records = []
     for dataset in l2_datasets():
-        logs += fixed_logs(dataset, method)
-        logs += ds_logs(dataset, method, "fs")
-        logs += ds_logs(dataset, method, "ds")
-    return logs
+        records += fixed_records(dataset, method)
+        records += ds_records(dataset, method, "fs")
+        records += ds_records(dataset, method, "ds")
+    return records
 
 
-def uniform_logs():
-    logs = []
+def uniform_records():
+    """Table 4: YANG (fixed λ) and YANG-DS (λ*ₓ from Algorithm 1, memory-certified)."""
+    records = []
     for dataset in l1_datasets():
-        logs += fixed_logs(dataset, "uniform")
-        logs += ds_logs(dataset, "uniform", "fs")
-    return logs
+        records += fixed_records(dataset, "uniform")
+        records += ds_records(dataset, "uniform", "fs")
+    return records
+
+
+def appendix_b_records():
+    method = config["grid_search"]["method"]
+    records = []
+    for dataset in l2_datasets():
+        records += fixed_records(dataset, method)
+        records += grid_records(dataset, method)
+        records += ds_records(dataset, method, "fs")
+    return records
+
+
+def all_records():
+    """Every certification log of the configured experiment grid."""
+    records = [
+        r for method in METHODS for r in method_records(method)
+    ] + uniform_records()
+    if config["grid_search"]["enabled"]:
+        records += [
+            r
+            for d in l2_datasets()
+            for r in grid_records(d, config["grid_search"]["method"])
+        ]
+    return records
+
+
+def logs_of(records):
+    return [record["log"] for record in records]
+
+
+def benchmarks_of(records):
+    return sorted({path for record in records for path in record.get("benchmarks", ())})
+
+
+def radii_of(key):
+    """The radius grid of each configured dataset (``radii`` for ℓ2, ``l1_radii`` for ℓ1)."""
+    return {d: spec[key] for d, spec in DATASETS.items() if key in spec}
 
 
 TABLE_OF_METHOD = {"cohen": "table1", "smoothadv": "table2", "macer": "table3"}
@@ -125,7 +194,10 @@ def all_tables():
         tables.append(f"{RESULTS}/tables/table4.csv")
     if config["grid_search"]["enabled"]:
         tables.append(f"{RESULTS}/tables/appendix_b.csv")
-    tables += [f"{RESULTS}/tables/appendix_f.csv", f"{RESULTS}/tables/memory_summary.csv"]
+    tables += [
+        f"{RESULTS}/tables/appendix_f.csv",
+        f"{RESULTS}/tables/memory_summary.csv",
+    ]
     return tables
 
 
@@ -142,3 +214,180 @@ def all_figures():
             f"{RESULTS}/figures/easy_hard_{dataset}.png",
         ]
     return figures
+
+
+def showcase(dataset):
+    """The model the single-setting figures show: the first method at the middle σ₀, largest K."""
+    method = METHODS[0]
+    sigmas = sigmas_of(dataset, method)
+    return method, sigmas[len(sigmas) // 2], k_grid(dataset)[-1]
+
+
+def showcase_records(dataset):
+    """Method, Method-DS and Method-DS² of every method at the showcase σ₀ and K (p̲A figures)."""
+    _, sigma, k = showcase(dataset)
+    records = []
+    for method in METHODS:
+        for record in method_records(method):
+            if (
+                record["dataset"] == dataset
+                and record["sigma0"] == sigma
+                and record.get("K", k) == k
+            ):
+                records.append(record)
+    return records
+
+
+# --- training ---
+
+TRAIN = config["train"]
+
+
+def train_hyperparameters(wildcards):
+    """The paper's hyper-parameters for `ddrs train`, from the config's `train` section."""
+    ds, adv, macer = TRAIN["ds"], TRAIN["smoothadv"], TRAIN["macer"]
+    flags = [
+        f"--lr {TRAIN['lr']} --momentum {TRAIN['momentum']}",
+        f"--weight-decay {TRAIN['weight_decay']}",
+        f"--lr-step {TRAIN['lr_step']} --lr-gamma {TRAIN['lr_gamma']}",
+        f"--batch-size {TRAIN['batch_size']}",
+        f"--smoothadv-steps {adv['steps']} --smoothadv-epsilon {adv['epsilon']}",
+        f"--smoothadv-m {adv['m']} --smoothadv-warmup {adv['warmup_epochs']}",
+        f"--macer-m {macer['m']} --macer-lambda {macer['lambda']}",
+        f"--macer-gamma {macer['gamma']} --macer-beta {macer['beta']}",
+    ]
+    if wildcards.mode == "ds":
+        flags.append(
+            f"--warmup-epochs {0 if published(wildcards.dataset) else ds['warmup_epochs']} "
+            f"--k {ds['k']} --n {ds['n']} --sigma-lr {ds['lr']} --min-sigma {ds['min_sigma']}"
+        )
+    return " ".join(flags)
+
+
+def train_init(wildcards):
+    """DS² on a published-checkpoint dataset fine-tunes the imported fixed-σ model."""
+    if published(wildcards.dataset):
+        return {
+            "init": f"{model_dir(wildcards.dataset, wildcards.method, 'fs', wildcards.sigma)}/model.pt"
+        }
+    return {}
+
+
+def train_epochs(wildcards):
+    spec = DATASETS[wildcards.dataset]
+    return spec["finetune_epochs"] if published(wildcards.dataset) else TRAIN["epochs"]
+
+
+def train_args(wildcards, input):
+    """Everything `ddrs train` needs for one (dataset, method, mode, σ) model."""
+    init = f"--init {input.init}" if "init" in input.keys() else ""
+    return (
+        f"--dataset {wildcards.dataset} --data-root {config['data_root']} "
+        f"--arch {DATASETS[wildcards.dataset]['arch']} --method {wildcards.method} "
+        f"--train-mode {wildcards.mode} --sigma {smoothing_scale(wildcards.method, wildcards.sigma)} "
+        f"--epochs {train_epochs(wildcards)} {train_hyperparameters(wildcards)} {init} "
+        f"--seed {config['seed']} --device {config['device']}"
+    )
+
+
+# --- certification ---
+
+CERT = config["certify"]
+OPT = config["optimize_sigma"]
+MODEL = f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}/model.pt"
+RUN = f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}"
+JOB = "{dataset}_{method}_{mode}_sigma{sigma}"
+
+
+def job_args(wildcards):
+    """Flags every certification-side job shares: data, noise, test subset, seed, device."""
+    return (
+        f"--dataset {wildcards.dataset} --data-root {config['data_root']} "
+        f"--noise {noise_of(wildcards.method)} {test_subset(wildcards.dataset)} "
+        f"--seed {config['seed']} --device {config['device']} --precision {config['precision']}"
+    )
+
+
+def certify_args(wildcards):
+    """Cohen's CERTIFY statistics (n0, n, α) and the forward batch size."""
+    return (
+        f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} "
+        f"--alpha {CERT['alpha']} --batch {CERT['batch']}"
+    )
+
+
+def fixed_certify_args(wildcards):
+    return f"{certify_args(wildcards)} --scale {smoothing_scale(wildcards.method, wildcards.sigma)}"
+
+
+def optimize_args(wildcards):
+    """Algorithm 1: σ₀ = the training σ, snapshots at every K of the dataset's grid."""
+    return (
+        f"{job_args(wildcards)} --sigma0 {smoothing_scale(wildcards.method, wildcards.sigma)} "
+        f"--k {' '.join(str(k) for k in k_grid(wildcards.dataset))} --n {OPT['n']} "
+        f"--lr {OPT['lr']} --n0 {OPT['n0']} --min-sigma {OPT['min_sigma']} --batch {CERT['batch']}"
+    )
+
+
+def grid_search_args(wildcards):
+    """Appendix B: a σ grid at Algorithm 1's evaluation budget, n draws per grid point."""
+    return (
+        f"{job_args(wildcards)} --sigma0 {smoothing_scale(wildcards.method, wildcards.sigma)} "
+        f"--grid-search --grid-n {wildcards.n} --grid-budget {config['grid_search']['budget']} "
+        f"--n0 {OPT['n0']} --batch {CERT['batch']}"
+    )
+
+
+def sigma_column(wildcards):
+    if wildcards.source == "K":
+        return f"sigma_K{wildcards.value}"
+    return f"sigma_grid_n{wildcards.value}"
+
+
+def memory_args(wildcards):
+    return (
+        f"--dataset {wildcards.dataset} --data-root {config['data_root']} "
+        f"--seed {config['seed']}"
+    )
+
+
+def sigma_log(wc):
+    """Where σ*ₓ comes from: Algorithm 1's snapshots (K) or the grid search (grid_n)."""
+    name = "sigma_opt.tsv" if wc.source == "K" else f"sigma_grid_n{wc.value}.tsv"
+    return f"{model_dir(wc.dataset, wc.method, wc.mode, wc.sigma)}/{name}"
+
+
+def certify_runtime(wildcards):
+    return 60 * 12 if wildcards.dataset == "imagenet" else 60
+
+
+# --- tables and figures ---
+
+TABLE_METHOD = {v: k for k, v in TABLE_OF_METHOD.items()}
+
+
+def table_records(wildcards):
+    if wildcards.table == "table4":
+        return uniform_records()
+    return method_records(TABLE_METHOD[wildcards.table])
+
+
+def method_dataset_records(wildcards):
+    return [
+        r for r in method_records(wildcards.method) if r["dataset"] == wildcards.dataset
+    ]
+
+
+def k_sweep_records(wildcards):
+    """Figure 7: Method-DS² at the smallest σ₀, one line per K (the paper's CIFAR-10 panel)."""
+    sigma = sigmas_of(wildcards.dataset, wildcards.method)[0]
+    return [
+        r
+        for r in ds_records(wildcards.dataset, wildcards.method, "ds")
+        if r["sigma0"] == sigma
+    ]
+
+
+def showcase_run(dataset):
+    method, sigma, _ = showcase(dataset)
+    return model_dir(dataset, method, "fs", sigma)

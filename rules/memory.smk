@@ -7,19 +7,20 @@ rule memory:
         f"{RUN}/certify_{{source}}{{value}}.tsv",
     output:
         f"{RUN}/memory_{{source}}{{value}}.tsv",
-    wildcard_constraints:
-        source="K|grid_n",
-        value=r"[0-9]+",
     log:
         f"{RESULTS}/logs/memory/{JOB}_{{source}}{{value}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/memory/{JOB}_{{source}}{{value}}.tsv"
+    wildcard_constraints:
+        source="K|grid_n",
+        value=r"[0-9]+",
+    conda:
+        "../envs/ddrs.yaml"
     threads: 2
     resources:
         mem_mb=8000,
         runtime=30,
-    conda:
-        "../envs/ddrs.yaml"
+    params:
+        args=memory_args,
     shell:
-        "ddrs memory --log {input} --dataset {wildcards.dataset} "
-        "--data-root {config[data_root]} --seed {config[seed]} --out {output} 2> {log}"
+        "ddrs memory --log {input} {params.args} --out {output} 2> {log}"

@@ -1,0 +1,41 @@
+"""Snakemake adapter: draw one of the paper's figures from its logs."""
+
+import sys
+
+import pandas as pd
+import torch
+
+from ddrs import plots
+from ddrs.analysis.records import LogRecord
+from ddrs.data import load_dataset
+
+sys.stderr = open(snakemake.log[0], "w")
+params = snakemake.params
+
+
+def labelled(records):
+    """Legend label → log, for the figures that take any labelled logs."""
+    return {record.label: record.log for record in records}
+
+
+if params.kind == "sigma_panels":
+    figure = plots.sigma_panels_figure([LogRecord(**r) for r in params.records], params.radii)
+elif params.kind == "k_sweep":
+    figure = plots.k_sweep_figure([LogRecord(**r) for r in params.records], params.radii)
+elif params.kind == "sigma_examples":
+    shown = pd.read_csv(snakemake.input.sigmas, sep="\t").head(params.examples)
+    dataset = load_dataset(snakemake.wildcards.dataset, "test", root=params.data_root, seed=params.seed)
+    images = torch.stack([dataset[int(idx)][0] for idx in shown["idx"]])
+    figure = plots.sigma_examples_figure(images, params.sigma0, shown[f"sigma_K{params.k}"], seed=params.seed)
+elif params.kind == "sigma_histogram":
+    figure = plots.sigma_histogram_figure(snakemake.input.fixed, snakemake.input.ds, sigma0=params.sigma0)
+elif params.kind == "pa_ecdf":
+    figure = plots.p_a_cdf_figure(labelled(LogRecord(**r) for r in params.records))
+elif params.kind == "easy_hard":
+    records = [LogRecord(**r) for r in params.records]
+    reference = next(r.log for r in records if r.certify_mode == "fs")
+    figure = plots.easy_hard_figure(labelled(records), reference, radii=params.radii)
+else:
+    raise ValueError(f"unknown figure kind {params.kind!r}")
+
+plots.save_figure(figure, snakemake.output.png)
