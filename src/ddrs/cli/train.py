@@ -1,0 +1,98 @@
+"""``ddrs train``: train (or resume, or fine-tune) a smoothed classifier with fixed or data-dependent σ.
+
+Every field of :class:`ddrs.training.TrainConfig` is a flag (``--weight-decay`` for
+``weight_decay``) and a YAML key (``--config FILE.yaml``); flags override the file, the file
+overrides the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+
+from ddrs.device import PRECISIONS
+from ddrs.training.config import C_A_RULES, METHOD_NAMES, TRAIN_MODES, UNIFORM_CONVENTIONS, TrainConfig, read_yaml
+
+HELP = {
+    "dataset": "dataset name (ddrs.data.DATASETS)",
+    "arch": "architecture (ddrs.models.ARCHS)",
+    "method": "training method: Cohen (Gaussian augmentation), SmoothAdv, MACER, or uniform noise (ℓ1)",
+    "sigma": "σ₀: the fixed σ (fs) or every example's initial σ (ds); Yang's σ for uniform noise by default",
+    "train_mode": "fs = fixed σ, ds = data-dependent σ per example (DDRS Algorithm 2)",
+    "lr_milestones": "epochs at which the lr is multiplied by --lr-gamma (replaces --lr-step)",
+    "warmup_epochs": "ds: epochs with K = 0 (fixed σ) before Algorithm 1 runs (paper CIFAR-10: 50)",
+    "k": "ds: Algorithm 1 steps per batch (paper: 1)",
+    "n": "ds: Monte Carlo draws per Algorithm 1 step (paper: 1; MACER: 8)",
+    "sigma_lr": "ds: Algorithm 1 step size α (paper: 1e-4)",
+    "min_sigma": "ds: lower bound on σᵢ",
+    "c_a": "ds: c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction (c-a-n0 draws)",
+    "m": "noise draws per input for SmoothAdv / MACER (default 1 / 64)",
+    "smoothadv_epsilon": "SmoothAdv attack radius ζ (ℓ2)",
+    "smoothadv_warmup": "epochs over which ζ grows linearly from ζ/warmup to ζ",
+    "uniform_convention": "read --sigma for uniform noise as Yang et al.'s std ('std') or the half-width λ",
+    "eval_max": "test inputs scored for the per-epoch log",
+}
+CHOICES = {
+    "method": METHOD_NAMES,
+    "train_mode": TRAIN_MODES,
+    "c_a": C_A_RULES,
+    "uniform_convention": UNIFORM_CONVENTIONS,
+    "precision": tuple(PRECISIONS),
+}
+
+
+def _flag_kwargs(field: dataclasses.Field, annotation) -> dict:
+    """argparse keyword arguments for one config field; every default is None (= not given)."""
+    kwargs: dict = {"default": None, "help": HELP.get(field.name, "")}
+    if field.default is not dataclasses.MISSING and field.default is not None:
+        kwargs["help"] = f"{kwargs['help']} (default: {field.default})".lstrip()
+    if annotation is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(annotation) is list:
+        kwargs.update(nargs="*", type=int)
+    else:
+        base = next((t for t in typing.get_args(annotation) if t is not type(None)), annotation)
+        kwargs["type"] = base
+    if field.name in CHOICES:
+        kwargs["choices"] = CHOICES[field.name]
+    return kwargs
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train", help="train a smoothed classifier (Cohen / SmoothAdv / MACER / uniform; fixed or data-dependent σ)",
+        description=__doc__,
+    )
+    parser.add_argument("--config", metavar="FILE.yaml", help="YAML file of training options (keys = option names)")
+    parser.add_argument("--out", required=True, help="checkpoint to write (<out>.partial while training)")
+    parser.add_argument("--log", help="per-epoch CSV log")
+    parser.add_argument("--sigma-table", help="TSV of the per-example σ table (idx, sigma), rewritten every epoch")
+    parser.add_argument("--init", metavar="CHECKPOINT", help="fine-tune from this ddrs checkpoint")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
+    hints = typing.get_type_hints(TrainConfig)
+    options = parser.add_argument_group("training options (also YAML keys)")
+    for field in dataclasses.fields(TrainConfig):
+        options.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, **_flag_kwargs(field, hints[field.name]))
+    parser.set_defaults(run=run)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """Defaults, overridden by the YAML file, overridden by the flags given on the command line."""
+    values = read_yaml(args.config) if args.config else {}
+    source = f"training config {args.config}" if args.config else "ddrs train"
+    for field in dataclasses.fields(TrainConfig):
+        given = getattr(args, field.name)
+        if given is not None:
+            values[field.name] = given
+    return TrainConfig.from_mapping(values, source=source)
+
+
+def run(args: argparse.Namespace) -> None:
+    from ddrs.training.trainer import train
+
+    config = config_from_args(args)
+    out = train(
+        config, args.out, log=args.log, sigma_table=args.sigma_table, init=args.init, progress=not args.no_progress
+    )
+    print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")

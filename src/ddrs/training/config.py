@@ -1,0 +1,165 @@
+"""Every training hyper-parameter in one dataclass, with defaults from the papers.
+
+Optimiser defaults are Cohen et al.'s ``code/train.py`` (also SmoothAdv's ``train_pgd.py``):
+SGD, lr 0.1, momentum 0.9, weight decay 1e-4, lr × 0.1 every 30 epochs, batch 256, 90 epochs.
+Jeong & Shin's supplement (A.1) trains CIFAR-10 for 150 epochs with decays at 50 and 100; MACER
+uses lr 0.01 with decays at 200 and 400 (``lr_milestones``). DDRS §4 trains CIFAR-10 for 200 epochs,
+the first 50 with fixed σ (``warmup_epochs``) then Algorithm 2 with K = 1, n = 1, α = 1e-4.
+
+YAML files use the field names as keys; an unknown key is an error naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ddrs.device import PRECISIONS
+from ddrs.noise import half_width_from_std
+
+METHOD_NAMES = ("cohen", "smoothadv", "macer", "uniform")
+TRAIN_MODES = ("fs", "ds")
+C_A_RULES = ("clean", "smoothed")
+UNIFORM_CONVENTIONS = ("std", "half_width")
+#: noise draws per input when ``m`` is not given: SmoothAdv CIFAR-10 (DDRS §4.2), MACER (DDRS §4.3)
+DEFAULT_DRAWS = {"cohen": 1, "smoothadv": 1, "macer": 64, "uniform": 1}
+
+
+@dataclass
+class TrainConfig:
+    """One training run: data, model, method (§4.1–4.4), Algorithm 2 (§3.6) and optimiser."""
+
+    dataset: str
+    arch: str
+    method: str
+    sigma: float
+    train_mode: str = "fs"
+    epochs: int = 90
+    # optimiser and schedule (Cohen et al.'s train.py)
+    batch_size: int = 256
+    lr: float = 0.1
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 1e-4
+    lr_step: int = 30
+    lr_gamma: float = 0.1
+    #: epochs at which the lr is multiplied by ``lr_gamma``; replaces ``lr_step`` when non-empty
+    lr_milestones: list[int] = field(default_factory=list)
+    # Algorithm 2 (DDRS §3.6): K = 0 during the warm-up epochs, then ``k`` steps of Algorithm 1
+    warmup_epochs: int = 0
+    k: int = 1
+    n: int = 1
+    sigma_lr: float = 1e-4
+    min_sigma: float = 1e-3
+    #: c_A for training-time Algorithm 1: ``clean`` = argmax of f on x (the σ₀ → 0 limit, §3.4),
+    #: ``smoothed`` = the smoothed prediction at the stored σᵢ from ``c_a_n0`` draws
+    c_a: str = "clean"
+    c_a_n0: int = 16
+    # SmoothAdv (Salman et al. 2019; DDRS §4.2: 2 PGD steps, ζ = 0.25, m = 1 on CIFAR-10)
+    smoothadv_steps: int = 2
+    smoothadv_epsilon: float = 0.25
+    smoothadv_warmup: int = 10
+    #: noise draws per input for SmoothAdv / MACER (None: 1 for SmoothAdv, 64 for MACER)
+    m: int | None = None
+    # MACER (Zhai et al. 2020; DDRS §4.3)
+    macer_lambda: float = 12.0
+    macer_gamma: float = 8.0
+    macer_beta: float = 16.0
+    #: how ``sigma`` is read for uniform noise: Yang et al.'s standard deviation or the half-width λ
+    uniform_convention: str = "std"
+    # runtime
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "fp32"
+    num_workers: int = 0
+    data_root: str = "data"
+    augment: bool = True
+    #: test inputs scored for the per-epoch log (clean and noisy accuracy)
+    eval_max: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.m is None and self.method in DEFAULT_DRAWS:
+            self.m = DEFAULT_DRAWS[self.method]
+        self.lr_milestones = [int(epoch) for epoch in self.lr_milestones]
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid field."""
+        _choice("method", self.method, METHOD_NAMES)
+        _choice("train_mode", self.train_mode, TRAIN_MODES)
+        _choice("c_a", self.c_a, C_A_RULES)
+        _choice("uniform_convention", self.uniform_convention, UNIFORM_CONVENTIONS)
+        _choice("precision", self.precision, tuple(PRECISIONS))
+        if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
+            raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
+        for name in ("epochs", "batch_size", "lr_step", "n", "m", "smoothadv_steps", "c_a_n0", "eval_max"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("warmup_epochs", "k", "num_workers", "smoothadv_warmup", "weight_decay", "momentum"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        for name in ("lr", "sigma_lr", "lr_gamma", "macer_beta"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 < self.min_sigma < self.sigma:
+            raise ValueError(f"min_sigma must be in (0, sigma={self.sigma}), got {self.min_sigma!r}")
+        if self.smoothadv_epsilon < 0 or self.macer_lambda < 0 or self.macer_gamma < 0:
+            raise ValueError("smoothadv_epsilon, macer_lambda and macer_gamma must be >= 0")
+
+    @property
+    def noise_name(self) -> str:
+        """``uniform`` for the ℓ1 method (Yang et al. 2020, DDRS §4.4), else ``gaussian``."""
+        return "uniform" if self.method == "uniform" else "gaussian"
+
+    def library_scale(self, value: float) -> float:
+        """The scale ``ddrs.noise`` uses for ``value``: σ, or the uniform half-width λ."""
+        if self.noise_name == "uniform" and self.uniform_convention == "std":
+            return half_width_from_std(value)
+        return float(value)
+
+    @property
+    def initial_scale(self) -> float:
+        """σ₀ (or λ₀) every example's scale starts from (DDRS Algorithm 2)."""
+        return self.library_scale(self.sigma)
+
+    @property
+    def min_scale(self) -> float:
+        return self.library_scale(self.min_sigma)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
+        """Build from a mapping whose keys are field names; unknown or missing keys name ``source``."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown training option(s) {unknown}; known options: {sorted(known)}")
+        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING]
+        missing = [name for name in required if values.get(name) is None]
+        if missing:
+            raise ValueError(f"{source}: missing required training option(s) {missing}")
+        return cls(**values)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """The mapping in a YAML config file (empty file → empty mapping)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"training config {path} does not exist")
+    content = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"training config {path} must hold a mapping of option: value, got {type(content).__name__}")
+    return content
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; choose one of {list(choices)}")

@@ -1,0 +1,137 @@
+"""Data-dependent training (DDRS Algorithm 2, §3.6): a σ per training example, carried across epochs.
+
+The σ table is indexed by dataset index, initialised to σ₀ and updated at every batch by K steps
+of Algorithm 1 started from the stored σᵢ ("we initialize σ_xi at each epoch with σ*_xi computed
+at the previous epoch"). The method's loss then trains with the updated σᵢ.
+
+Algorithm 1 needs c_A, the class whose radius it enlarges; it never sees the label. Two rules:
+``clean`` takes the base classifier's argmax on the clean input — the σ₀ → 0 limit DDRS §3.4
+allows ("σ₀ can be zero reducing the smooth classifier to f_θ") and one forward pass;
+``smoothed`` takes the smoothed prediction at the stored σᵢ from ``n0`` noisy draws.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils.data import Dataset
+
+from ddrs.device import autocast
+from ddrs.io import atomic_path
+from ddrs.sigma import optimize_sigma, smoothed_top_class
+
+
+class IndexedDataset(Dataset):
+    """Wrap a dataset of ``(x, y)`` to yield ``(x, y, idx)``, so a batch knows its rows of the σ table."""
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> tuple[Any, Any, int]:
+        x, y = self.dataset[index]
+        return x, y, index
+
+
+class SigmaTable:
+    """σᵢ for every training example (float32 on the CPU), indexed by dataset index."""
+
+    def __init__(self, values: Tensor):
+        if values.ndim != 1 or not bool(torch.all(values > 0)):
+            raise ValueError("a σ table must be a 1-d tensor of positive scales")
+        self.values = values.detach().to(torch.float32).cpu().clone()
+
+    @classmethod
+    def constant(cls, size: int, scale: float) -> SigmaTable:
+        return cls(torch.full((size,), float(scale)))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def gather(self, indices: Tensor) -> Tensor:
+        return self.values[indices.cpu()]
+
+    def update(self, indices: Tensor, scales: Tensor) -> None:
+        self.values[indices.cpu()] = scales.detach().to(torch.float32).cpu()
+
+    def summary(self) -> dict[str, float]:
+        """Mean, min and max σᵢ (for the per-epoch log)."""
+        return {
+            "sigma_mean": float(self.values.mean()),
+            "sigma_min": float(self.values.min()),
+            "sigma_max": float(self.values.max()),
+        }
+
+    def write_tsv(self, path: str | os.PathLike) -> None:
+        """``idx<TAB>sigma`` one row per training example, written atomically."""
+        lines = ["idx\tsigma", *(f"{i}\t{s:.9g}" for i, s in enumerate(self.values.tolist()))]
+        with atomic_path(path) as tmp:
+            tmp.write_text("\n".join(lines) + "\n")
+
+
+def top_class(
+    model: nn.Module,
+    x: Tensor,
+    scale: Tensor,
+    *,
+    rule: str,
+    num_classes: int,
+    noise: str,
+    n0: int,
+    generator: torch.Generator,
+    precision: str = "fp32",
+) -> Tensor:
+    """c_A for training-time Algorithm 1, label-free (see the module docstring for the rules)."""
+    if rule == "clean":
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad(), autocast(x.device, precision):
+                return model(x).argmax(dim=1)
+        finally:
+            model.train(was_training)
+    if rule == "smoothed":
+        return smoothed_top_class(
+            model, x, scale, num_classes=num_classes, noise=noise, n0=n0, batch_size=n0,
+            generator=generator, precision=precision,
+        )
+    raise ValueError(f"unknown c_A rule {rule!r}; choose 'clean' or 'smoothed'")
+
+
+def optimize_batch_scale(
+    model: nn.Module,
+    x: Tensor,
+    scale: Tensor,
+    *,
+    k: int,
+    n: int,
+    lr: float,
+    noise: str,
+    min_scale: float,
+    c_a_rule: str,
+    c_a_n0: int,
+    num_classes: int,
+    generator: torch.Generator,
+    precision: str = "fp32",
+) -> Tensor:
+    """σ*ᵢ for one batch: K steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
+
+    Takes no labels, so the scale can never depend on them. ``k = 0`` returns ``scale`` unchanged
+    (the fixed-σ warm-up epochs).
+    """
+    if k == 0:
+        return scale
+    c_a = top_class(
+        model, x, scale, rule=c_a_rule, num_classes=num_classes, noise=noise, n0=c_a_n0,
+        generator=generator, precision=precision,
+    )
+    snapshots = optimize_sigma(
+        model, x, scale, c_a, steps=[k], n=n, lr=lr, noise=noise, generator=generator,
+        min_scale=min_scale, precision=precision,
+    )
+    return snapshots[-1].detach()

@@ -1,0 +1,152 @@
+"""One training loss per method, each taking one smoothing scale per example.
+
+Every loss has the signature ``loss(model, x, y, scale, generator, config, epoch) -> Tensor``
+(a scalar to minimise): ``scale`` is the ``(B,)`` tensor of σᵢ (or λᵢ for uniform noise) that
+Algorithm 2 of DDRS (§3.6) supplies, or σ₀ repeated for fixed-σ training. All noise comes from
+``ddrs.noise`` with the caller's ``generator``, so a step is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ddrs.noise import get_noise
+from ddrs.training.config import TrainConfig
+
+GAUSSIAN = get_noise("gaussian")
+UNIFORM = get_noise("uniform")
+
+TrainingLoss = Callable[[nn.Module, Tensor, Tensor, Tensor, torch.Generator, TrainConfig, int], Tensor]
+
+
+def _noise_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
+    """``m`` noise vectors per input, shape ``(B, m, *x.shape[1:])``, already multiplied by ``scale``."""
+    unit = noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
+    return unit * scale.to(x.dtype).view(-1, 1, *([1] * (x.ndim - 1)))
+
+
+def _logits(model: nn.Module, points: Tensor) -> Tensor:
+    """Logits of ``points`` of shape ``(B, m, ...)`` as ``(B, m, C)`` in fp32 (safe under autocast)."""
+    batch, m = points.shape[:2]
+    return model(points.flatten(0, 1)).float().view(batch, m, -1)
+
+
+def cohen_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
+    """Gaussian data augmentation: cross-entropy on ``x + σᵢ·ε`` (Cohen et al. 2019, §3.3)."""
+    return F.cross_entropy(model(GAUSSIAN.perturb(x, scale, generator)).float(), y)
+
+
+def uniform_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
+    """Uniform-noise augmentation: cross-entropy on ``x + λᵢ·U[−1, 1]^d`` (Yang et al. 2020; DDRS §4.4)."""
+    return F.cross_entropy(model(UNIFORM.perturb(x, scale, generator)).float(), y)
+
+
+def smoothed_nll(logits: Tensor, y: Tensor) -> Tensor:
+    """−log of the soft smoothed classifier's probability of ``y``, per input.
+
+    ``logits`` is ``(B, m, C)``; the soft smoothed classifier is the mean softmax over the m draws
+    (the soft classifier G attacked by Salman et al. 2019, §3, with m Monte Carlo draws; clamped
+    at 1e-20 as in their ``attacks.py``).
+    """
+    probs = F.softmax(logits, dim=-1).mean(dim=1)
+    return -probs.gather(1, y.view(-1, 1)).squeeze(1).clamp_min(1e-20).log()
+
+
+def smoothadv_radius(config: TrainConfig, epoch: int) -> float:
+    """Attack radius ζ at 0-based ``epoch``: linear warm-up over ``smoothadv_warmup`` epochs,
+    ``ζ·min(1, (epoch + 1)/warmup)`` as in SmoothAdv's ``train_pgd.py``."""
+    if config.smoothadv_warmup == 0:
+        return config.smoothadv_epsilon
+    return config.smoothadv_epsilon * min(1.0, (epoch + 1) / config.smoothadv_warmup)
+
+
+def smoothadv_attack(model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, radius: float, steps: int) -> Tensor:
+    """ℓ2 PGD on the soft smoothed classifier with fixed noise draws (Salman et al. 2019, §3).
+
+    Maximises :func:`smoothed_nll` of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
+    normalised-gradient steps of size ``2·radius/steps``, each followed by a clamp of ``x + δ`` to
+    [0, 1] and a projection onto the ball (SmoothAdv's ``PGD_L2``). A zero gradient leaves δ
+    unchanged. The model runs in eval mode and its parameters receive no gradient.
+    """
+    if radius == 0:
+        return x
+    was_training = model.training
+    model.eval()
+    step_size = 2 * radius / steps
+    delta = torch.zeros_like(x)
+    try:
+        for _ in range(steps):
+            delta.requires_grad_(True)
+            loss = smoothed_nll(_logits(model, (x + delta).unsqueeze(1) + noise), y).sum()
+            (grad,) = torch.autograd.grad(loss, delta)
+            norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (x.ndim - 1)))
+            delta = delta.detach() + step_size * grad / norm
+            delta = (x + delta).clamp(0, 1) - x
+            delta = delta.renorm(p=2, dim=0, maxnorm=radius)
+    finally:
+        model.train(was_training)
+    return (x + delta).detach()
+
+
+def smoothadv_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
+    """SmoothAdv (Salman et al. 2019): attack the soft smoothed classifier, then train on the
+    adversarial points with the same m noise draws, cross-entropy averaged over the m copies
+    (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10)."""
+    noise = _noise_copies(GAUSSIAN, x, scale, config.m, generator)
+    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(config, epoch), config.smoothadv_steps)
+    logits = _logits(model, adversarial.unsqueeze(1) + noise)
+    return F.cross_entropy(logits.flatten(0, 1), y.repeat_interleave(config.m))
+
+
+def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma: float, beta: float) -> Tensor:
+    """MACER's loss from ``(B, m, C)`` logits (Zhai et al. 2020, Algorithm 1; their ``macer.py``).
+
+    ``CE = −log(mean softmax of y + 1e-10)`` plus ``λ · σᵢ/2 · (γ − ξᵢ)`` for the inputs whose
+    β-tempered smoothed prediction is correct and whose ``ξᵢ = Φ⁻¹(p̂A) − Φ⁻¹(p̂B) ≤ γ`` (the hinge),
+    with p̂A, p̂B the top two of the mean ``softmax(β·logits)``; both sums are divided by the
+    batch size. As in MACER's code, inputs whose ξ is not finite (p̂A = 1 or p̂B = 0 in floating
+    point) are left out of the hinge rather than clamped.
+
+    With one σᵢ per input the hinge stays in units of ξ = 2R/σ (γ is the same margin for every
+    input) and only the σ/2 factor MACER applies becomes σᵢ/2, so fixed σ reproduces MACER exactly.
+    DDRS §4.3 writes the factor as λ/2; MACER's paper and code use λ·σ/2, which we follow.
+    """
+    batch = len(y)
+    probs = F.softmax(logits, dim=-1).mean(dim=1)
+    classification = -(probs.gather(1, y.view(-1, 1)).squeeze(1) + 1e-10).log().sum()
+    tempered = F.softmax(beta * logits, dim=-1).mean(dim=1)
+    top2, top2_class = tempered.topk(2, dim=1)
+    with torch.no_grad():
+        xi = torch.special.ndtri(top2[:, 0]) - torch.special.ndtri(top2[:, 1])
+        hinged = (top2_class[:, 0] == y) & torch.isfinite(xi) & (xi <= gamma)
+    # recompute ξ on the hinged inputs only, so non-finite Φ⁻¹ never enters the backward pass
+    xi = torch.special.ndtri(top2[hinged, 0]) - torch.special.ndtri(top2[hinged, 1])
+    robustness = ((gamma - xi) * scale[hinged].to(xi.dtype)).sum() / 2
+    return (classification + lam * robustness) / batch
+
+
+def macer_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
+    """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
+    λ = 12, γ = 8, β = 16)."""
+    logits = _logits(model, x.unsqueeze(1) + _noise_copies(GAUSSIAN, x, scale, config.m, generator))
+    return macer_objective(logits, y, scale, config.macer_lambda, config.macer_gamma, config.macer_beta)
+
+
+METHODS: dict[str, TrainingLoss] = {
+    "cohen": cohen_loss,
+    "smoothadv": smoothadv_loss,
+    "macer": macer_loss,
+    "uniform": uniform_loss,
+}
+
+
+def get_method(name: str) -> TrainingLoss:
+    """The training loss called ``name``; an unknown name lists the choices."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown training method {name!r}; choose one of {sorted(METHODS)}") from None

@@ -1,0 +1,267 @@
+"""The resumable training loop: SGD with a step schedule, a checkpoint and a log row every epoch.
+
+While training, the checkpoint lives at ``<out>.partial`` (written atomically after every epoch with
+model, optimizer, scheduler, grad-scaler, σ table, per-epoch history and config); it is renamed
+to ``<out>`` after the last epoch. Rerunning on a partial run resumes from it and ends with exactly
+the weights of an uninterrupted run: every random stream of an epoch — shuffling, smoothing noise,
+data augmentation (torch's global generator, forked so the caller's is untouched) — is seeded from
+``(seed, epoch)``, so no generator state has to survive the interruption. Rerunning on a finished
+``<out>`` with more epochs continues training from it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor, nn
+from torch.utils.data import DataLoader, Dataset, Subset
+from tqdm import tqdm
+
+from ddrs.data import get_info, load_dataset
+from ddrs.device import autocast, make_generator, select_device
+from ddrs.errors import CheckpointError
+from ddrs.io import atomic_path
+from ddrs.logs import partial_path
+from ddrs.models import build_model, load_checkpoint, save_checkpoint
+from ddrs.noise import get_noise
+from ddrs.training.config import TrainConfig
+from ddrs.training.data_dependent import IndexedDataset, SigmaTable, optimize_batch_scale
+from ddrs.training.methods import get_method
+
+#: per-epoch CSV log columns
+LOG_COLUMNS = (
+    "epoch", "lr", "loss", "clean_accuracy", "noisy_accuracy", "sigma_mean", "sigma_min", "sigma_max", "seconds",
+)
+#: config fields that may change between an interrupted run and its resumption
+RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "data_root"})
+# independent random streams derived from the seed
+_AUGMENT, _SHUFFLE, _NOISE, _EVAL, _INIT = range(5)
+
+
+def derived_seed(seed: int, *keys: int) -> int:
+    """A 64-bit seed for the stream ``keys`` of run ``seed`` (numpy's SeedSequence mixing)."""
+    return int(np.random.SeedSequence([seed, *keys]).generate_state(1, np.uint64)[0])
+
+
+def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """SGD with momentum and weight decay, and a StepLR (or MultiStepLR for ``lr_milestones``)."""
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=config.lr, momentum=config.momentum, nesterov=config.nesterov,
+        weight_decay=config.weight_decay,
+    )
+    if config.lr_milestones:
+        scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, config.lr_milestones, gamma=config.lr_gamma)
+    else:
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=config.lr_step, gamma=config.lr_gamma)
+    return optimizer, scheduler
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, dataset: Dataset, scale: float, noise: str, *, seed: int, batch_size: int,
+    device: torch.device, precision: str = "fp32",
+) -> tuple[float, float]:
+    """Accuracy of the base classifier on clean inputs and under one draw of noise at ``scale``."""
+    model.eval()
+    generator = make_generator(derived_seed(seed, _EVAL), device)
+    distribution = get_noise(noise)
+    correct_clean = correct_noisy = total = 0
+    for x, y in DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda"):
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with autocast(device, precision):
+            correct_clean += int((model(x).argmax(dim=1) == y).sum())
+            correct_noisy += int((model(distribution.perturb(x, scale, generator)).argmax(dim=1) == y).sum())
+        total += len(y)
+    return correct_clean / total, correct_noisy / total
+
+
+class Trainer:
+    """Train ``config`` into the checkpoint ``out``; optional CSV log and σ-table TSV beside it.
+
+    ``init`` names a ddrs checkpoint to fine-tune from (DDRS §4.1: ImageNet models are fine-tuned
+    with Algorithm 2 for 30 epochs from the published weights, imported with
+    ``ddrs.models.import_published``).
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        out: str | os.PathLike,
+        *,
+        log: str | os.PathLike | None = None,
+        sigma_table: str | os.PathLike | None = None,
+        init: str | os.PathLike | None = None,
+        progress: bool = True,
+    ):
+        self.config = config
+        self.out = Path(out)
+        self.partial = partial_path(self.out)
+        self.log = None if log is None else Path(log)
+        self.sigma_table_path = None if sigma_table is None else Path(sigma_table)
+        self.init = None if init is None else Path(init)
+        self.progress = progress
+        self.device = select_device(config.device)
+        self.loss_fn = get_method(config.method)
+        self.num_classes = get_info(config.dataset).num_classes
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def _build_model(self) -> nn.Module:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derived_seed(self.config.seed, _INIT))
+            model = build_model(self.config.arch, self.config.dataset)
+        if self.init is not None:
+            initial, _ = load_checkpoint(self.init, arch=self.config.arch, dataset=self.config.dataset)
+            model.load_state_dict(initial.state_dict())
+        return model.to(self.device)
+
+    def _cuda_devices(self) -> list[int]:
+        """The CUDA device whose generator ``fork_rng`` saves and restores (none on the CPU)."""
+        if self.device.type != "cuda":
+            return []
+        return [torch.cuda.current_device() if self.device.index is None else self.device.index]
+
+    def _resume_source(self) -> Path | None:
+        for path in (self.partial, self.out):
+            if path.is_file():
+                return path
+        return None
+
+    def _check_resumable(self, path: Path, meta: dict[str, Any]) -> None:
+        saved, wanted = meta.get("config", {}), self.config.to_dict()
+        differing = sorted(
+            key for key in set(saved) | set(wanted) if key not in RUNTIME_FIELDS and saved.get(key) != wanted.get(key)
+        )
+        if differing:
+            details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
+            raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
+        if meta.get("init") != (None if self.init is None else str(self.init)):
+            raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
+        if meta["epoch"] > self.config.epochs:
+            raise ValueError(f"{path} already holds {meta['epoch']} epochs, more than the {self.config.epochs} asked for")
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> Path:
+        """Train (or resume) to ``config.epochs`` epochs; return the path of the finished checkpoint."""
+        config = self.config
+        train_set = load_dataset(config.dataset, "train", root=config.data_root, augment=config.augment)
+        test_set = load_dataset(config.dataset, "test", root=config.data_root)
+        eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
+        model = self._build_model()
+        optimizer, scheduler = build_optimizer(model, config)
+        scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda")
+        table = SigmaTable.constant(len(train_set), config.initial_scale)
+        history: list[dict[str, Any]] = []
+        start = 0
+
+        source = self._resume_source()
+        if source is not None:
+            saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
+            self._check_resumable(source, meta)
+            model.load_state_dict(saved.state_dict())
+            optimizer.load_state_dict(meta["optimizer"])
+            scheduler.load_state_dict(meta["scheduler"])
+            scaler.load_state_dict(meta["scaler"])
+            table = SigmaTable(meta["sigma_table"])
+            if len(table) != len(train_set):
+                raise CheckpointError(f"{source} has {len(table)} σᵢ but the training set has {len(train_set)} examples")
+            history, start = list(meta["history"]), meta["epoch"]
+
+        for epoch in range(start, config.epochs):
+            began = time.perf_counter()
+            with torch.random.fork_rng(devices=self._cuda_devices()):
+                torch.manual_seed(derived_seed(config.seed, _AUGMENT, epoch))
+                loss = self._train_epoch(model, train_set, table, optimizer, scaler, epoch)
+            lr = optimizer.param_groups[0]["lr"]
+            scheduler.step()
+            clean, noisy = evaluate(
+                model, eval_set, config.initial_scale, config.noise_name, seed=config.seed,
+                batch_size=config.batch_size, device=self.device, precision=config.precision,
+            )
+            history.append({
+                "epoch": epoch + 1, "lr": lr, "loss": loss, "clean_accuracy": clean, "noisy_accuracy": noisy,
+                **table.summary(), "seconds": time.perf_counter() - began,
+            })
+            self._save(self.partial, model, optimizer, scheduler, scaler, table, history, epoch + 1)
+            self._write_outputs(history, table)
+
+        if self.partial.is_file():
+            os.replace(self.partial, self.out)
+        self._write_outputs(history, table)
+        return self.out
+
+    def _train_epoch(
+        self, model: nn.Module, train_set: Dataset, table: SigmaTable, optimizer, scaler, epoch: int
+    ) -> float:
+        """One pass over the training set (DDRS Algorithm 2 per batch in ``ds`` mode); mean loss."""
+        config, device = self.config, self.device
+        shuffle = torch.Generator().manual_seed(derived_seed(config.seed, _SHUFFLE, epoch))
+        noise = make_generator(derived_seed(config.seed, _NOISE, epoch), device)
+        loader = DataLoader(
+            IndexedDataset(train_set), batch_size=config.batch_size, shuffle=True, generator=shuffle,
+            num_workers=config.num_workers, pin_memory=device.type == "cuda",
+        )
+        optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
+        model.train()
+        total, count = torch.zeros((), device=device), 0
+        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", leave=False, disable=None if self.progress else True)
+        for x, y, indices in bar:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            scale = table.gather(indices).to(device, non_blocking=True)
+            if optimise_sigma:
+                scale = optimize_batch_scale(
+                    model, x, scale, k=config.k, n=config.n, lr=config.sigma_lr, noise=config.noise_name,
+                    min_scale=config.min_scale, c_a_rule=config.c_a, c_a_n0=config.c_a_n0,
+                    num_classes=self.num_classes, generator=noise, precision=config.precision,
+                )
+                table.update(indices, scale)
+            with autocast(device, config.precision):
+                loss = self.loss_fn(model, x, y, scale, noise, config, epoch)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            total += loss.detach() * len(y)
+            count += len(y)
+        return float(total) / count
+
+    # -- outputs ------------------------------------------------------------------------------
+
+    def _save(self, path, model, optimizer, scheduler, scaler, table, history, epoch) -> None:
+        config = self.config
+        save_checkpoint(
+            path, model, arch=config.arch, dataset=config.dataset, method=config.method,
+            train_mode=config.train_mode, sigma=float(config.sigma), noise=config.noise_name,
+            scale=config.initial_scale, epoch=epoch, config=config.to_dict(),
+            init=None if self.init is None else str(self.init), optimizer=optimizer.state_dict(),
+            scheduler=scheduler.state_dict(), scaler=scaler.state_dict(), sigma_table=table.values.clone(),
+            history=history,
+        )
+
+    def _write_outputs(self, history: Iterable[dict[str, Any]], table: SigmaTable) -> None:
+        if self.log is not None:
+            with atomic_path(self.log) as tmp:
+                pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
+        if self.sigma_table_path is not None:
+            table.write_tsv(self.sigma_table_path)
+
+
+def train(config: TrainConfig, out: str | os.PathLike, **kwargs: Any) -> Path:
+    """Run :class:`Trainer` (see its arguments) and return the finished checkpoint's path."""
+    return Trainer(config, out, **kwargs).run()
+
+
+def load_sigma_table(path: str | os.PathLike) -> Tensor:
+    """The σ table saved in a training checkpoint (one σᵢ per training example)."""
+    _, meta = load_checkpoint(path)
+    if "sigma_table" not in meta:
+        raise CheckpointError(f"{path} holds no σ table (it was not written by ddrs train)")
+    return meta["sigma_table"]
