@@ -1,0 +1,202 @@
+"""Algorithm 3 (DDRS Appendix C): the Figure 2 scenarios, the invariant on random streams, a real log."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddrs.cli import main
+from ddrs.logs import read_log
+from ddrs.memory import memory_certify, memory_certify_log
+
+
+def run(points, predict, radius, norm=2):
+    return memory_certify(
+        torch.tensor(points, dtype=torch.float32),
+        torch.tensor(predict),
+        torch.tensor(radius, dtype=torch.float64),
+        norm,
+    )
+
+
+# Figure 2 in 2-D: x1 = (0, 0) certified for class 0 with r1 = 1; x2 at distance d = 0.6 (ℓ2 and ℓ1:
+# the second point lies on an axis, so both norms agree).
+@pytest.mark.parametrize("norm", [2, 1])
+def test_figure2_left_same_prediction_is_kept(norm):
+    result = run([[0, 0], [0.6, 0]], [0, 0], [1.0, 0.8], norm)
+    assert result.action == ["kept", "kept"]
+    assert result.predict.tolist() == [0, 0]
+    assert result.radius.tolist() == [1.0, 0.8]
+
+
+@pytest.mark.parametrize("norm", [2, 1])
+def test_figure2_middle_inside_a_region_takes_its_prediction(norm):
+    result = run([[0, 0], [0.6, 0]], [0, 1], [1.0, 0.8], norm)
+    assert result.action == ["kept", "moved_in"]
+    assert result.predict.tolist() == [0, 0]
+    assert result.radius[1].item() == pytest.approx(1.0 - 0.6)
+    assert result.radius_before.tolist() == [1.0, 0.8]
+
+
+@pytest.mark.parametrize("norm", [2, 1])
+def test_figure2_right_intersecting_region_shrinks_away(norm):
+    result = run([[0, 0], [1.5, 0]], [0, 1], [1.0, 0.8], norm)
+    assert result.action == ["kept", "shrunk"]
+    assert result.predict.tolist() == [0, 1]
+    assert result.radius[1].item() == pytest.approx(1.5 - 1.0)
+
+
+def test_l1_and_l2_balls_differ_off_axis():
+    # ‖(0.6, 0.6)‖₂ = 0.85 < 1 (inside the ℓ2 ball), ‖·‖₁ = 1.2 (outside the ℓ1 ball, but intersecting)
+    points, predict, radius = [[0, 0], [0.6, 0.6]], [0, 1], [1.0, 0.5]
+    l2, l1 = run(points, predict, radius, 2), run(points, predict, radius, 1)
+    assert l2.action[1] == "moved_in" and l2.radius[1].item() == pytest.approx(1 - math.hypot(0.6, 0.6))
+    assert l1.action[1] == "shrunk" and l1.radius[1].item() == pytest.approx(1.2 - 1.0)
+
+
+def test_touching_balls_do_not_overlap():
+    result = run([[0, 0], [2.0, 0]], [0, 1], [1.0, 1.0])
+    assert result.action == ["kept", "kept"]
+
+
+def test_abstain_inside_a_region_adopts_its_prediction_and_later_balls_avoid_abstentions():
+    # x2 abstains inside R1 → must predict 0 there; x3 abstains outside → stays; x4's ball holds x3 → shrinks
+    result = run([[0, 0], [0.5, 0], [5, 0], [5.5, 0]], [0, -1, -1, 2], [1.0, 0.0, 0.0, 2.0])
+    assert result.action == ["kept", "moved_in", "kept", "shrunk"]
+    assert result.predict.tolist() == [0, 0, -1, 2]
+    assert result.radius.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.5])
+
+
+def test_moved_in_resolves_against_every_region_at_once():
+    # x3 lies in R1 (class 0) and its ball also meets R2 (class 1); taking class 0 inside R1 is enough
+    result = run([[0, 0], [3, 0], [0.5, 0]], [0, 1, 1], [1.0, 1.5, 2.0])
+    assert result.action == ["kept", "kept", "moved_in"]
+    assert result.predict[2].item() == 0
+    assert result.radius[2].item() == pytest.approx(0.5)
+
+
+def distances(points: np.ndarray, norm: int) -> np.ndarray:
+    diff = points[:, None, :].astype(np.float64) - points[None, :, :].astype(np.float64)
+    return np.linalg.norm(diff, ord=norm, axis=2)
+
+
+def assert_sound(points, result, norm):
+    """No two stored regions {x} ∪ open ball of different predictions intersect."""
+    d = distances(points, norm)
+    predict, radius = result.predict.numpy(), result.radius.numpy()
+    different = predict[:, None] != predict[None, :]
+    reach = radius[:, None] + radius[None, :]
+    tolerance = 1e-9 * (1 + reach)
+    assert not np.any(different & (d < reach - tolerance)), "regions of different predictions intersect"
+    assert not np.any(different & (d == 0)), "one point carries two predictions"
+
+
+streams = st.integers(min_value=1, max_value=25).flatmap(
+    lambda size: st.tuples(
+        st.lists(st.lists(st.floats(-2, 2), min_size=2, max_size=2), min_size=size, max_size=size),
+        st.lists(st.integers(-1, 2), min_size=size, max_size=size),
+        st.lists(st.floats(0, 2), min_size=size, max_size=size),
+        st.sampled_from([1, 2]),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(streams)
+def test_random_streams_keep_the_invariant_and_never_grow_a_radius(stream):
+    coords, predict, radius, norm = stream
+    radius = [0.0 if p == -1 else r for p, r in zip(predict, radius)]
+    # coarse coordinates make exact coincidences and boundary contacts likely
+    points = np.round(np.asarray(coords, dtype=np.float32), 1)
+    result = run(points, predict, radius, norm)
+    assert_sound(points, result, norm)
+    assert torch.all(result.radius <= result.radius_before)
+    assert torch.all(result.radius >= 0)
+    for i, action in enumerate(result.action):
+        assert (action == "moved_in") == (result.predict[i].item() != predict[i])
+
+
+def test_high_dimensional_stream_uses_the_same_rules():
+    generator = torch.Generator().manual_seed(0)
+    points = torch.rand(300, 3, 8, 8, generator=generator)
+    predict = torch.randint(0, 3, (300,), generator=generator)
+    radius = torch.rand(300, generator=generator, dtype=torch.float64) * 3
+    for norm in (1, 2):
+        result = memory_certify(points, predict, radius, norm, block=64)
+        assert_sound(points.flatten(1).numpy(), result, norm)
+        assert sum(result.counts().values()) == 300
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="norm"):
+        run([[0, 0]], [0], [1.0], norm=3)
+    with pytest.raises(ValueError, match="radii"):
+        run([[0, 0]], [0], [-1.0])
+
+
+def certify_digits_log(model, dataset, path, count=60, scale=0.5):
+    """A small data-dependent-style certification log of the digits model, written by ddrs.smoothing."""
+    from ddrs.smoothing import certify_batch
+
+    x = torch.stack([dataset[i][0] for i in range(count)])
+    labels = [dataset[i][1] for i in range(count)]
+    result = certify_batch(
+        model, x, scale, num_classes=10, noise="gaussian", n0=20, n=200, alpha=0.001, batch_size=2000,
+        generator=torch.Generator().manual_seed(0),
+    )
+    frame = pd.DataFrame(
+        {
+            "idx": range(count),
+            "label": labels,
+            "predict": result.predict.tolist(),
+            "radius": result.radius.tolist(),
+            "correct": [int(p == y) for p, y in zip(result.predict.tolist(), labels)],
+            "time": 0.0,
+            "noise": "gaussian",
+        }
+    )
+    frame.to_csv(path, sep="\t", index=False)
+
+
+def test_memory_on_a_real_digits_log_reports_its_adjustments(digits_model, digits_data, tmp_path):
+    log = tmp_path / "certify.tsv"
+    certify_digits_log(digits_model, digits_data["test"], log)
+    counts = memory_certify_log(log, digits_data["test"], tmp_path / "memory.tsv")
+    out = read_log(tmp_path / "memory.tsv")
+    before = read_log(log)
+    assert sum(counts.values()) == len(out) == len(before)
+    assert list(out.columns) == [*before.columns, "memory_action", "radius_before"]
+    assert (out["correct"] == (out["predict"] == out["label"]).astype(int)).all()
+    assert np.allclose(out["radius_before"], before["radius"])
+    assert (out["memory_action"] != "kept").sum() == counts["moved_in"] + counts["shrunk"]
+    points = torch.stack([digits_data["test"][i][0] for i in out["idx"]]).flatten(1).numpy()
+    result = type("R", (), {"predict": torch.tensor(out["predict"].values), "radius": torch.tensor(out["radius"].values)})
+    assert_sound(points, result, 2)
+
+
+def test_cli_memory_end_to_end(digits_model, digits_data, tmp_path, capsys):
+    log = tmp_path / "certify.tsv"
+    certify_digits_log(digits_model, digits_data["test"], log, count=30)
+    out = tmp_path / "memory.tsv"
+    assert main(["memory", "--log", str(log), "--dataset", "digits", "--out", str(out)]) == 0
+    assert "30 rows" in capsys.readouterr().out
+    assert len(read_log(out)) == 30
+
+
+def test_cli_memory_bad_inputs(digits_data, tmp_path, capsys):
+    assert main(["memory", "--log", str(tmp_path / "missing.tsv"), "--dataset", "digits", "--out", "x"]) == 2
+    assert "missing.tsv" in capsys.readouterr().err
+    log = tmp_path / "no_noise.tsv"
+    pd.DataFrame({"idx": [0], "label": [1], "predict": [1], "radius": [0.3], "correct": [1], "time": [0.1]}).to_csv(
+        log, sep="\t", index=False
+    )
+    assert main(["memory", "--log", str(log), "--dataset", "digits", "--out", str(tmp_path / "m.tsv")]) == 2
+    assert "noise column" in capsys.readouterr().err
+    assert main(["memory", "--log", str(log), "--dataset", "nope", "--out", str(tmp_path / "m.tsv")]) == 2
+    assert "unknown dataset" in capsys.readouterr().err
