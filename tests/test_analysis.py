@@ -232,6 +232,9 @@ def test_published_cohen_log_time_format_and_runtime_table(tmp_path):
     # (mean(4, 6) + 10) seconds spread over 5 inputs
     assert table["extra_s"].tolist() == pytest.approx([0.0, 3.0])
     assert table["total_s"].tolist() == pytest.approx([1.5, 5.0])
+    summary = runtime_table([*records, records[0]], per_variant=True)
+    assert summary["variant"].tolist() == ["Cohen", "Cohen-DS"]
+    assert summary["total_s"].tolist() == pytest.approx([1.5, 5.0])
     assert best_table(records[:1], radii=RADII).table[COLUMNS].iloc[0].tolist() == pytest.approx([60, 40, 20, 0])
 
 

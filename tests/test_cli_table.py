@@ -1,0 +1,91 @@
+"""``ddrs table`` and ``ddrs plot`` end to end, in process, on hand-written Cohen-format logs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from ddrs.cli import main
+
+HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime"
+# Cohen et al.'s published format: time as H:MM:SS.ffffff
+PUBLISHED = [
+    "0\t3\t3\t0.612\t1\t0:00:01.532781",
+    "1\t8\t8\t0.108\t1\t0:00:01.498277",
+    "2\t8\t1\t0.901\t0\t0:00:01.501002",
+    "3\t0\t-1\t0.0\t0\t0:00:01.600000",
+]
+OURS = [
+    "0\t3\t3\t0.3\t1\t2.0",
+    "1\t8\t8\t0.7\t1\t2.0",
+    "2\t8\t8\t0.26\t1\t2.0",
+    "3\t0\t-1\t0.0\t0\t2.0",
+]
+
+
+@pytest.fixture
+def logs(tmp_path):
+    published, ours = tmp_path / "noise_0.25.tsv", tmp_path / "ds.tsv"
+    published.write_text("\n".join([HEADER, *PUBLISHED]) + "\n")
+    ours.write_text("\n".join([HEADER, *OURS]) + "\n")
+    return published, ours
+
+
+def test_table_writes_rows_envelope_and_prints_markdown(logs, tmp_path, capsys):
+    out = tmp_path / "tables" / "table.csv"
+    code = main(["table", *map(str, logs), "--radii", "0", "0.25", "0.5", "--label", "Cohen", "Cohen-DS", "--out", str(out)])
+    assert code == 0
+    table = pd.read_csv(out)
+    assert table["log"].tolist() == ["Cohen", "Cohen-DS", "envelope"]
+    assert table[["0.00", "0.25", "0.50"]].to_numpy().tolist() == [[50, 25, 25], [75, 75, 25], [75, 75, 25]]
+    assert table["ACR"].tolist() == pytest.approx([0.72 / 4, 1.26 / 4, 1.26 / 4])
+    assert out.with_suffix(".md").exists() and out.with_suffix(".tex").exists()
+    printed = capsys.readouterr().out
+    assert printed == out.with_suffix(".md").read_text()
+    assert "| envelope |" in printed and "0.315" in printed
+
+
+def test_table_default_grid_and_stem_labels(logs, tmp_path):
+    out = tmp_path / "t.csv"
+    assert main(["table", *map(str, logs), "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table["log"].tolist() == ["noise_0.25", "ds", "envelope"]
+    assert list(table.columns)[1:] == [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]] + ["ACR"]
+
+
+def test_table_missing_log_is_a_clear_error(logs, tmp_path, capsys):
+    missing = tmp_path / "nowhere.tsv"
+    assert main(["table", str(logs[0]), str(missing), "--out", str(tmp_path / "t.csv")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ddrs table: error:") and "nowhere.tsv" in error
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_table_corrupt_log_is_a_clear_error(logs, tmp_path, capsys):
+    corrupt = tmp_path / "corrupt.tsv"
+    corrupt.write_text(HEADER + "\n0\t3\t3\tnot-a-radius\t1\t1.0\n")
+    assert main(["table", str(corrupt), "--out", str(tmp_path / "t.csv")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ddrs table: error:") and "corrupt.tsv" in error
+
+
+def test_table_label_count_must_match(logs, tmp_path, capsys):
+    assert main(["table", *map(str, logs), "--label", "only-one", "--out", str(tmp_path / "t.csv")]) == 2
+    assert "1 label(s) for 2 log(s)" in capsys.readouterr().err
+
+
+def test_plot_writes_png_and_pdf(logs, tmp_path, capsys):
+    out = tmp_path / "figs" / "curves.png"
+    assert main(["plot", *map(str, logs), "--label", "Cohen", "Cohen-DS", "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert out.with_suffix(".pdf").read_bytes()[:4] == b"%PDF"
+    assert capsys.readouterr().out.split() == [str(out), str(out.with_suffix(".pdf"))]
+
+
+def test_plot_corrupt_log_is_a_clear_error(tmp_path, capsys):
+    corrupt = tmp_path / "half.tsv"
+    corrupt.write_text("idx\tlabel\tpredict\n0\t1\t1\n")
+    assert main(["plot", str(corrupt), "--out", str(tmp_path / "c.png")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ddrs plot: error:") and "half.tsv" in error and "missing column" in error
+    assert not (tmp_path / "c.png").exists()
