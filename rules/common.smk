@@ -44,8 +44,13 @@ def smoothing_scale(method, sigma):
 
 
 def sigmas_of(dataset, method):
-    key = "uniform_sigmas" if method == "uniform" else "sigmas"
-    return DATASETS[dataset].get(key, [])
+    """The σ₀ grid of a (dataset, method); a published dataset has only the models it names."""
+    spec = DATASETS[dataset]
+    sigmas = spec.get("uniform_sigmas" if method == "uniform" else "sigmas", [])
+    if spec["source"] == "published":
+        named = spec.get("checkpoints", {}).get(method, {})
+        return [s for s in sigmas if fmt(s) in named]
+    return sigmas
 
 
 def published(dataset):
@@ -204,7 +209,7 @@ def all_tables():
 def all_figures():
     figures = []
     for dataset in l2_datasets():
-        for method in METHODS:
+        for method in (m for m in METHODS if sigmas_of(dataset, m)):
             figures.append(f"{RESULTS}/figures/certified_{method}_{dataset}.png")
             figures.append(f"{RESULTS}/figures/ksweep_{method}_{dataset}.png")
         figures += [
