@@ -16,6 +16,7 @@ validate(config, "config/schema/config.schema.yaml")
 
 
 include: "rules/common.smk"
+include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/certify.smk"
 include: "rules/memory.smk"

@@ -5,7 +5,8 @@
 rule certify_fixed:
     """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows)."""
     input:
-        MODEL,
+        model=MODEL,
+        data=data_marker,
     output:
         f"{RUN}/certify_fixed.tsv",
     log:
@@ -22,13 +23,14 @@ rule certify_fixed:
     params:
         args=fixed_certify_args,
     shell:
-        "ddrs certify --checkpoint {input} {params.args} --out {output} 2> {log}"
+        "ddrs certify --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule optimize_sigma:
     """Algorithm 1 for every test input, one run to the largest K with a snapshot at each K."""
     input:
-        MODEL,
+        model=MODEL,
+        data=data_marker,
     output:
         f"{RUN}/sigma_opt.tsv",
     log:
@@ -45,13 +47,14 @@ rule optimize_sigma:
     params:
         args=optimize_args,
     shell:
-        "ddrs optimize-sigma --checkpoint {input} {params.args} --out {output} 2> {log}"
+        "ddrs optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule grid_search_sigma:
     """Appendix B: σ per input from a grid, at Algorithm 1's budget of base-classifier evaluations."""
     input:
-        MODEL,
+        model=MODEL,
+        data=data_marker,
     output:
         f"{RUN}/sigma_grid_n{{n}}.tsv",
     log:
@@ -68,13 +71,14 @@ rule grid_search_sigma:
     params:
         args=grid_search_args,
     shell:
-        "ddrs optimize-sigma --checkpoint {input} {params.args} --out {output} 2> {log}"
+        "ddrs optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule certify_data_dependent:
     """CERTIFY each input with its own σ*ₓ (from Algorithm 1 at K, or from the grid search)."""
     input:
         model=MODEL,
+        data=data_marker,
         sigmas=sigma_log,
     output:
         f"{RUN}/certify_{{source}}{{value}}.tsv",

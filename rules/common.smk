@@ -269,13 +269,18 @@ def train_hyperparameters(wildcards):
     return " ".join(flags)
 
 
-def train_init(wildcards):
-    """DS² on a published-checkpoint dataset fine-tunes the imported fixed-σ model."""
+def data_marker(wildcards):
+    """The prepare_data output every job reading a dataset waits for."""
+    return f"{RESULTS}/data/{wildcards.dataset}.json"
+
+
+def train_inputs(wildcards):
+    """The dataset; DS² on a published-checkpoint dataset also fine-tunes the imported model."""
+    inputs = {"data": data_marker(wildcards)}
     if published(wildcards.dataset):
-        return {
-            "init": f"{model_dir(wildcards.dataset, wildcards.method, 'fs', wildcards.sigma)}/model.pt"
-        }
-    return {}
+        run = model_dir(wildcards.dataset, wildcards.method, "fs", wildcards.sigma)
+        inputs["init"] = f"{run}/model.pt"
+    return inputs
 
 
 def train_epochs(wildcards):

@@ -53,6 +53,7 @@ rule sigma_examples_figure:
     """Figure 6 / Appendix D: inputs clean, noised at σ₀ and noised at their σ*ₓ."""
     input:
         sigmas=lambda wc: f"{showcase_run(wc.dataset)}/sigma_opt.tsv",
+        data=data_marker,
     output:
         png=report(
             f"{RESULTS}/figures/sigma_examples_{{dataset}}.png",

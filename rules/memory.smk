@@ -4,7 +4,8 @@
 rule memory:
     """Make a data-dependent certificate sound: no two regions with different predictions meet."""
     input:
-        f"{RUN}/certify_{{source}}{{value}}.tsv",
+        log=f"{RUN}/certify_{{source}}{{value}}.tsv",
+        data=data_marker,
     output:
         f"{RUN}/memory_{{source}}{{value}}.tsv",
     log:
@@ -23,4 +24,4 @@ rule memory:
     params:
         args=memory_args,
     shell:
-        "ddrs memory --log {input} {params.args} --out {output} 2> {log}"
+        "ddrs memory --log {input.log} {params.args} --out {output} 2> {log}"

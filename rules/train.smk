@@ -7,7 +7,7 @@ ruleorder: import_checkpoint > train
 rule train:
     """Train one base classifier: fixed σ (fs) or data-dependent σ (ds, Algorithm 2)."""
     input:
-        unpack(train_init),
+        unpack(train_inputs),
     output:
         model=f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}/model.pt",
         log=f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}/train.csv",

@@ -15,13 +15,14 @@ def test_table1_on_the_default_config_schedules_exactly_the_cohen_jobs(tmp_path)
     counts = dry_run(tmp_path, load_config(), "results/tables/table1.csv")
     sigmas, ks = 3, 3
     assert counts == {
+        "prepare_data": 1,
         "train": 2 * sigmas,  # fs and ds models
         "certify_fixed": sigmas,  # Cohen rows
         "optimize_sigma": 2 * sigmas,  # one Algorithm 1 run per model
         "certify_data_dependent": 2 * sigmas * ks,
         "memory": 2 * sigmas * ks,
         "best_table": 1,
-        "total": 52,
+        "total": 53,
     }
 
 

@@ -1,0 +1,21 @@
+# Download and verify each dataset once, before the jobs that read it.
+
+
+rule prepare_data:
+    """torchvision downloads with checksums (MNIST, CIFAR-10); ImageNet and digits are checked."""
+    output:
+        f"{RESULTS}/data/{{dataset}}.json",
+    log:
+        f"{RESULTS}/logs/data/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/data/{{dataset}}.tsv"
+    conda:
+        "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        args=lambda wc: f"--data-root {config['data_root']} --seed {config['seed']}",
+    shell:
+        "ddrs prepare-data --dataset {wildcards.dataset} {params.args} --out {output} 2> {log}"
