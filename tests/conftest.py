@@ -18,6 +18,17 @@ DIGITS_SIGMA = 0.25
 DIGITS_ARCH = "mlp"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _single_intra_op_thread():
+    """Run torch on one thread: the test models are tiny, and on a shared CPU the OpenMP workers
+    of a multi-threaded op spin-wait for each other (measured: 1 s vs 29 s of CPU for the digits
+    model on 2 busy cores)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def _seeded_torch():
     """Fix the global torch seed before each test, so weight initialisation is reproducible."""
