@@ -287,6 +287,29 @@ def test_import_checkpoint_command_writes_our_format(tmp_path, capsys):
     assert str(out) in capsys.readouterr().out
 
 
+def test_import_checkpoint_command_takes_the_source_from_the_method(tmp_path):
+    """The workflow passes only --method: a SmoothAdv file must get SmoothAdv's centring normaliser."""
+    info = DATASETS["mnist"]
+    published = nn.Sequential(CohenNormalizeLayer(info.mean), _published_net("lenet", "mnist"))
+    path = tmp_path / "smoothadv.pth.tar"
+    # Salman et al. released files from 2019 torch: the legacy (non-zip) serialisation
+    torch.save({"arch": "lenet", "state_dict": published.state_dict()}, path, _use_new_zipfile_serialization=False)
+    out = tmp_path / "model.pt"
+    argv = ["import-checkpoint", "--published", str(path), "--arch", "lenet", "--dataset", "mnist",
+            "--method", "smoothadv", "--sigma", "0.25", "--out", str(out)]
+    assert main(argv) == 0
+    model, meta = load_checkpoint(out)
+    assert meta["source"] == meta["method"] == "smoothadv"
+    _assert_same_function(model, published, info.input_shape)
+
+
+def test_import_checkpoint_command_needs_a_source_for_other_methods(tmp_path, capsys):
+    argv = ["import-checkpoint", "--published", str(tmp_path / "f.pt"), "--arch", "lenet", "--dataset", "mnist",
+            "--method", "consistency", "--out", str(tmp_path / "out.pt")]
+    assert main(argv) == 2
+    assert "give --source" in capsys.readouterr().err
+
+
 def test_import_checkpoint_command_reports_a_bad_file(tmp_path, capsys):
     published = tmp_path / "broken.pth"
     published.write_bytes(b"\x80\x02 not a checkpoint")
