@@ -1,0 +1,207 @@
+"""The training losses: each method learns under noise, SmoothAdv attacks what it claims, MACER
+matches its formula, and every loss uses one scale per example."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+from torch import nn
+
+from ddrs.models import build_model
+from ddrs.training import (
+    TrainConfig,
+    cohen_loss,
+    get_method,
+    macer_loss,
+    macer_objective,
+    smoothadv_attack,
+    smoothadv_radius,
+    smoothed_nll,
+    uniform_loss,
+)
+
+
+def _config(method: str, **overrides) -> TrainConfig:
+    return TrainConfig(dataset="digits", arch="mlp", method=method, sigma=0.25, **overrides)
+
+
+def _tensors(dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    return dataset.images, torch.as_tensor(dataset.targets)
+
+
+def _noisy_accuracy(model, images, labels, scale, noise) -> float:
+    from ddrs.noise import get_noise
+
+    generator = torch.Generator().manual_seed(123)
+    model.eval()
+    with torch.no_grad():
+        predictions = model(get_noise(noise).perturb(images, scale, generator)).argmax(dim=1)
+    return float((predictions == labels).float().mean())
+
+
+def _train(method: str, digits_data, epochs: int, **overrides) -> tuple[nn.Module, list[float]]:
+    """A few epochs of SGD with ``method``'s loss at fixed σ₀ on digits; mean loss per epoch."""
+    config = _config(method, **overrides)
+    loss_fn = get_method(method)
+    images, labels = _tensors(digits_data["train"])
+    model = build_model("mlp", "digits")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    generator = torch.Generator().manual_seed(0)
+    scale = torch.full((64,), config.initial_scale)
+    epoch_losses = []
+    for epoch in range(epochs):
+        model.train()
+        losses = []
+        for batch in torch.randperm(len(labels), generator=generator).split(64):
+            loss = loss_fn(model, images[batch], labels[batch], scale[: len(batch)], generator, config, epoch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        epoch_losses.append(float(np.mean(losses)))
+    return model, epoch_losses
+
+
+@pytest.mark.parametrize("method", ["cohen", "smoothadv", "uniform"])
+def test_method_lowers_its_loss_and_classifies_under_noise(method, digits_data):
+    model, losses = _train(method, digits_data, epochs=3)
+    assert losses[-1] < 0.6 * losses[0]
+    images, labels = _tensors(digits_data["test"])
+    config = _config(method)
+    assert _noisy_accuracy(model, images, labels, config.initial_scale, config.noise_name) > 0.75
+
+
+def test_macer_classifies_under_noise_and_its_step_descends(digits_data):
+    """MACER's total loss is not monotone over epochs (the hinge only counts correctly classified
+    inputs, so it grows with accuracy); a gradient step must still lower it at fixed noise."""
+    config = _config("macer", m=8)
+    model, _ = _train("macer", digits_data, epochs=3, m=8)
+    test_images, test_labels = _tensors(digits_data["test"])
+    assert _noisy_accuracy(model, test_images, test_labels, 0.25, "gaussian") > 0.5
+
+    images, labels = _tensors(digits_data["train"])
+    x, y, scale = images[:64], labels[:64], torch.full((64,), 0.25)
+
+    def loss_at_fixed_noise():
+        return macer_loss(model, x, y, scale, torch.Generator().manual_seed(5), config)
+
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    before = loss_at_fixed_noise()
+    optimizer.zero_grad()
+    before.backward()
+    optimizer.step()
+    assert loss_at_fixed_noise().item() < before.item()
+
+
+def test_macer_loss_equals_hand_computation():
+    """A fixed linear model, fixed draws: CE of the smoothed softmax + λ·σᵢ/2·(γ − ξ) over the
+    correctly classified inputs with ξ ≤ γ, both divided by the batch size (MACER's macer.py)."""
+    batch, m, dim, classes = 4, 5, 3, 3
+    lam, gamma, beta = 12.0, 1.5, 2.0
+    model = nn.Linear(dim, classes)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, -0.5, 0.2], [-0.3, 0.8, 0.1], [0.2, 0.1, -0.9]]))
+        model.bias.copy_(torch.tensor([0.1, -0.2, 0.05]))
+    x = torch.tensor([[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -2.0], [0.3, 0.3, 0.3]])
+    y = torch.tensor([0, 1, 2, 2])
+    scale = torch.tensor([0.1, 0.5, 0.3, 0.2])
+    config = _config("macer", m=m, macer_lambda=lam, macer_gamma=gamma, macer_beta=beta)
+
+    loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(7), config)
+
+    eps = torch.randn((batch, m, dim), generator=torch.Generator().manual_seed(7)).numpy().astype(np.float64)
+    w, b = model.weight.detach().numpy().astype(np.float64), model.bias.detach().numpy().astype(np.float64)
+    s, xs, ys = scale.numpy().astype(np.float64), x.numpy().astype(np.float64), y.numpy()
+    logits = (xs[:, None, :] + s[:, None, None] * eps) @ w.T + b
+
+    def softmax(z):
+        z = np.exp(z - z.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True)
+
+    classification = -np.log(softmax(logits).mean(axis=1)[np.arange(batch), ys] + 1e-10).sum()
+    tempered = softmax(beta * logits).mean(axis=1)
+    robustness, hinged = 0.0, 0
+    for i in range(batch):
+        order = np.argsort(tempered[i])[::-1]
+        xi = norm.ppf(tempered[i, order[0]]) - norm.ppf(tempered[i, order[1]])
+        if order[0] == ys[i] and xi <= gamma:
+            robustness += s[i] / 2 * (gamma - xi)
+            hinged += 1
+    expected = (classification + lam * robustness) / batch
+
+    assert 0 < hinged < batch  # the example exercises both sides of the indicator and the hinge
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_macer_gradient_is_finite_when_the_classifier_saturates():
+    logits = torch.tensor([[[60.0, 0.0, 0.0]], [[0.0, 0.1, 0.0]]], requires_grad=True)
+    loss = macer_objective(logits, torch.tensor([0, 1]), torch.tensor([0.25, 0.25]), 12.0, 8.0, 16.0)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(logits.grad).all()
+
+
+def test_smoothadv_attack_raises_the_smoothed_loss_within_the_ball(digits_data):
+    model, _ = _train("cohen", digits_data, epochs=1)
+    model.eval()
+    images, labels = _tensors(digits_data["test"])
+    x, y = images[:48], labels[:48]
+    noise = 0.25 * torch.randn((48, 4, *x.shape[1:]), generator=torch.Generator().manual_seed(3))
+
+    def smoothed_loss(points):
+        with torch.no_grad():
+            logits = model((points.unsqueeze(1) + noise).flatten(0, 1)).view(48, 4, -1)
+        return smoothed_nll(logits, y)
+
+    adversarial = smoothadv_attack(model, x, y, noise, radius=0.5, steps=2)
+
+    assert smoothed_loss(adversarial).mean() > smoothed_loss(x).mean() + 0.05
+    assert (smoothed_loss(adversarial) >= smoothed_loss(x) - 1e-4).float().mean() > 0.9
+    assert (adversarial - x).flatten(1).norm(dim=1).max() <= 0.5 + 1e-5
+    assert adversarial.min() >= 0 and adversarial.max() <= 1
+
+
+def test_smoothadv_attack_leaves_model_mode_and_weights_alone():
+    model = build_model("mlp", "digits").train()
+    x = torch.rand(8, 1, 8, 8)
+    noise = 0.25 * torch.randn(8, 1, 1, 8, 8)
+    smoothadv_attack(model, x, torch.zeros(8, dtype=torch.long), noise, radius=0.25, steps=2)
+    assert model.training
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_smoothadv_radius_warms_up_linearly_over_ten_epochs():
+    config = _config("smoothadv", smoothadv_epsilon=0.5)
+    assert [smoothadv_radius(config, e) for e in (0, 4, 9, 30)] == pytest.approx([0.05, 0.25, 0.5, 0.5])
+    assert smoothadv_radius(_config("smoothadv", smoothadv_warmup=0), 0) == 0.25
+
+
+class _Recorder(nn.Module):
+    """Identity-like model that remembers its inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(1024, 10)
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, x):
+        self.seen.append(x.detach().clone())
+        return self.linear(x.flatten(1))
+
+
+@pytest.mark.parametrize("loss_fn", [cohen_loss, uniform_loss, macer_loss])
+def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
+    x = torch.full((3, 1, 32, 32), 0.5)
+    scale = torch.tensor([0.0, 0.1, 0.4])
+    model = _Recorder()
+    method = {cohen_loss: "cohen", uniform_loss: "uniform", macer_loss: "macer"}[loss_fn]
+    loss_fn(model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), _config(method, m=2))
+    perturbation = (model.seen[0] - x.repeat_interleave(len(model.seen[0]) // 3, dim=0)).flatten(1)
+    per_example = perturbation.view(3, -1)
+    assert torch.all(per_example[0] == 0)
+    if loss_fn is uniform_loss:  # U[−λᵢ, λᵢ]: bounded by λᵢ and filling the interval
+        assert per_example.abs().amax(dim=1)[1:].tolist() == pytest.approx([0.1, 0.4], rel=0.01)
+    else:  # N(0, σᵢ²): sample standard deviation σᵢ (1024+ draws)
+        assert per_example.std(dim=1)[1:].tolist() == pytest.approx([0.1, 0.4], rel=0.1)
