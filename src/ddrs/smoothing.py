@@ -1,0 +1,253 @@
+"""Cohen et al.'s PREDICT and CERTIFY (2019, §3.2 and Appendix C), batched over inputs and noise.
+
+Every input carries its own smoothing scale (σ for Gaussian noise, half-width λ for uniform
+noise), so fixed-scale certification and DDRS's data-dependent certification (§3.4) share one
+code path. Noise is drawn with :mod:`ddrs.noise` in pixel space.
+
+Randomness: ``generator`` is either one ``torch.Generator`` shared by the whole batch or one
+generator per input. With one generator per input, the draws an input sees depend only on its
+own generator, never on which other inputs share the batch, so batched and one-at-a-time runs
+agree exactly (what resumable certification relies on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from scipy.stats import binomtest
+from statsmodels.stats.proportion import proportion_confint
+from torch import Tensor, nn
+
+from ddrs.device import autocast
+from ddrs.noise import SmoothingNoise, get_noise
+
+ABSTAIN = -1
+
+Generators = torch.Generator | Sequence[torch.Generator] | None
+
+
+class CertifyResult(NamedTuple):
+    """CERTIFY's output for a batch of inputs (CPU tensors of length B)."""
+
+    #: c_A, or :data:`ABSTAIN` (-1) when p̲_A < ½
+    predict: Tensor
+    #: certified radius (ℓ2 for Gaussian, ℓ1 for uniform noise); 0 on abstain
+    radius: Tensor
+    #: one-sided (1 − α) Clopper–Pearson lower bound on p_A
+    p_a_lower: Tensor
+
+
+def validate_certify_args(*, n0: int, n: int, alpha: float, batch_size: int) -> None:
+    """Raise ``ValueError`` naming the first out-of-range CERTIFY parameter."""
+    if n0 <= 0:
+        raise ValueError(f"n0 must be positive, got {n0}")
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+
+
+def _scales(scale: Tensor | float, x: Tensor) -> Tensor:
+    """One positive scale per input, as a ``(B,)`` tensor on ``x``'s device."""
+    scales = torch.as_tensor(scale, dtype=x.dtype).to(x.device, non_blocking=True)
+    if scales.ndim == 0:
+        scales = scales.expand(x.shape[0])
+    if scales.shape != x.shape[:1]:
+        raise ValueError(f"scale has shape {tuple(scales.shape)}, expected ({x.shape[0]},)")
+    bad = ~(scales.detach().cpu() > 0)
+    if bad.any():
+        raise ValueError(f"scale must be positive, got {scales.cpu()[bad][0].item()}")
+    return scales
+
+
+def _schedule(num_inputs: int, num: int, batch_size: int) -> list[list[tuple[int, int]]]:
+    """Group the ``num`` draws of each input into forward passes of at most ``batch_size``.
+
+    Each input's draws come in blocks of ``batch_size`` plus one remainder block; a block
+    always lands whole in one forward pass, so an input's noise is drawn in the same sizes
+    however many inputs share the call. Full blocks fill a pass alone; remainder blocks of
+    several inputs are packed together, so small ``num`` (e.g. n0) still fills the device.
+    Returns a list of passes, each a list of ``(input, draws)`` blocks.
+    """
+    full, rest = divmod(num, batch_size)
+    passes = [[(i, batch_size)] for i in range(num_inputs) for _ in range(full)]
+    if rest:
+        per_pass = batch_size // rest
+        for start in range(0, num_inputs, per_pass):
+            passes.append([(i, rest) for i in range(start, min(start + per_pass, num_inputs))])
+    return passes
+
+
+def sample_counts(
+    model: nn.Module,
+    x: Tensor,
+    scale: Tensor | float,
+    num: int,
+    noise: str | SmoothingNoise,
+    batch_size: int,
+    generator: Generators,
+    precision: str = "fp32",
+) -> Tensor:
+    """SampleUnderNoise (Cohen et al. 2019, Appendix C) for a batch: class counts ``(B, C)``.
+
+    Draws ``num`` noisy copies ``x_b + scale_b · ε̂`` of every input ``x_b`` and counts the base
+    classifier's argmax over them, all on ``x``'s device; the only host synchronisation is the
+    caller's read of the result. ``model`` must be on ``x``'s device and in eval mode.
+    Counting uses ``index_add_`` into one ``(B·C,)`` vector (row ``b`` offset by ``b·C``):
+    unlike ``torch.bincount``, it does not synchronise with the host on CUDA to size its output.
+    """
+    if num <= 0:
+        raise ValueError(f"num must be positive, got {num}")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    noise = get_noise(noise) if isinstance(noise, str) else noise
+    scales = _scales(scale, x)
+    num_inputs = x.shape[0]
+    per_input = generator is not None and not isinstance(generator, torch.Generator)
+    if per_input and len(generator) != num_inputs:
+        raise ValueError(f"got {len(generator)} generators for {num_inputs} inputs")
+
+    def unit(draws: int, i: int) -> Tensor:
+        source = generator[i] if per_input else generator
+        return noise.unit((draws, *x.shape[1:]), generator=source, device=x.device, dtype=x.dtype)
+
+    counts = None
+    ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
+    with torch.inference_mode(), autocast(x.device, precision):
+        for blocks in _schedule(num_inputs, num, batch_size):
+            if len(blocks) == 1:
+                (i, draws), = blocks
+                batch = unit(draws, i).mul_(scales[i]).add_(x[i])
+                offset = i
+            else:
+                draws = sum(size for _, size in blocks)
+                if per_input:
+                    eps = torch.cat([unit(size, i) for i, size in blocks])
+                else:
+                    eps = unit(draws, -1)
+                rows = torch.repeat_interleave(
+                    torch.tensor([i for i, _ in blocks], device=x.device),
+                    torch.tensor([size for _, size in blocks], device=x.device),
+                    output_size=draws,
+                )
+                shape = (-1, *([1] * (x.ndim - 1)))
+                batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
+                offset = rows
+            logits = model(batch)
+            if counts is None:
+                num_classes = logits.shape[1]
+                counts = torch.zeros(num_inputs * num_classes, dtype=torch.long, device=x.device)
+            counts.index_add_(0, logits.argmax(dim=1) + offset * num_classes, ones[:draws])
+    return counts.view(num_inputs, num_classes)
+
+
+def lower_confidence_bound(count_a: Tensor, n: int, alpha: float) -> Tensor:
+    """LowerConfBound: one-sided (1 − α) Clopper–Pearson bound on p_A (Cohen et al., App. C)."""
+    counts = count_a.cpu().numpy()
+    return torch.from_numpy(proportion_confint(counts, n, alpha=2 * alpha, method="beta")[0]).double()
+
+
+def certify_batch(
+    model: nn.Module,
+    x: Tensor,
+    scale: Tensor | float,
+    *,
+    num_classes: int,
+    noise: str | SmoothingNoise,
+    n0: int,
+    n: int,
+    alpha: float,
+    batch_size: int,
+    generator: Generators,
+    precision: str = "fp32",
+) -> CertifyResult:
+    """CERTIFY (Cohen et al. 2019, §3.2.2) for a batch of inputs, each with its own scale.
+
+    c_A is the top class of ``n0`` selection draws; p̲_A comes from ``n`` fresh estimation
+    draws; abstain when p̲_A < ½, else certify ``noise.radius(p̲_A, scale)`` (Theorem 1 with
+    p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
+    a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
+    """
+    validate_certify_args(n0=n0, n=n, alpha=alpha, batch_size=batch_size)
+    noise = get_noise(noise) if isinstance(noise, str) else noise
+    scales = _scales(scale, x)
+    selection = sample_counts(model, x, scales, n0, noise, batch_size, generator, precision)
+    if selection.shape[1] != num_classes:
+        raise ValueError(f"model has {selection.shape[1]} outputs, expected num_classes={num_classes}")
+    top = selection.argmax(dim=1)
+    estimation = sample_counts(model, x, scales, n, noise, batch_size, generator, precision)
+    count_a = estimation.gather(1, top[:, None]).squeeze(1)
+    p_a_lower = lower_confidence_bound(count_a, n, alpha)
+    certified = p_a_lower >= 0.5
+    radius = torch.where(certified, noise.radius(p_a_lower, scales.double().cpu()), 0.0)
+    predict = torch.where(certified, top.cpu(), ABSTAIN)
+    return CertifyResult(predict=predict, radius=radius, p_a_lower=p_a_lower)
+
+
+def predict_batch(
+    model: nn.Module,
+    x: Tensor,
+    scale: Tensor | float,
+    *,
+    noise: str | SmoothingNoise,
+    n: int,
+    alpha: float,
+    batch_size: int,
+    generator: Generators,
+    precision: str = "fp32",
+) -> Tensor:
+    """PREDICT (Cohen et al. 2019, §3.2.1) for a batch: top class, or ABSTAIN when the two-sided
+    binomial test of count₁ vs count₂ against p = ½ has p-value > α (Proposition 1)."""
+    validate_certify_args(n0=1, n=n, alpha=alpha, batch_size=batch_size)
+    counts = sample_counts(model, x, scale, n, noise, batch_size, generator, precision).cpu()
+    top2 = counts.topk(2, dim=1)
+    predictions = []
+    for (count1, count2), (first, _) in zip(top2.values.tolist(), top2.indices.tolist()):
+        p_value = binomtest(count1, count1 + count2, p=0.5).pvalue
+        predictions.append(ABSTAIN if p_value > alpha else first)
+    return torch.tensor(predictions, dtype=torch.long)
+
+
+class Smooth:
+    """A smoothed classifier with locuslab/smoothing's public interface (``core.Smooth``).
+
+    ``sigma`` is the noise scale (σ, or the half-width λ for ``noise="uniform"``). ``x`` is one
+    input without batch dimension, on the base classifier's device. Beyond Cohen's arguments,
+    ``predict`` and ``certify`` take an optional keyword-only ``generator`` for reproducibility
+    (default: torch's global generator, as in Cohen's code).
+    """
+
+    ABSTAIN = ABSTAIN
+
+    def __init__(self, base_classifier: nn.Module, num_classes: int, sigma: float, noise: str = "gaussian"):
+        if sigma <= 0:
+            raise ValueError(f"sigma must be positive, got {sigma}")
+        self.base_classifier = base_classifier
+        self.num_classes = num_classes
+        self.sigma = sigma
+        self.noise = get_noise(noise)
+
+    def certify(
+        self, x: Tensor, n0: int, n: int, alpha: float, batch_size: int, *, generator: torch.Generator | None = None
+    ) -> tuple[int, float]:
+        """CERTIFY: ``(prediction, radius)``, or ``(Smooth.ABSTAIN, 0.0)``."""
+        self.base_classifier.eval()
+        result = certify_batch(
+            self.base_classifier, x.unsqueeze(0), self.sigma, num_classes=self.num_classes,
+            noise=self.noise, n0=n0, n=n, alpha=alpha, batch_size=batch_size, generator=generator,
+        )
+        return int(result.predict[0]), float(result.radius[0])
+
+    def predict(
+        self, x: Tensor, n: int, alpha: float, batch_size: int, *, generator: torch.Generator | None = None
+    ) -> int:
+        """PREDICT: the smoothed top class, or ``Smooth.ABSTAIN``."""
+        self.base_classifier.eval()
+        return int(predict_batch(
+            self.base_classifier, x.unsqueeze(0), self.sigma, noise=self.noise, n=n, alpha=alpha,
+            batch_size=batch_size, generator=generator,
+        )[0])
