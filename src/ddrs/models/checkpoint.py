@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,19 +69,33 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, **meta: Any) -> N
 
 
 def read_checkpoint_file(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)``, turning every failure into an error naming the file."""
+    """``torch.load(path, weights_only=True)``, turning every failure into an error naming the file.
+
+    A file that pickles Python objects beyond tensors and plain containers (old publication
+    checkpoints sometimes store e.g. the ``argparse.Namespace``) is refused, never unpickled unsafely.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as error:  # torch raises RuntimeError, UnpicklingError, EOFError, … for bad files
+    except pickle.UnpicklingError as error:
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        if refused is None:
+            raise CheckpointError(f"cannot read checkpoint {path}: it is corrupt ({_first_line(error)})") from error
         raise CheckpointError(
-            f"cannot read checkpoint {path} with torch.load(weights_only=True): {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}. The file is truncated or corrupt, or it "
-            "pickles Python objects other than tensors and plain containers, which are never unpickled "
-            "unsafely; re-save its state_dict with a recent torch"
+            f"cannot read checkpoint {path} with torch.load(weights_only=True): it pickles the Python object "
+            f"{refused.group(1)}, which is never unpickled unsafely; in an environment you trust, re-save only "
+            "its tensors, e.g. torch.save({'state_dict': checkpoint['state_dict']}, ...)"
         ) from error
+    except Exception as error:  # torch raises RuntimeError, EOFError, … for truncated or foreign files
+        raise CheckpointError(
+            f"cannot read checkpoint {path}: it is truncated or corrupt ({type(error).__name__}: {_first_line(error)})"
+        ) from error
+
+
+def _first_line(error: BaseException) -> str:
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
 
 
 def load_state_strictly(module: nn.Module, state: dict[str, Tensor], path: Path, what: str) -> None:
