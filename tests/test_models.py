@@ -91,8 +91,16 @@ def test_checkpoint_keeps_resumption_state(tmp_path):
     model(torch.rand(4, 1, 8, 8)).sum().backward()
     optimizer.step()
     path = tmp_path / "run" / "last.pt"
-    save_checkpoint(path, model, arch="mlp", dataset="digits", epoch=3, optimizer=optimizer.state_dict(),
-                    sigma_table=torch.full((5,), 0.25), config={"lr": 0.1, "milestones": [30, 60]})
+    save_checkpoint(
+        path,
+        model,
+        arch="mlp",
+        dataset="digits",
+        epoch=3,
+        optimizer=optimizer.state_dict(),
+        sigma_table=torch.full((5,), 0.25),
+        config={"lr": 0.1, "milestones": [30, 60]},
+    )
     assert [p.name for p in path.parent.iterdir()] == ["last.pt"]  # no temporary left behind
     _, meta = load_checkpoint(path)
     restored = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -112,7 +120,9 @@ def test_save_refuses_metadata_weights_only_cannot_read(tmp_path):
     assert not (tmp_path / "m.pt").exists()
 
 
-@pytest.mark.parametrize(("request_", "mismatch"), [({"arch": "cnn"}, "arch 'cnn'"), ({"dataset": "mnist"}, "dataset 'mnist'")])
+@pytest.mark.parametrize(
+    ("request_", "mismatch"), [({"arch": "cnn"}, "arch 'cnn'"), ({"dataset": "mnist"}, "dataset 'mnist'")]
+)
 def test_load_names_file_and_mismatch(digits_checkpoint, request_, mismatch):
     with pytest.raises(CheckpointError, match=rf"{digits_checkpoint}.*'mlp' model for dataset 'digits'.*{mismatch}"):
         load_checkpoint(digits_checkpoint, **request_)
@@ -179,8 +189,16 @@ def _assert_same_function(imported: nn.Module, published: nn.Module, shape) -> N
 def test_resnet110_parameter_names_are_cohens():
     """Names as in locuslab/smoothing code/archs/cifar_resnet.py, so published weights load strictly."""
     names = set(build_model("resnet110", "cifar10")[1].state_dict())
-    assert {"conv1.weight", "bn1.running_var", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
-            "layer2.0.downsample.1.running_mean", "layer3.17.bn2.weight", "fc.weight", "fc.bias"} <= names
+    assert {
+        "conv1.weight",
+        "bn1.running_var",
+        "layer1.0.conv1.weight",
+        "layer2.0.downsample.0.weight",
+        "layer2.0.downsample.1.running_mean",
+        "layer3.17.bn2.weight",
+        "fc.weight",
+        "fc.bias",
+    } <= names
     assert not any("shortcut" in name for name in names)
 
 
@@ -246,7 +264,9 @@ def test_import_names_file_and_first_missing_and_unexpected_keys(tmp_path):
     state["1.fc3.weight"] = state.pop("1.fc2.weight")
     path = tmp_path / "renamed.pth.tar"
     torch.save({"arch": "lenet", "state_dict": state}, path)
-    with pytest.raises(CheckpointError, match=rf"{path} does not fit .*missing keys \['fc2.weight'\].*unexpected keys \['fc3.weight'\]"):
+    with pytest.raises(
+        CheckpointError, match=rf"{path} does not fit .*missing keys \['fc2.weight'\].*unexpected keys \['fc3.weight'\]"
+    ):
         import_published(path, "lenet", "mnist")
 
 
@@ -261,7 +281,10 @@ def test_import_never_unpickles_python_objects(tmp_path):
     """Old checkpoints that pickle e.g. the argparse Namespace are refused, not loaded unsafely."""
     path = tmp_path / "old.pth.tar"
     torch.save({"args": argparse.Namespace(lr=0.1), "net": _published_net("lenet", "mnist").state_dict()}, path)
-    with pytest.raises(CheckpointError, match=rf"{path} with torch.load\(weights_only=True\): it pickles the Python object argparse.Namespace, which is never unpickled unsafely"):
+    with pytest.raises(
+        CheckpointError,
+        match=rf"{path} with torch.load\(weights_only=True\): it pickles the Python object argparse.Namespace, which is never unpickled unsafely",
+    ):
         import_published(path, "lenet", "mnist", source="macer")
 
 
@@ -278,8 +301,21 @@ def test_import_checkpoint_command_writes_our_format(tmp_path, capsys):
     published = tmp_path / "macer.pth"
     torch.save({"net": net.state_dict(), "epoch": 440}, published)
     out = tmp_path / "models" / "lenet.pt"
-    argv = ["import-checkpoint", "--published", str(published), "--arch", "lenet", "--dataset", "mnist",
-            "--source", "macer", "--sigma", "0.5", "--out", str(out)]
+    argv = [
+        "import-checkpoint",
+        "--published",
+        str(published),
+        "--arch",
+        "lenet",
+        "--dataset",
+        "mnist",
+        "--source",
+        "macer",
+        "--sigma",
+        "0.5",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     model, meta = load_checkpoint(out, arch="lenet", dataset="mnist")
     assert (meta["sigma"], meta["method"], meta["train_mode"]) == (0.5, "macer", "fs")
@@ -295,8 +331,21 @@ def test_import_checkpoint_command_takes_the_source_from_the_method(tmp_path):
     # Salman et al. released files from 2019 torch: the legacy (non-zip) serialisation
     torch.save({"arch": "lenet", "state_dict": published.state_dict()}, path, _use_new_zipfile_serialization=False)
     out = tmp_path / "model.pt"
-    argv = ["import-checkpoint", "--published", str(path), "--arch", "lenet", "--dataset", "mnist",
-            "--method", "smoothadv", "--sigma", "0.25", "--out", str(out)]
+    argv = [
+        "import-checkpoint",
+        "--published",
+        str(path),
+        "--arch",
+        "lenet",
+        "--dataset",
+        "mnist",
+        "--method",
+        "smoothadv",
+        "--sigma",
+        "0.25",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     model, meta = load_checkpoint(out)
     assert meta["source"] == meta["method"] == "smoothadv"
@@ -304,8 +353,19 @@ def test_import_checkpoint_command_takes_the_source_from_the_method(tmp_path):
 
 
 def test_import_checkpoint_command_needs_a_source_for_other_methods(tmp_path, capsys):
-    argv = ["import-checkpoint", "--published", str(tmp_path / "f.pt"), "--arch", "lenet", "--dataset", "mnist",
-            "--method", "consistency", "--out", str(tmp_path / "out.pt")]
+    argv = [
+        "import-checkpoint",
+        "--published",
+        str(tmp_path / "f.pt"),
+        "--arch",
+        "lenet",
+        "--dataset",
+        "mnist",
+        "--method",
+        "consistency",
+        "--out",
+        str(tmp_path / "out.pt"),
+    ]
     assert main(argv) == 2
     assert "give --source" in capsys.readouterr().err
 
@@ -313,8 +373,17 @@ def test_import_checkpoint_command_needs_a_source_for_other_methods(tmp_path, ca
 def test_import_checkpoint_command_reports_a_bad_file(tmp_path, capsys):
     published = tmp_path / "broken.pth"
     published.write_bytes(b"\x80\x02 not a checkpoint")
-    argv = ["import-checkpoint", "--published", str(published), "--arch", "lenet", "--dataset", "mnist",
-            "--out", str(tmp_path / "out.pt")]
+    argv = [
+        "import-checkpoint",
+        "--published",
+        str(published),
+        "--arch",
+        "lenet",
+        "--dataset",
+        "mnist",
+        "--out",
+        str(tmp_path / "out.pt"),
+    ]
     assert main(argv) == 2
     assert f"ddrs import-checkpoint: error: cannot read checkpoint {published}" in capsys.readouterr().err
     assert not (tmp_path / "out.pt").exists()

@@ -36,8 +36,10 @@ def source_of(args: argparse.Namespace) -> str:
         return "cohen"
     if args.method in SOURCES:
         return args.method
-    raise ValueError(f"cannot tell whose checkpoint {args.published} is from --method {args.method!r}; "
-                     f"give --source (one of {sorted(SOURCES)})")
+    raise ValueError(
+        f"cannot tell whose checkpoint {args.published} is from --method {args.method!r}; "
+        f"give --source (one of {sorted(SOURCES)})"
+    )
 
 
 def run(args: argparse.Namespace) -> None:

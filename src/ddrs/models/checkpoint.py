@@ -129,7 +129,9 @@ def load_checkpoint(
     device = select_device(device) if isinstance(device, str) else device
     content = read_checkpoint_file(path)
     if not (isinstance(content, dict) and content.get("format") == FORMAT):
-        kind = f"a dict with keys {sorted(map(str, content))[:8]}" if isinstance(content, dict) else type(content).__name__
+        kind = (
+            f"a dict with keys {sorted(map(str, content))[:8]}" if isinstance(content, dict) else type(content).__name__
+        )
         raise CheckpointError(
             f"{path} is not a ddrs checkpoint (it holds {kind}); published Cohen / SmoothAdv / MACER "
             "checkpoints are converted with `ddrs import-checkpoint`"

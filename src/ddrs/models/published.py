@@ -106,7 +106,9 @@ def import_published(
     load_state_strictly(model[1], net_state, path, f"architecture {arch!r} on {dataset!r}")
     normaliser = model[0]
     if mean.numel() != normaliser.mean.numel() or std.numel() != normaliser.std.numel():
-        raise CheckpointError(f"{path} normalises {mean.numel()} channels, but {dataset!r} images have {normaliser.mean.numel()}")
+        raise CheckpointError(
+            f"{path} normalises {mean.numel()} channels, but {dataset!r} images have {normaliser.mean.numel()}"
+        )
     normaliser.mean.copy_(mean.view_as(normaliser.mean))
     normaliser.std.copy_(std.view_as(normaliser.std))
 
