@@ -82,7 +82,7 @@ def import_published(
     content = read_checkpoint_file(path)
     state = _state_dict_of(content, path)
 
-    published_arch = content.get("arch") if isinstance(content, dict) else None
+    published_arch = content.get("arch")  # content is a dict once _state_dict_of accepted it
     if isinstance(published_arch, str) and published_arch != PUBLISHED_ARCH_NAMES.get(arch, arch):
         raise CheckpointError(f"{path} was trained as architecture {published_arch!r}, not {arch!r}")
 
@@ -112,7 +112,7 @@ def import_published(
     normaliser.mean.copy_(mean.view_as(normaliser.mean))
     normaliser.std.copy_(std.view_as(normaliser.std))
 
-    epoch = content.get("epoch") if isinstance(content, dict) else None
+    epoch = content.get("epoch")
     meta = {
         "arch": arch,
         "dataset": dataset,
