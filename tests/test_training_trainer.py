@@ -1,0 +1,201 @@
+"""The resumable trainer, Algorithm 2's σ table, and ``ddrs train`` end to end."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+import ddrs.training.data_dependent as data_dependent
+import ddrs.training.trainer as trainer_module
+from ddrs.cli import main
+from ddrs.data import TensorImages
+from ddrs.errors import CheckpointError
+from ddrs.models import load_checkpoint
+from ddrs.training import LOG_COLUMNS, TrainConfig, Trainer, load_sigma_table, train
+
+TRAIN_SIZE = 1257  # digits train split (conftest)
+
+
+def _config(**overrides) -> TrainConfig:
+    values = dict(
+        dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=2, batch_size=128, lr=0.05,
+        lr_step=1, lr_gamma=0.5, eval_max=200, device="cpu",
+    )
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def _state(path):
+    model, meta = load_checkpoint(path)
+    return model.state_dict(), meta
+
+
+def _assert_same_weights(path_a, path_b):
+    (a, meta_a), (b, meta_b) = _state(path_a), _state(path_b)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[key], b[key]) for key in a)
+    assert torch.equal(meta_a["sigma_table"], meta_b["sigma_table"])
+    assert [{k: v for k, v in row.items() if k != "seconds"} for row in meta_a["history"]] == [
+        {k: v for k, v in row.items() if k != "seconds"} for row in meta_b["history"]
+    ]
+
+
+def test_ds_training_changes_and_persists_the_sigma_table(tmp_path):
+    out, table_path, log = tmp_path / "ds.pt", tmp_path / "sigma.tsv", tmp_path / "train.csv"
+    train(_config(train_mode="ds", sigma_lr=0.05), out, log=log, sigma_table=table_path, progress=False)
+
+    table = load_sigma_table(out)
+    assert table.shape == (TRAIN_SIZE,)
+    assert not torch.all(table == 0.25)  # Algorithm 1 moved the scales
+    assert table.min() >= 1e-3  # the lower bound holds
+    tsv = pd.read_csv(table_path, sep="\t")
+    assert list(tsv.columns) == ["idx", "sigma"] and tsv["idx"].tolist() == list(range(TRAIN_SIZE))
+    assert torch.allclose(torch.tensor(tsv["sigma"].to_numpy(), dtype=torch.float32), table)
+
+    rows = pd.read_csv(log)
+    assert list(rows.columns) == list(LOG_COLUMNS) and rows["epoch"].tolist() == [1, 2]
+    assert rows["sigma_mean"].iloc[-1] == pytest.approx(float(table.mean()), rel=1e-6)
+    assert rows["lr"].tolist() == pytest.approx([0.05, 0.025])
+    assert not (tmp_path / "ds.pt.partial").exists()
+
+
+def test_warmup_epochs_keep_sigma_fixed(tmp_path):
+    out = train(_config(train_mode="ds", epochs=1, warmup_epochs=1), tmp_path / "warm.pt", progress=False)
+    assert torch.all(load_sigma_table(out) == 0.25)
+
+
+def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch):
+    """One batch per epoch, so Algorithm 1 runs on the initial model for every example: with
+    poisoned labels the weights differ but the σ table must be bit-identical; and c_A is the
+    model's own prediction."""
+    calls = []
+    real_optimize = data_dependent.optimize_sigma
+
+    def spy(model, x, sigma0, c_a, **kwargs):
+        with torch.no_grad():
+            assert torch.equal(c_a, model(x).argmax(dim=1))
+        calls.append(kwargs)
+        return real_optimize(model, x, sigma0, c_a, **kwargs)
+
+    monkeypatch.setattr(data_dependent, "optimize_sigma", spy)
+    config = _config(train_mode="ds", epochs=1, batch_size=2048, sigma_lr=0.05)
+    clean = train(config, tmp_path / "clean.pt", progress=False)
+
+    real_load = trainer_module.load_dataset
+
+    def poisoned(name, split, **kwargs):
+        dataset = real_load(name, split, **kwargs)
+        if split != "train":
+            return dataset
+        return TensorImages(dataset.images, (torch.as_tensor(dataset.targets) + 3) % 10)
+
+    monkeypatch.setattr(trainer_module, "load_dataset", poisoned)
+    dirty = train(config, tmp_path / "dirty.pt", progress=False)
+
+    assert len(calls) == 2 and all(call["steps"] == [1] and call["n"] == 1 for call in calls)
+    assert torch.equal(load_sigma_table(clean), load_sigma_table(dirty))
+    assert not torch.all(load_sigma_table(clean) == 0.25)
+    weights_clean, weights_dirty = _state(clean)[0], _state(dirty)[0]
+    assert any(not torch.equal(weights_clean[k], weights_dirty[k]) for k in weights_clean)
+
+
+def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
+    # the lr step falls after the interruption, so a lost scheduler state would show
+    config = _config(train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05)
+    whole = train(config, tmp_path / "whole.pt", progress=False)
+
+    real_evaluate, calls = trainer_module.evaluate, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # killed during epoch 3, after epoch 2's checkpoint
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "evaluate", interrupted)
+    resumed = tmp_path / "resumed.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train(config, resumed, progress=False)
+    assert not resumed.exists() and _state(tmp_path / "resumed.pt.partial")[1]["epoch"] == 2
+
+    monkeypatch.setattr(trainer_module, "evaluate", real_evaluate)
+    train(config, resumed, progress=False)
+    _assert_same_weights(whole, resumed)
+
+    # a finished run asked for more epochs continues from its checkpoint
+    extended = tmp_path / "extended.pt"
+    train(_config(train_mode="ds", epochs=2, lr_step=3, sigma_lr=0.05), extended, progress=False)
+    train(config, extended, progress=False)
+    _assert_same_weights(whole, extended)
+
+
+def test_resume_with_other_options_fails_naming_them(tmp_path):
+    out = train(_config(epochs=1), tmp_path / "a.pt", progress=False)
+    with pytest.raises(CheckpointError, match="lr: 0.05 there, 0.1 now"):
+        train(_config(epochs=2, lr=0.1), out, progress=False)
+
+
+def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path, digits_checkpoint):
+    """With a tiny learning rate one epoch cannot teach a fresh model; starting from the trained
+    checkpoint keeps its accuracy (DDRS §4.1 fine-tunes published models with Algorithm 2)."""
+    config = _config(train_mode="ds", epochs=1, lr=1e-4)
+    tuned = Trainer(config, tmp_path / "tuned.pt", init=digits_checkpoint, progress=False).run()
+    fresh = train(config, tmp_path / "fresh.pt", progress=False)
+    assert _state(tuned)[1]["history"][0]["clean_accuracy"] > 0.85
+    assert _state(fresh)[1]["history"][0]["clean_accuracy"] < 0.5
+    assert _state(tuned)[1]["init"] == str(digits_checkpoint)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"method": "adversarial"}, "unknown method 'adversarial'"),
+        ({"train_mode": "dd"}, "unknown train_mode 'dd'"),
+        ({"sigma": 0.0}, "sigma must be a positive number"),
+        ({"sigma": -0.5}, "sigma must be a positive number"),
+        ({"m": 0, "method": "macer"}, "m must be >= 1"),
+    ],
+)
+def test_bad_options_fail_clearly(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _config(**overrides)
+
+
+def test_cli_trains_from_yaml_with_flag_overrides(tmp_path):
+    config_file = tmp_path / "train.yaml"
+    config_file.write_text(yaml.safe_dump({
+        "dataset": "digits", "arch": "mlp", "method": "uniform", "sigma": 0.5, "epochs": 1, "batch_size": 256,
+        "lr": 0.05, "eval_max": 100, "device": "cpu", "train_mode": "ds", "uniform_convention": "half_width",
+    }))
+    out, log, table = tmp_path / "m.pt", tmp_path / "m.csv", tmp_path / "m.tsv"
+    code = main([
+        "train", "--config", str(config_file), "--sigma", "0.25", "--lr-milestones", "5", "10", "--no-augment",
+        "--out", str(out), "--log", str(log), "--sigma-table", str(table), "--no-progress",
+    ])
+    assert code == 0
+    _, meta = load_checkpoint(out)
+    assert meta["method"] == "uniform" and meta["noise"] == "uniform" and meta["train_mode"] == "ds"
+    assert meta["config"]["sigma"] == 0.25 and meta["config"]["lr_milestones"] == [5, 10]
+    assert meta["config"]["augment"] is False and meta["scale"] == 0.25
+    assert len(pd.read_csv(log)) == 1 and len(pd.read_csv(table, sep="\t")) == TRAIN_SIZE
+
+
+def test_cli_errors_name_the_problem(tmp_path, capsys):
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text("dataset: digits\narch: mlp\nmethod: cohen\nsigma: 0.25\nlearning_rate: 0.1\n")
+    out = str(tmp_path / "x.pt")
+    assert main(["train", "--config", str(config_file), "--out", out]) == 2
+    assert "unknown training option(s) ['learning_rate']" in capsys.readouterr().err
+
+    assert main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "-1", "--out", out]) == 2
+    assert "sigma must be a positive number" in capsys.readouterr().err
+
+    assert main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--out", out]) == 2
+    assert "missing required training option(s) ['sigma']" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as excinfo:
+        main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "gauss", "--sigma", "0.25", "--out", out])
+    assert excinfo.value.code == 2
+    assert "invalid choice: 'gauss'" in capsys.readouterr().err
