@@ -135,7 +135,7 @@ def test_mnist_reads_the_idx_files(tmp_path):
 
 
 def test_imagenet_reads_an_image_folder(tmp_path):
-    write_image_folder(tmp_path)
+    write_image_folder(tmp_path / "imagenet")
     test = load_dataset("imagenet", "test", root=tmp_path)
     assert len(test) == 4 and [y for _, y in test] == [0, 0, 1, 1]
     x, _ = test[3]
@@ -146,5 +146,5 @@ def test_imagenet_reads_an_image_folder(tmp_path):
 
 
 def test_imagenet_missing_folder_names_the_path(tmp_path):
-    with pytest.raises(FileNotFoundError, match=str(tmp_path / "val")):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "imagenet" / "val")):
         load_dataset("imagenet", "test", root=tmp_path)

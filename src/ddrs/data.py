@@ -71,8 +71,8 @@ def load_dataset(name: str, split: str, root: str | Path = "data", seed: int = 0
     """The ``split`` (``train`` or ``test``) of dataset ``name`` as ``(x in [0,1], int label)`` pairs.
 
     ``root`` is torchvision's download directory for ``mnist`` / ``cifar10`` (archives are fetched
-    once and checked against torchvision's md5 sums) and the directory holding ``train/`` and
-    ``val/`` for ``imagenet``; ``digits`` ships inside scikit-learn and ignores it. ``seed`` fixes
+    once and checked against torchvision's md5 sums) and holds ``imagenet/train/`` and
+    ``imagenet/val/`` for ImageNet; ``digits`` ships inside scikit-learn and ignores it. ``seed`` fixes
     the stratified digits split. ``augment`` enables the training-split augmentation (CIFAR-10:
     random crop with padding 4 and horizontal flip; ImageNet: random resized crop and flip, as in
     Cohen et al.'s code); test splits are never augmented.
@@ -115,7 +115,7 @@ def _cifar10(split: str, root: Path, seed: int, augment: bool) -> Dataset:
 def _imagenet(split: str, root: Path, seed: int, augment: bool) -> Dataset:
     from torchvision import datasets, transforms
 
-    folder = root / ("train" if split == "train" else "val")
+    folder = root / "imagenet" / ("train" if split == "train" else "val")
     if not folder.is_dir():
         raise FileNotFoundError(
             f"ImageNet {split} images expected in {folder} (one sub-directory per class); "
