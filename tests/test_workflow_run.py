@@ -1,0 +1,91 @@
+"""The default workflow for real: table1 from scratch (interrupted and resumed), everything else,
+the report, and nothing rescheduled on a finished tree. Minutes of CPU: marked slow."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from workflow_helpers import SNAKEFILE, job_counts, load_config, snakemake, write_config
+
+pytestmark = pytest.mark.slow
+
+TABLE1 = "results/tables/table1.csv"
+
+
+def start_snakemake(workdir, config, *args):
+    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir),
+         "--configfile", str(config), *args],
+        cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """table1 on the embedded default: killed after its first models, then resumed."""
+    workdir = tmp_path_factory.mktemp("default")
+    config = write_config(workdir, load_config())
+    process = start_snakemake(workdir, config, "--cores", "2", TABLE1)
+    models = workdir / "results" / "digits" / "cohen"
+    deadline = time.monotonic() + 600
+    while len(list(models.glob("*/*/model.pt"))) < 2 and time.monotonic() < deadline:
+        assert process.poll() is None, "snakemake ended before it could be interrupted"
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGKILL)  # no clean-up: a hard kill, as a lost node would
+    process.wait()
+    finished = {path: path.stat().st_mtime_ns for path in models.glob("*/*/model.pt")}
+    assert len(finished) >= 2
+
+    resumed = snakemake(workdir, "--cores", "2", "--rerun-incomplete", TABLE1, config=config)
+    assert resumed.returncode == 0, resumed.stdout[-5000:] + resumed.stderr[-5000:]
+    return workdir, config, finished, resumed.stdout + resumed.stderr
+
+
+def test_resumed_run_keeps_completed_targets(run_dir):
+    _, _, finished, output = run_dir
+    for path, mtime in finished.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
+    assert job_counts(output).get("train", 0) <= 6 - len(finished)
+
+
+def test_table1_has_the_papers_rows_and_columns(run_dir):
+    workdir, _, _, _ = run_dir
+    table = pd.read_csv(workdir / TABLE1)
+    radii = [f"{r:.2f}" for r in load_config()["datasets"]["digits"]["radii"]]
+    assert list(table.columns) == ["dataset", "variant", "train", "certify", *radii, "ACR"]
+    assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²"]
+    assert table[["train", "certify"]].values.tolist() == [["FS", "FS"], ["FS", "DS"], ["DS", "DS"]]
+    accuracy = table[radii].to_numpy()
+    assert ((accuracy >= 0) & (accuracy <= 100)).all()
+    assert (accuracy[:, 0] > 50).all(), "clean certified accuracy on digits should be far above chance"
+    assert (accuracy[:, :-1] >= accuracy[:, 1:]).all(), "certified accuracy cannot grow with the radius"
+    for suffix in ("md", "tex"):
+        assert (workdir / TABLE1).with_suffix(f".{suffix}").stat().st_size > 0
+
+
+def test_the_whole_default_dag_and_its_report(run_dir):
+    workdir, config, _, _ = run_dir
+    result = snakemake(workdir, "--cores", "2", config=config)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    for table in ("table2", "table3", "table4", "appendix_b", "appendix_f", "memory_summary"):
+        assert (workdir / "results" / "tables" / f"{table}.csv").exists()
+    figures = list((workdir / "results" / "figures").glob("*.png"))
+    assert len(figures) == 3 * 2 + 4
+
+    report = snakemake(workdir, "--report", "results/report.html", config=config)
+    assert report.returncode == 0, report.stdout[-5000:] + report.stderr[-5000:]
+    html = (workdir / "results" / "report.html").read_text(errors="replace")
+    assert "table1.csv" in html and "certified_cohen_digits.png" in html
+
+
+def test_a_finished_tree_schedules_nothing(run_dir):
+    workdir, config, _, _ = run_dir
+    result = snakemake(workdir, "-n", TABLE1, config=config)
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout + result.stderr
