@@ -1,0 +1,142 @@
+"""The resumable certification loop and the σ-log reader."""
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from ddrs.certification import certify_dataset, read_sigma_log
+from ddrs.errors import LogFormatError
+from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
+
+NUM_INPUTS = 11
+
+
+def tiny_model() -> nn.Module:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+    generator = torch.Generator().manual_seed(0)
+    torch.nn.init.normal_(model[1].weight, std=3.0, generator=generator)
+    torch.nn.init.normal_(model[1].bias, generator=generator)
+    return model.eval()
+
+
+def tiny_dataset() -> list[tuple[torch.Tensor, int]]:
+    images = torch.rand(NUM_INPUTS, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    return [(image, i % 3) for i, image in enumerate(images)]
+
+
+class FailsAfter(nn.Module):
+    """The wrapped model, crashing on forward call number ``calls + 1`` (a killed job)."""
+
+    def __init__(self, model: nn.Module, calls: int):
+        super().__init__()
+        self.model, self.calls = model, calls
+
+    def forward(self, x):
+        if self.calls == 0:
+            raise RuntimeError("simulated crash")
+        self.calls -= 1
+        return self.model(x)
+
+
+SETTINGS = dict(num_classes=3, noise="gaussian", n0=20, n=150, alpha=0.01, batch_size=64, seed=3, progress=False)
+
+
+def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, **changes):
+    return certify_dataset(model, tiny_dataset(), list(indices), scales, out_path=out, **{**SETTINGS, **changes})
+
+
+def rows(path) -> pd.DataFrame:
+    """A log without its timing column, which differs between runs."""
+    return read_log(path).drop(columns="time")
+
+
+def test_log_round_trips_through_read_log(tmp_path):
+    out = certify(tiny_model(), tmp_path / "log.tsv", indices=[9, 0, 4, 2], extra_columns={"k": 100})
+    log = read_log(out)
+    assert list(log.columns) == [*COHEN_COLUMNS, "scale", "p_a_lower", "noise", "precision", "k"]
+    assert log["idx"].tolist() == [0, 2, 4, 9]
+    assert log["label"].tolist() == [0, 2, 1, 0]
+    assert (log["correct"] == (log["predict"] == log["label"])).all()
+    assert ((log["predict"] == -1) == (log["radius"] == 0)).all()
+    assert (log["time"] > 0).all()
+    assert set(log["noise"]) == {"gaussian"} and set(log["precision"]) == {"fp32"} and set(log["k"]) == {100}
+    assert not partial_path(out).exists()
+
+
+def test_rows_do_not_depend_on_how_inputs_are_batched(tmp_path):
+    one = certify(tiny_model(), tmp_path / "one.tsv", inputs_per_call=1)
+    many = certify(tiny_model(), tmp_path / "many.tsv", inputs_per_call=4)
+    pd.testing.assert_frame_equal(rows(one), rows(many))
+
+
+def test_resume_after_a_crash_equals_an_uninterrupted_run(tmp_path):
+    reference = certify(tiny_model(), tmp_path / "reference.tsv")
+    out = tmp_path / "log.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+    assert not out.exists()
+    written = read_log(partial_path(out))
+    assert 0 < len(written) < NUM_INPUTS
+    resumed = certify(tiny_model(), out, inputs_per_call=3)
+    pd.testing.assert_frame_equal(rows(resumed), rows(reference))
+    # the resumed run kept the rows of the crashed one, time included
+    pd.testing.assert_frame_equal(read_log(resumed).iloc[: len(written)], written)
+
+
+def test_resume_from_a_truncated_partial_log(tmp_path):
+    reference = certify(tiny_model(), tmp_path / "reference.tsv")
+    out = tmp_path / "log.tsv"
+    lines = reference.read_text().splitlines(keepends=True)
+    partial_path(out).write_text("".join(lines[:5]) + lines[5][:12])  # header, 4 rows, half a row
+    resumed = certify(tiny_model(), out)
+    pd.testing.assert_frame_equal(rows(resumed), rows(reference))
+
+
+def test_per_input_scales_are_used_and_logged(tmp_path):
+    scales = {i: 0.1 * (i + 1) for i in range(NUM_INPUTS)}
+    log = read_log(certify(tiny_model(), tmp_path / "log.tsv", scales=scales))
+    assert log["scale"].tolist() == pytest.approx([scales[i] for i in range(NUM_INPUTS)])
+    fixed = read_log(certify(tiny_model(), tmp_path / "fixed.tsv", scales=0.1 * 3))
+    # idx 2 has the same scale in both runs and the same seed, so the same row
+    assert fixed.loc[2, ["predict", "radius", "p_a_lower"]].tolist() == log.loc[2, ["predict", "radius", "p_a_lower"]].tolist()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(n0=0), "n0 must be positive"),
+        (dict(alpha=1.5), r"alpha must lie in \(0, 1\)"),
+        (dict(noise="cauchy"), "unknown noise 'cauchy'"),
+        (dict(scales={0: 0.5}), "no scale for test input idx 1"),
+        (dict(scales=-1.0), "scale must be positive, got -1.0"),
+    ],
+)
+def test_bad_arguments_fail_before_any_file_is_written(tmp_path, changes, message):
+    out = tmp_path / "log.tsv"
+    with pytest.raises(ValueError, match=message):
+        certify(tiny_model(), out, **changes)
+    assert not out.exists() and not partial_path(out).exists()
+
+
+def write_sigma_log(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_read_sigma_log_returns_the_requested_snapshot(tmp_path):
+    path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\tsigma_K100\n0\t3\t0.25\t0.31\n5\t1\t0.25\t0.19\n")
+    assert read_sigma_log(path, 100) == {0: 0.31, 5: 0.19}
+    assert read_sigma_log(path, 0) == {0: 0.25, 5: 0.25}
+
+
+def test_read_sigma_log_names_the_file_when_the_snapshot_is_absent(tmp_path):
+    path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\tsigma_K100\n0\t3\t0.25\t0.31\n")
+    with pytest.raises(LogFormatError, match=r"sigma\.tsv: no column sigma_K50; has \['sigma_K0', 'sigma_K100'\]"):
+        read_sigma_log(path, 50)
+
+
+def test_read_sigma_log_rejects_non_positive_scales(tmp_path):
+    path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\n0\t3\t0.25\n1\t3\t-0.1\n")
+    with pytest.raises(LogFormatError, match=r"sigma\.tsv: row 2 .* expected an integer idx and a positive scale"):
+        read_sigma_log(path, 0)
