@@ -140,3 +140,8 @@ def test_read_sigma_log_rejects_non_positive_scales(tmp_path):
     path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\n0\t3\t0.25\n1\t3\t-0.1\n")
     with pytest.raises(LogFormatError, match=r"sigma\.tsv: row 2 .* expected an integer idx and a positive scale"):
         read_sigma_log(path, 0)
+
+
+def test_read_sigma_log_reads_any_named_column(tmp_path):
+    path = write_sigma_log(tmp_path / "grid.tsv", "idx\tc_a\tsigma_grid_n4\n2\t0\t0.5\n")
+    assert read_sigma_log(path, column="sigma_grid_n4") == {2: 0.5}

@@ -31,20 +31,29 @@ from ddrs.smoothing import certify_batch, validate_certify_args
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
 
+#: Random stream of CERTIFY's draws. Algorithm 1 draws from streams 0 and 1 of the same
+#: ``(seed, idx)`` (ddrs.sigma); certification must use fresh noise, independent of the draws
+#: that chose σ*ₓ, or the data-dependent certificate would not be sound.
+CERTIFY_STREAM = 2
+
 
 def input_seed(seed: int, idx: int) -> int:
-    """A well-mixed 64-bit seed for test input ``idx`` of a run seeded with ``seed``."""
-    return int(np.random.SeedSequence((int(seed), int(idx))).generate_state(1, dtype=np.uint64)[0])
+    """A well-mixed 64-bit seed for CERTIFY's draws on test input ``idx`` of a run seeded ``seed``."""
+    entropy = (int(seed), int(idx), CERTIFY_STREAM)
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0])
 
 
-def read_sigma_log(path: str | os.PathLike, k: int) -> dict[int, float]:
-    """The per-input scales ``sigma_K{k}`` of a σ log (``idx  c_a  sigma_K0  sigma_K100 ...``).
+def read_sigma_log(path: str | os.PathLike, k: int | None = None, *, column: str | None = None) -> dict[int, float]:
+    """Per-input scales from a σ log (``idx  c_a  sigma_K0  sigma_K100 ...``): idx → scale.
 
-    Raises :class:`LogFormatError` naming the file when the column is absent or a value is not a
-    positive number.
+    Give the Algorithm-1 step ``k`` (column ``sigma_K{k}``) or any other ``column`` (e.g. the
+    grid baseline's ``sigma_grid_n{n}``). Raises :class:`LogFormatError` naming the file when the
+    column is absent or a value is not a positive number.
     """
+    if (k is None) == (column is None):
+        raise ValueError("read_sigma_log needs exactly one of k and column")
     path = Path(path)
-    column = f"sigma_K{k}"
+    column = f"sigma_K{k}" if column is None else column
     try:
         frame = pd.read_csv(path, sep="\t")
     except FileNotFoundError:
