@@ -1,0 +1,110 @@
+"""Time one training step per method, fixed σ (FS) vs data-dependent σ (DS, Algorithm 2 with K = 1, n = 1).
+
+A DS step adds c_A (one forward pass, no gradient) and one step of Algorithm 1 (a forward and a
+backward pass with respect to σ) for the whole batch — about one extra forward/backward per step,
+not per example. The last column expresses the DS overhead in units of a plain Cohen FS step
+(≈ one forward/backward + SGD update) of the same model.
+
+    .venv/bin/python benchmarks/train_step.py                    # digits MLP / CNN and CIFAR ResNet-18
+    .venv/bin/python benchmarks/train_step.py --models cnn --repeats 10 --threads 1  # on a shared machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from tabulate import tabulate
+
+from ddrs.data import get_info
+from ddrs.models import build_model
+from ddrs.training import TrainConfig, get_method, optimize_batch_scale
+
+#: (model, dataset, batch size) benchmarked
+SETTINGS = {"mlp": ("digits", 64), "cnn": ("digits", 64), "resnet18": ("cifar10", 64)}
+METHODS = ("cohen", "smoothadv", "macer", "uniform")
+
+
+def make_step(config: TrainConfig, model, x, y, generator):
+    """One training step exactly as ``Trainer._train_epoch`` takes it (σ table lookup excluded)."""
+    loss_fn = get_method(config.method)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    num_classes = get_info(config.dataset).num_classes
+    scale0 = torch.full((len(x),), config.initial_scale)
+
+    def step():
+        scale = scale0
+        if config.train_mode == "ds":
+            scale = optimize_batch_scale(
+                model, x, scale, k=config.k, n=config.n, lr=config.sigma_lr, noise=config.noise_name,
+                min_scale=config.min_scale, c_a_rule=config.c_a, c_a_n0=config.c_a_n0,
+                num_classes=num_classes, generator=generator,
+            )
+        loss = loss_fn(model, x, y, scale, generator, config, 20)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def time_steps(steps: dict, repeats: int) -> dict[str, float]:
+    """Fastest of ``repeats`` timings per step, the steps interleaved so machine load hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for name, step in steps.items():
+        step()  # warm-up (allocations, lazy initialisation)
+    for _ in range(repeats):
+        for name, step in steps.items():
+            began = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - began)
+    return {name: min(values) for name, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    parser.add_argument("--macer-m", type=int, default=4, help="MACER noise draws (paper: 64; small on CPU)")
+    args = parser.parse_args()
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    rows = []
+    for arch in args.models:
+        dataset, batch = SETTINGS[arch]
+        info = get_info(dataset)
+        x = torch.rand(batch, *info.input_shape)
+        y = torch.randint(info.num_classes, (batch,))
+        model = build_model(arch, dataset).train()
+        fs_reference = None
+        for method in args.methods:
+            steps = {}
+            for mode in ("fs", "ds"):
+                config = TrainConfig(
+                    dataset=dataset, arch=arch, method=method, sigma=0.25, train_mode=mode, k=1, n=1,
+                    m=args.macer_m if method == "macer" else None,
+                )
+                steps[mode] = make_step(config, model, x, y, torch.Generator().manual_seed(0))
+            seconds = time_steps(steps, args.repeats)
+            if method == "cohen":
+                fs_reference = seconds["fs"]
+            overhead = seconds["ds"] - seconds["fs"]
+            rows.append([
+                arch, batch, method, 1000 * seconds["fs"], 1000 * seconds["ds"], 1000 * overhead,
+                overhead / fs_reference if fs_reference else float("nan"),
+            ])
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, fastest of {args.repeats} steps; "
+          f"SmoothAdv 2 PGD steps m=1, MACER m={args.macer_m}")
+    print(tabulate(
+        rows, headers=["model", "batch", "method", "FS ms/step", "DS ms/step", "DS − FS ms", "overhead / Cohen FS step"],
+        floatfmt=".2f",
+    ))
+
+
+if __name__ == "__main__":
+    main()
