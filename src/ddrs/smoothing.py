@@ -115,26 +115,21 @@ def sample_counts(
         source = generator[i] if per_input else generator
         return noise.unit((draws, *x.shape[1:]), generator=source, device=x.device, dtype=x.dtype)
 
+    passes = _schedule(num_inputs, num, batch_size)
+    mixed_rows = _mixed_pass_rows(passes, x.device)
+    shape = (-1, *([1] * (x.ndim - 1)))
     counts = None
     ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
     with torch.inference_mode(), autocast(x.device, precision):
-        for blocks in _schedule(num_inputs, num, batch_size):
+        for blocks in passes:
+            draws = sum(size for _, size in blocks)
             if len(blocks) == 1:
-                (i, draws), = blocks
+                i = blocks[0][0]
                 batch = unit(draws, i).mul_(scales[i]).add_(x[i])
                 offset = i
             else:
-                draws = sum(size for _, size in blocks)
-                if per_input:
-                    eps = torch.cat([unit(size, i) for i, size in blocks])
-                else:
-                    eps = unit(draws, -1)
-                rows = torch.repeat_interleave(
-                    torch.tensor([i for i, _ in blocks], device=x.device),
-                    torch.tensor([size for _, size in blocks], device=x.device),
-                    output_size=draws,
-                )
-                shape = (-1, *([1] * (x.ndim - 1)))
+                eps = torch.cat([unit(size, i) for i, size in blocks]) if per_input else unit(draws, -1)
+                rows = next(mixed_rows)
                 batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
                 offset = rows
             logits = model(batch)
@@ -143,6 +138,23 @@ def sample_counts(
                 counts = torch.zeros(num_inputs * num_classes, dtype=torch.long, device=x.device)
             counts.index_add_(0, logits.argmax(dim=1) + offset * num_classes, ones[:draws])
     return counts.view(num_inputs, num_classes)
+
+
+def _mixed_pass_rows(passes: list[list[tuple[int, int]]], device: torch.device):
+    """For each pass holding several inputs' blocks, the input index of every row, on ``device``.
+
+    Built on the host and sent in one non-blocking copy, so the loop never waits for a transfer.
+    """
+    mixed = [blocks for blocks in passes if len(blocks) > 1]
+    if not mixed:
+        return iter(())
+    inputs = torch.tensor([i for blocks in mixed for i, _ in blocks])
+    sizes = torch.tensor([size for blocks in mixed for _, size in blocks])
+    rows = torch.repeat_interleave(inputs, sizes)
+    if device.type == "cuda":
+        rows = rows.pin_memory()
+    rows = rows.to(device, non_blocking=True)
+    return iter(rows.split([sum(size for _, size in blocks) for blocks in mixed]))
 
 
 def lower_confidence_bound(count_a: Tensor, n: int, alpha: float) -> Tensor:
