@@ -87,7 +87,7 @@ def main() -> None:
             for mode in ("fs", "ds"):
                 config = TrainConfig(
                     dataset=dataset, arch=arch, method=method, sigma=0.25, train_mode=mode, k=1, n=1,
-                    m=args.macer_m if method == "macer" else None,
+                    macer_m=args.macer_m,
                 )
                 steps[mode] = make_step(config, model, x, y, torch.Generator().manual_seed(0))
             seconds = time_steps(steps, args.repeats)

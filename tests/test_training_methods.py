@@ -76,8 +76,8 @@ def test_method_lowers_its_loss_and_classifies_under_noise(method, digits_data):
 def test_macer_classifies_under_noise_and_its_step_descends(digits_data):
     """MACER's total loss is not monotone over epochs (the hinge only counts correctly classified
     inputs, so it grows with accuracy); a gradient step must still lower it at fixed noise."""
-    config = _config("macer", m=8)
-    model, _ = _train("macer", digits_data, epochs=3, m=8)
+    config = _config("macer", macer_m=8)
+    model, _ = _train("macer", digits_data, epochs=3, macer_m=8)
     test_images, test_labels = _tensors(digits_data["test"])
     assert _noisy_accuracy(model, test_images, test_labels, 0.25, "gaussian") > 0.5
 
@@ -108,7 +108,7 @@ def test_macer_loss_equals_hand_computation():
     x = torch.tensor([[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -2.0], [0.3, 0.3, 0.3]])
     y = torch.tensor([0, 1, 2, 2])
     scale = torch.tensor([0.1, 0.5, 0.3, 0.2])
-    config = _config("macer", m=m, macer_lambda=lam, macer_gamma=gamma, macer_beta=beta)
+    config = _config("macer", macer_m=m, macer_lambda=lam, macer_gamma=gamma, macer_beta=beta)
 
     loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(7), config)
 
@@ -197,7 +197,7 @@ def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
     scale = torch.tensor([0.0, 0.1, 0.4])
     model = _Recorder()
     method = {cohen_loss: "cohen", uniform_loss: "uniform", macer_loss: "macer"}[loss_fn]
-    loss_fn(model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), _config(method, m=2))
+    loss_fn(model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), _config(method, macer_m=2))
     perturbation = (model.seen[0] - x.repeat_interleave(len(model.seen[0]) // 3, dim=0)).flatten(1)
     per_example = perturbation.view(3, -1)
     assert torch.all(per_example[0] == 0)

@@ -157,7 +157,7 @@ def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path, digits_checkpoin
         ({"train_mode": "dd"}, "unknown train_mode 'dd'"),
         ({"sigma": 0.0}, "sigma must be a positive number"),
         ({"sigma": -0.5}, "sigma must be a positive number"),
-        ({"m": 0, "method": "macer"}, "m must be >= 1"),
+        ({"macer_m": 0, "method": "macer"}, "macer_m must be >= 1"),
     ],
 )
 def test_bad_options_fail_clearly(overrides, message):
@@ -201,3 +201,10 @@ def test_cli_errors_name_the_problem(tmp_path, capsys):
         main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "gauss", "--sigma", "0.25", "--out", out])
     assert excinfo.value.code == 2
     assert "invalid choice: 'gauss'" in capsys.readouterr().err
+
+
+def test_uniform_sigma_is_the_half_width_unless_yang_std_is_asked_for():
+    assert _config(method="uniform").initial_scale == 0.25
+    yang = _config(method="uniform", uniform_convention="std", min_sigma=0.01)
+    assert yang.initial_scale == pytest.approx(0.25 * 3**0.5) and yang.min_scale == pytest.approx(0.01 * 3**0.5)
+    assert _config(method="cohen", uniform_convention="std").initial_scale == 0.25

@@ -18,7 +18,7 @@ HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
     "arch": "architecture (ddrs.models.ARCHS)",
     "method": "training method: Cohen (Gaussian augmentation), SmoothAdv, MACER, or uniform noise (ℓ1)",
-    "sigma": "σ₀: the fixed σ (fs) or every example's initial σ (ds); Yang's σ for uniform noise by default",
+    "sigma": "σ₀: the fixed σ (fs) or every example's initial σ (ds); the half-width λ for uniform noise",
     "train_mode": "fs = fixed σ, ds = data-dependent σ per example (DDRS Algorithm 2)",
     "lr_milestones": "epochs at which the lr is multiplied by --lr-gamma (replaces --lr-step)",
     "warmup_epochs": "ds: epochs with K = 0 (fixed σ) before Algorithm 1 runs (paper CIFAR-10: 50)",
@@ -27,10 +27,11 @@ HELP = {
     "sigma_lr": "ds: Algorithm 1 step size α (paper: 1e-4)",
     "min_sigma": "ds: lower bound on σᵢ",
     "c_a": "ds: c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction (c-a-n0 draws)",
-    "m": "noise draws per input for SmoothAdv / MACER (default 1 / 64)",
+    "smoothadv_m": "SmoothAdv noise draws per input (attack and training)",
+    "macer_m": "MACER noise draws per input",
     "smoothadv_epsilon": "SmoothAdv attack radius ζ (ℓ2)",
     "smoothadv_warmup": "epochs over which ζ grows linearly from ζ/warmup to ζ",
-    "uniform_convention": "read --sigma for uniform noise as Yang et al.'s std ('std') or the half-width λ",
+    "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
     "eval_max": "test inputs scored for the per-epoch log",
 }
 CHOICES = {

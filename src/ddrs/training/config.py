@@ -26,8 +26,6 @@ METHOD_NAMES = ("cohen", "smoothadv", "macer", "uniform")
 TRAIN_MODES = ("fs", "ds")
 C_A_RULES = ("clean", "smoothed")
 UNIFORM_CONVENTIONS = ("std", "half_width")
-#: noise draws per input when ``m`` is not given: SmoothAdv CIFAR-10 (DDRS §4.2), MACER (DDRS §4.3)
-DEFAULT_DRAWS = {"cohen": 1, "smoothadv": 1, "macer": 64, "uniform": 1}
 
 
 @dataclass
@@ -64,14 +62,16 @@ class TrainConfig:
     smoothadv_steps: int = 2
     smoothadv_epsilon: float = 0.25
     smoothadv_warmup: int = 10
-    #: noise draws per input for SmoothAdv / MACER (None: 1 for SmoothAdv, 64 for MACER)
-    m: int | None = None
-    # MACER (Zhai et al. 2020; DDRS §4.3)
+    #: noise draws per input shared by the attack and the training loss
+    smoothadv_m: int = 1
+    # MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16)
+    macer_m: int = 64
     macer_lambda: float = 12.0
     macer_gamma: float = 8.0
     macer_beta: float = 16.0
-    #: how ``sigma`` is read for uniform noise: Yang et al.'s standard deviation or the half-width λ
-    uniform_convention: str = "std"
+    #: how ``sigma`` is read for uniform noise: the half-width λ the library uses everywhere, or
+    #: Yang et al.'s standard deviation (λ = σ√3)
+    uniform_convention: str = "half_width"
     # runtime
     seed: int = 0
     device: str = "auto"
@@ -83,8 +83,6 @@ class TrainConfig:
     eval_max: int = 1000
 
     def __post_init__(self) -> None:
-        if self.m is None and self.method in DEFAULT_DRAWS:
-            self.m = DEFAULT_DRAWS[self.method]
         self.lr_milestones = [int(epoch) for epoch in self.lr_milestones]
         self.validate()
 
@@ -97,7 +95,7 @@ class TrainConfig:
         _choice("precision", self.precision, tuple(PRECISIONS))
         if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
-        for name in ("epochs", "batch_size", "lr_step", "n", "m", "smoothadv_steps", "c_a_n0", "eval_max"):
+        for name in ("epochs", "batch_size", "lr_step", "n", "smoothadv_m", "macer_m", "smoothadv_steps", "c_a_n0", "eval_max"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("warmup_epochs", "k", "num_workers", "smoothadv_warmup", "weight_decay", "momentum"):

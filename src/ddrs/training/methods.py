@@ -96,10 +96,10 @@ def smoothadv_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
     """SmoothAdv (Salman et al. 2019): attack the soft smoothed classifier, then train on the
     adversarial points with the same m noise draws, cross-entropy averaged over the m copies
     (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10)."""
-    noise = _noise_copies(GAUSSIAN, x, scale, config.m, generator)
+    noise = _noise_copies(GAUSSIAN, x, scale, config.smoothadv_m, generator)
     adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(config, epoch), config.smoothadv_steps)
     logits = _logits(model, adversarial.unsqueeze(1) + noise)
-    return F.cross_entropy(logits.flatten(0, 1), y.repeat_interleave(config.m))
+    return F.cross_entropy(logits.flatten(0, 1), y.repeat_interleave(config.smoothadv_m))
 
 
 def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma: float, beta: float) -> Tensor:
@@ -132,7 +132,7 @@ def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma:
 def macer_loss(model, x, y, scale, generator, config, epoch=0) -> Tensor:
     """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
     λ = 12, γ = 8, β = 16)."""
-    logits = _logits(model, x.unsqueeze(1) + _noise_copies(GAUSSIAN, x, scale, config.m, generator))
+    logits = _logits(model, x.unsqueeze(1) + _noise_copies(GAUSSIAN, x, scale, config.macer_m, generator))
     return macer_objective(logits, y, scale, config.macer_lambda, config.macer_gamma, config.macer_beta)
 
 
