@@ -107,6 +107,8 @@ def sample_counts(
     noise = get_noise(noise) if isinstance(noise, str) else noise
     scales = _scales(scale, x)
     num_inputs = x.shape[0]
+    if num_inputs == 0:
+        raise ValueError("x holds no inputs (batch dimension 0)")
     per_input = generator is not None and not isinstance(generator, torch.Generator)
     if per_input and len(generator) != num_inputs:
         raise ValueError(f"got {len(generator)} generators for {num_inputs} inputs")
