@@ -1,0 +1,119 @@
+"""Speed of Algorithm 1 (batched vs one input at a time; overhead vs a 100k-sample CERTIFY) and Algorithm 3.
+
+Targets: batched Algorithm 1 ≥ 10× faster than one input at a time; Algorithm 1 at K = 100, n = 1
+costs ≤ 5% of CERTIFY with n = 100,000; memory certification of 10,000 random 3×32×32 inputs in
+≤ 10 s on 2 cores. Runs in a few minutes on 2 CPU cores: where a measurement is scaled down
+(fewer steps or samples than the target setting), the time is extrapolated linearly in the
+number of base-classifier evaluations, and the script says so.
+
+    .venv/bin/python benchmarks/sigma_and_memory.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ddrs.memory import memory_certify
+from ddrs.models import build_model
+from ddrs.sigma import input_generators, optimize_sigma
+from ddrs.smoothing import sample_counts
+
+CPU = torch.device("cpu")
+
+
+def seconds(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def model_and_inputs(arch: str, dataset: str, shape: tuple[int, ...], batch: int):
+    model = build_model(arch, dataset).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    x = torch.rand(batch, *shape, generator=torch.Generator().manual_seed(0))
+    c_a = model(x).argmax(dim=1)
+    return model, x, c_a
+
+
+def algorithm1_per_input(model, x, c_a, steps: int) -> tuple[float, float]:
+    """Seconds per input per step: all of ``x`` in one batch, and one input at a time."""
+    gens = input_generators(0, range(len(x)), 1, CPU)
+
+    def batched():
+        optimize_sigma(model, x, 0.25, c_a, steps=[steps], generator=gens)
+
+    def one_at_a_time():
+        for i in range(len(x)):
+            optimize_sigma(model, x[i : i + 1], 0.25, c_a[i : i + 1], steps=[steps], generator=[gens[i]])
+
+    optimize_sigma(model, x[:2], 0.25, c_a[:2], steps=[1], generator=gens[:2])  # warm-up
+    return seconds(batched) / len(x) / steps, seconds(one_at_a_time) / len(x) / steps
+
+
+def certify_per_input_per_sample(model, x, samples: int, noise_batch: int) -> float:
+    """Seconds per input per noise sample of CERTIFY's estimation pass (sample_counts)."""
+    gens = input_generators(0, range(len(x)), 2, CPU)
+    elapsed = seconds(lambda: sample_counts(model, x, 0.25, samples, "gaussian", noise_batch, gens))
+    return elapsed / len(x) / samples
+
+
+def benchmark_algorithm1(name, arch, dataset, shape, batch, steps, cert_inputs, cert_samples, noise_batch):
+    model, x, c_a = model_and_inputs(arch, dataset, shape, batch)
+    per_step_batched, per_step_single = algorithm1_per_input(model, x, c_a, steps)
+    print(f"[{name}] Algorithm 1, B={batch}, measured over K={steps} steps, n=1:")
+    print(f"    batched        {per_step_batched * 1e3:9.3f} ms per input per step")
+    print(f"    one at a time  {per_step_single * 1e3:9.3f} ms per input per step")
+    print(f"    speed-up       {per_step_single / per_step_batched:9.1f}x  (target >= 10x)")
+    per_sample = certify_per_input_per_sample(model, x[:cert_inputs], cert_samples, noise_batch)
+    certify = per_sample * (100_000 + 100)
+    optimise = per_step_batched * 100
+    scaled = " (extrapolated linearly from the measured steps / samples)" if steps < 100 or cert_samples < 100_000 else ""
+    print(f"    CERTIFY n0=100, n=100,000: {certify:8.2f} s per input, measured with {cert_samples} samples"
+          f" on {cert_inputs} input(s), noise batch {noise_batch}")
+    print(f"    Algorithm 1 K=100, n=1:    {optimise:8.3f} s per input (batched)")
+    print(f"    DS overhead                {100 * optimise / certify:8.2f} %  (target <= 5%){scaled}")
+
+
+def benchmark_memory(count: int = 10_000, clustered_count: int = 3_000):
+    generator = torch.Generator().manual_seed(0)
+    points = torch.rand(count, 3, 32, 32, generator=generator)
+    predict = torch.randint(-1, 10, (count,), generator=generator)
+    for norm, scale in ((2, 1.0), (1, 4.0)):
+        radius = torch.rand(count, generator=generator, dtype=torch.float64) * scale
+        radius[predict == -1] = 0.0
+        start = time.perf_counter()
+        result = memory_certify(points, predict, radius, norm)
+        elapsed = time.perf_counter() - start
+        print(f"[memory] {count} random 3x32x32 inputs, l{norm} balls, radii U[0, {scale}]: {elapsed:6.2f} s "
+              f"(target <= 10 s); actions {result.counts()}")
+    # stress case beyond the target: a clustered stream puts most pairs within reach, so every pair
+    # goes through the exact float64 distance (cost grows with the number of such pairs, ~N²/100 here)
+    centres = torch.rand(50, 3, 32, 32, generator=generator)
+    clustered = centres[torch.randint(0, 50, (clustered_count,), generator=generator)]
+    clustered = clustered + 0.02 * torch.randn(clustered_count, 3, 32, 32, generator=generator)
+    radius = torch.rand(clustered_count, generator=generator, dtype=torch.float64) * 2.0
+    start = time.perf_counter()
+    result = memory_certify(clustered, predict[:clustered_count].clamp(min=0), radius, 2)
+    print(f"[memory] stress: {clustered_count} clustered inputs (50 clusters), l2 radii U[0, 2]: "
+          f"{time.perf_counter() - start:6.2f} s; actions {result.counts()}")
+
+
+def main():
+    # the digits model's ops are microseconds long: one thread avoids OpenMP hand-off costs that
+    # dominate (and swing wildly) when the 2 cores are shared
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, CPU; digits model on 1 thread")
+    benchmark_algorithm1("digits mlp", "mlp", "digits", (1, 8, 8), batch=64, steps=20, cert_inputs=2,
+                         cert_samples=100_000, noise_batch=10_000)
+    torch.set_num_threads(2)
+    print("ResNet-18 and memory certification on 2 threads")
+    benchmark_algorithm1("CIFAR ResNet-18", "resnet18", "cifar10", (3, 32, 32), batch=16, steps=2, cert_inputs=1,
+                         cert_samples=1_000, noise_batch=500)
+    benchmark_memory()
+
+
+if __name__ == "__main__":
+    main()
