@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from ddrs.io import atomic_path
-from ddrs.logs import ABSTAIN, read_log
+from ddrs.logs import read_log
 
 ACTIONS = ("kept", "moved_in", "shrunk")
 #: relative slack on squared distances for float32 Gram-matrix rounding (its error is ≲ 1e-6 of ‖a‖²+‖b‖²)
@@ -189,6 +189,3 @@ def _norm_of(frame: pd.DataFrame, log_path) -> int:
     if len(names) != 1 or next(iter(names)) not in NORM_OF_NOISE:
         raise ValueError(f"{log_path}: noise column holds {sorted(names)}; expected one of {sorted(NORM_OF_NOISE)}")
     return NORM_OF_NOISE[next(iter(names))]
-
-
-__all__ = ["ABSTAIN", "ACTIONS", "MemoryResult", "candidate_pairs", "memory_certify", "memory_certify_log"]
