@@ -17,7 +17,8 @@ import torch
 
 from ddrs.memory import memory_certify
 from ddrs.models import build_model
-from ddrs.sigma import input_generators, optimize_sigma
+from ddrs.seeds import Stream, input_generators
+from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import sample_counts
 
 CPU = torch.device("cpu")
@@ -40,7 +41,7 @@ def model_and_inputs(arch: str, dataset: str, shape: tuple[int, ...], batch: int
 
 def algorithm1_per_input(model, x, c_a, steps: int) -> tuple[float, float]:
     """Seconds per input per step: all of ``x`` in one batch, and one input at a time."""
-    gens = input_generators(0, range(len(x)), 1, CPU)
+    gens = input_generators(0, range(len(x)), Stream.OPTIMIZE, CPU)
 
     def batched():
         optimize_sigma(model, x, 0.25, c_a, steps=[steps], generator=gens)
@@ -55,7 +56,7 @@ def algorithm1_per_input(model, x, c_a, steps: int) -> tuple[float, float]:
 
 def certify_per_input_per_sample(model, x, samples: int, noise_batch: int) -> float:
     """Seconds per input per noise sample of CERTIFY's estimation pass (sample_counts)."""
-    gens = input_generators(0, range(len(x)), 2, CPU)
+    gens = input_generators(0, range(len(x)), Stream.CERTIFY, CPU)
     elapsed = seconds(lambda: sample_counts(model, x, 0.25, samples, "gaussian", noise_batch, gens))
     return elapsed / len(x) / samples
 
@@ -70,9 +71,13 @@ def benchmark_algorithm1(name, arch, dataset, shape, batch, steps, cert_inputs, 
     per_sample = certify_per_input_per_sample(model, x[:cert_inputs], cert_samples, noise_batch)
     certify = per_sample * (100_000 + 100)
     optimise = per_step_batched * 100
-    scaled = " (extrapolated linearly from the measured steps / samples)" if steps < 100 or cert_samples < 100_000 else ""
-    print(f"    CERTIFY n0=100, n=100,000: {certify:8.2f} s per input, measured with {cert_samples} samples"
-          f" on {cert_inputs} input(s), noise batch {noise_batch}")
+    scaled = (
+        " (extrapolated linearly from the measured steps / samples)" if steps < 100 or cert_samples < 100_000 else ""
+    )
+    print(
+        f"    CERTIFY n0=100, n=100,000: {certify:8.2f} s per input, measured with {cert_samples} samples"
+        f" on {cert_inputs} input(s), noise batch {noise_batch}"
+    )
     print(f"    Algorithm 1 K=100, n=1:    {optimise:8.3f} s per input (batched)")
     print(f"    DS overhead                {100 * optimise / certify:8.2f} %  (target <= 5%){scaled}")
 
@@ -87,8 +92,10 @@ def benchmark_memory(count: int = 10_000, clustered_count: int = 3_000):
         start = time.perf_counter()
         result = memory_certify(points, predict, radius, norm)
         elapsed = time.perf_counter() - start
-        print(f"[memory] {count} random 3x32x32 inputs, l{norm} balls, radii U[0, {scale}]: {elapsed:6.2f} s "
-              f"(target <= 10 s); actions {result.counts()}")
+        print(
+            f"[memory] {count} random 3x32x32 inputs, l{norm} balls, radii U[0, {scale}]: {elapsed:6.2f} s "
+            f"(target <= 10 s); actions {result.counts()}"
+        )
     # stress case beyond the target: a clustered stream puts most pairs within reach, so every pair
     # goes through the exact float64 distance (cost grows with the number of such pairs, ~N²/100 here)
     centres = torch.rand(50, 3, 32, 32, generator=generator)
@@ -97,8 +104,10 @@ def benchmark_memory(count: int = 10_000, clustered_count: int = 3_000):
     radius = torch.rand(clustered_count, generator=generator, dtype=torch.float64) * 2.0
     start = time.perf_counter()
     result = memory_certify(clustered, predict[:clustered_count].clamp(min=0), radius, 2)
-    print(f"[memory] stress: {clustered_count} clustered inputs (50 clusters), l2 radii U[0, 2]: "
-          f"{time.perf_counter() - start:6.2f} s; actions {result.counts()}")
+    print(
+        f"[memory] stress: {clustered_count} clustered inputs (50 clusters), l2 radii U[0, 2]: "
+        f"{time.perf_counter() - start:6.2f} s; actions {result.counts()}"
+    )
 
 
 def main():
@@ -106,12 +115,30 @@ def main():
     # dominate (and swing wildly) when the 2 cores are shared
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, CPU; digits model on 1 thread")
-    benchmark_algorithm1("digits mlp", "mlp", "digits", (1, 8, 8), batch=64, steps=20, cert_inputs=2,
-                         cert_samples=100_000, noise_batch=10_000)
+    benchmark_algorithm1(
+        "digits mlp",
+        "mlp",
+        "digits",
+        (1, 8, 8),
+        batch=64,
+        steps=20,
+        cert_inputs=2,
+        cert_samples=100_000,
+        noise_batch=10_000,
+    )
     torch.set_num_threads(2)
     print("ResNet-18 and memory certification on 2 threads")
-    benchmark_algorithm1("CIFAR ResNet-18", "resnet18", "cifar10", (3, 32, 32), batch=16, steps=2, cert_inputs=1,
-                         cert_samples=1_000, noise_batch=500)
+    benchmark_algorithm1(
+        "CIFAR ResNet-18",
+        "resnet18",
+        "cifar10",
+        (3, 32, 32),
+        batch=16,
+        steps=2,
+        cert_inputs=1,
+        cert_samples=1_000,
+        noise_batch=500,
+    )
     benchmark_memory()
 
 

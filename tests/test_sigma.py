@@ -12,11 +12,11 @@ from torch import nn
 from ddrs.cli import main
 from ddrs.data import TensorImages
 from ddrs.noise import get_noise
+from ddrs.seeds import Stream, input_generators
 from ddrs.sigma import (
     expected_softmax,
     grid_for_budget,
     grid_search_sigma,
-    input_generators,
     optimize_dataset,
     optimize_sigma,
     radius_objective,
@@ -55,8 +55,9 @@ def monte_carlo_objective(model, x, c_a, scales, n, groups=1000, noise=GAUSSIAN)
 
     The same ε̂ draws serve every scale (common random numbers), so the brute-force argmax is sharp.
     """
-    unit = noise.unit((len(x) * groups, n, *x.shape[1:]), generator=torch.Generator().manual_seed(99), device="cpu",
-                      dtype=x.dtype)
+    unit = noise.unit(
+        (len(x) * groups, n, *x.shape[1:]), generator=torch.Generator().manual_seed(99), device="cpu", dtype=x.dtype
+    )
     xs, cs = x.repeat_interleave(groups, 0), c_a.repeat_interleave(groups)
     values = []
     with torch.no_grad():
@@ -123,8 +124,10 @@ def test_batched_equals_one_input_at_a_time(digits_model, digits_data):
     kwargs = dict(steps=[10], n=3, lr=0.01)
     batched = optimize_sigma(digits_model, x, 0.25, c_a, generator=generators(4, 5), **kwargs)[0]
     single = torch.cat(
-        [optimize_sigma(digits_model, x[i : i + 1], 0.25, c_a[i : i + 1], generator=[g], **kwargs)[0]
-         for i, g in enumerate(generators(4, 5))]
+        [
+            optimize_sigma(digits_model, x[i : i + 1], 0.25, c_a[i : i + 1], generator=[g], **kwargs)[0]
+            for i, g in enumerate(generators(4, 5))
+        ]
     )
     assert torch.allclose(batched, single, rtol=1e-5, atol=1e-7)
     assert not torch.allclose(batched, torch.full((5,), 0.25))
@@ -143,8 +146,17 @@ def test_model_parameters_and_mode_are_untouched(digits_data):
 def test_sigma_stays_at_its_lower_bound_when_more_noise_only_hurts():
     # far outside the disc, class 0 gets (clamped) probability ~0: R = σ/2·(Φ⁻¹(ε) − Φ⁻¹(1 − ε)) < 0 falls with σ
     x = torch.tensor([[3.0, 0.0]])
-    sigma = optimize_sigma(Disc(), x, 0.05, torch.zeros(1, dtype=torch.long), steps=[1, 20], n=4, lr=0.05,
-                           min_scale=0.02, generator=generators(6, 1))
+    sigma = optimize_sigma(
+        Disc(),
+        x,
+        0.05,
+        torch.zeros(1, dtype=torch.long),
+        steps=[1, 20],
+        n=4,
+        lr=0.05,
+        min_scale=0.02,
+        generator=generators(6, 1),
+    )
     assert sigma[:, 0].tolist() == pytest.approx([0.02, 0.02])
 
 
@@ -160,15 +172,29 @@ def test_sigma_log_uses_the_smoothed_prediction_not_the_label(digits_model, digi
     images = torch.stack([test[i][0] for i in indices])
     wrong = TensorImages(images, torch.tensor([(test[i][1] + 1) % 10 for i in indices]))
     path = optimize_dataset(
-        digits_model, wrong, indices, tmp_path / "sigma.tsv", sigma0=0.25, steps=[0, 5], num_classes=10, n0=50,
-        lr=0.01, batch=3,
+        digits_model,
+        wrong,
+        indices,
+        tmp_path / "sigma.tsv",
+        sigma0=0.25,
+        steps=[0, 5],
+        num_classes=10,
+        n0=50,
+        lr=0.01,
+        batch=3,
     )
     log = pd.read_csv(path, sep="\t")
     assert list(log.columns) == ["idx", "c_a", "sigma_K0", "sigma_K5"]
     assert log["idx"].tolist() == indices
     expected = smoothed_top_class(
-        digits_model, images, 0.25, num_classes=10, noise="gaussian", n0=50, batch_size=400,
-        generator=input_generators(0, indices, 0, torch.device("cpu")),
+        digits_model,
+        images,
+        0.25,
+        num_classes=10,
+        noise="gaussian",
+        n0=50,
+        batch_size=400,
+        generator=input_generators(0, indices, Stream.SELECTION, torch.device("cpu")),
     )
     assert log["c_a"].tolist() == expected.tolist()
     assert (log["c_a"] != pd.Series(wrong.targets)).sum() >= 6  # the model is ~95% accurate on true labels
@@ -203,15 +229,52 @@ def test_bad_arguments_are_named():
 
 def test_cli_optimize_sigma_end_to_end(digits_checkpoint, tmp_path, capsys):
     out = tmp_path / "sigma.tsv"
-    argv = ["optimize-sigma", "--checkpoint", str(digits_checkpoint), "--dataset", "digits", "--sigma0", "0.25",
-            "--k", "0", "3", "--n0", "20", "--lr", "0.01", "--max", "6", "--device", "cpu", "--out", str(out)]
+    argv = [
+        "optimize-sigma",
+        "--checkpoint",
+        str(digits_checkpoint),
+        "--dataset",
+        "digits",
+        "--sigma0",
+        "0.25",
+        "--k",
+        "0",
+        "3",
+        "--n0",
+        "20",
+        "--lr",
+        "0.01",
+        "--max",
+        "6",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     log = pd.read_csv(out, sep="\t")
     assert list(log.columns) == ["idx", "c_a", "sigma_K0", "sigma_K3"] and log["idx"].tolist() == list(range(6))
     grid_out = tmp_path / "grid.tsv"
-    argv = ["optimize-sigma", "--checkpoint", str(digits_checkpoint), "--dataset", "digits", "--sigma0", "0.25",
-            "--grid-search", "--grid-n", "10", "--grid-budget", "40", "--n0", "20", "--max", "4", "--out",
-            str(grid_out)]
+    argv = [
+        "optimize-sigma",
+        "--checkpoint",
+        str(digits_checkpoint),
+        "--dataset",
+        "digits",
+        "--sigma0",
+        "0.25",
+        "--grid-search",
+        "--grid-n",
+        "10",
+        "--grid-budget",
+        "40",
+        "--n0",
+        "20",
+        "--max",
+        "4",
+        "--out",
+        str(grid_out),
+    ]
     assert main(argv) == 0
     grid_log = pd.read_csv(grid_out, sep="\t")
     assert list(grid_log.columns) == ["idx", "c_a", "sigma_grid_n10"]
@@ -228,7 +291,15 @@ def test_cli_optimize_sigma_end_to_end(digits_checkpoint, tmp_path, capsys):
     ],
 )
 def test_cli_optimize_sigma_bad_inputs(digits_checkpoint, tmp_path, capsys, flags, message):
-    argv = ["optimize-sigma", "--checkpoint", str(digits_checkpoint), "--dataset", "digits", *flags,
-            "--out", str(tmp_path / "s.tsv")]
+    argv = [
+        "optimize-sigma",
+        "--checkpoint",
+        str(digits_checkpoint),
+        "--dataset",
+        "digits",
+        *flags,
+        "--out",
+        str(tmp_path / "s.tsv"),
+    ]
     assert main(argv) == 2
     assert message in capsys.readouterr().err

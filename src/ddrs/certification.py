@@ -22,25 +22,14 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.device import make_generator
 from ddrs.errors import LogFormatError
 from ddrs.logs import COHEN_COLUMNS, LogWriter
 from ddrs.noise import get_noise
+from ddrs.seeds import Stream, input_generators
 from ddrs.smoothing import certify_batch, validate_certify_args
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
-
-#: Random stream of CERTIFY's draws. Algorithm 1 draws from streams 0 and 1 of the same
-#: ``(seed, idx)`` (ddrs.sigma); certification must use fresh noise, independent of the draws
-#: that chose σ*ₓ, or the data-dependent certificate would not be sound.
-CERTIFY_STREAM = 2
-
-
-def input_seed(seed: int, idx: int) -> int:
-    """A well-mixed 64-bit seed for CERTIFY's draws on test input ``idx`` of a run seeded ``seed``."""
-    entropy = (int(seed), int(idx), CERTIFY_STREAM)
-    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0])
 
 
 def read_sigma_log(path: str | os.PathLike, k: int | None = None, *, column: str | None = None) -> dict[int, float]:
@@ -74,7 +63,7 @@ def read_sigma_log(path: str | os.PathLike, k: int | None = None, *, column: str
         )
     if idx.duplicated().any():
         raise LogFormatError(f"{path}: duplicate idx {int(idx[idx.duplicated()].iloc[0])}")
-    return dict(zip(idx.astype(int).tolist(), scale.astype(float).tolist()))
+    return dict(zip(idx.astype(int).tolist(), scale.astype(float).tolist(), strict=True))
 
 
 def _scale_lookup(scales: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
@@ -141,30 +130,59 @@ def certify_dataset(
     writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns))
     todo = [i for i in indices if i not in writer.done]
     model.eval()
-    with tqdm(total=len(indices), initial=len(indices) - len(todo), disable=not progress,
-              desc=f"certify {Path(out_path).name}", unit="input") as bar:
+    with tqdm(
+        total=len(indices),
+        initial=len(indices) - len(todo),
+        disable=not progress,
+        desc=f"certify {Path(out_path).name}",
+        unit="input",
+    ) as bar:
         for start in range(0, len(todo), inputs_per_call):
             group = todo[start : start + inputs_per_call]
-            images, labels = zip(*(dataset[i] for i in group))
+            images, labels = zip(*(dataset[i] for i in group), strict=True)
             x = torch.stack(images)
             if device.type == "cuda":
                 x = x.pin_memory()
             x = x.to(device, non_blocking=True)
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
-            generators = [make_generator(input_seed(seed, i), device) for i in group]
+            generators = input_generators(seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
             result = certify_batch(
-                model, x, scale, num_classes=num_classes, noise=noise, n0=n0, n=n, alpha=alpha,
-                batch_size=batch_size, generator=generators, precision=precision,
+                model,
+                x,
+                scale,
+                num_classes=num_classes,
+                noise=noise,
+                n0=n0,
+                n=n,
+                alpha=alpha,
+                batch_size=batch_size,
+                generator=generators,
+                precision=precision,
             )
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
-                group, labels, result.predict.tolist(), result.radius.tolist(), result.p_a_lower.tolist()
+                group,
+                labels,
+                result.predict.tolist(),
+                result.radius.tolist(),
+                result.p_a_lower.tolist(),
+                strict=True,
             ):
-                writer.write({
-                    "idx": i, "label": int(label), "predict": predict, "radius": radius,
-                    "correct": int(predict == int(label)), "time": seconds, "scale": scale_of[i],
-                    "p_a_lower": p_a_lower, "noise": noise, "precision": precision, **extra_columns,
-                })
+                writer.write(
+                    {
+                        "idx": i,
+                        "label": int(label),
+                        "predict": predict,
+                        "radius": radius,
+                        "correct": int(predict == int(label)),
+                        "time": seconds,
+                        "scale": scale_of[i],
+                        "p_a_lower": p_a_lower,
+                        "noise": noise,
+                        "precision": precision,
+                        **extra_columns,
+                    }
+                )
             bar.update(len(group))
     return writer.finish()

@@ -29,15 +29,15 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ddrs.device import autocast, make_generator
+from ddrs.device import autocast
 from ddrs.errors import LogFormatError
 from ddrs.logs import partial_path
 from ddrs.noise import SmoothingNoise, get_noise
+from ddrs.seeds import Stream, input_generators
 from ddrs.smoothing import sample_counts
 
 #: E_A and E_B are clamped to [PROB_EPS, 1 − PROB_EPS] before Φ⁻¹. This keeps the objective finite
@@ -247,14 +247,6 @@ def grid_search_sigma(
 # The σ log: resumable, one row per test input in idx order.
 
 
-def input_generators(seed: int, indices: Sequence[int], stream: int, device: torch.device) -> list[torch.Generator]:
-    """One generator per input seeded from ``(seed, idx, stream)``: results do not depend on batching."""
-    return [
-        make_generator(int(np.random.SeedSequence([seed, idx, stream]).generate_state(1, np.uint64)[0]), device)
-        for idx in indices
-    ]
-
-
 class SigmaLogWriter:
     """Append σ-log rows to ``<path>.partial``; ``done`` holds the idx an interrupted run wrote."""
 
@@ -323,10 +315,17 @@ def _run_dataset(
         chunk = todo[start : start + batch]
         x = torch.stack([dataset[idx][0] for idx in chunk]).to(device, non_blocking=True)
         c_a = smoothed_top_class(
-            model, x, sigma0, num_classes=num_classes, noise=noise, n0=n0, batch_size=max(n0, forward_batch),
-            generator=input_generators(seed, chunk, 0, device), precision=precision,
+            model,
+            x,
+            sigma0,
+            num_classes=num_classes,
+            noise=noise,
+            n0=n0,
+            batch_size=max(n0, forward_batch),
+            generator=input_generators(seed, chunk, Stream.SELECTION, device),
+            precision=precision,
         )
-        sigmas = solve(x, c_a, input_generators(seed, chunk, 1, device)).cpu()
+        sigmas = solve(x, c_a, input_generators(seed, chunk, Stream.OPTIMIZE, device)).cpu()
         for row, idx in enumerate(chunk):
             writer.write(idx, int(c_a[row]), sigmas[:, row].tolist())
     return writer.finish()
@@ -358,14 +357,36 @@ def optimize_dataset(
 
     def solve(x, c_a, generators):
         return optimize_sigma(
-            model, x, sigma0, c_a, steps=steps, n=n, lr=lr, noise=noise, generator=generators,
-            min_scale=min_scale, max_scale=max_scale, precision=precision,
+            model,
+            x,
+            sigma0,
+            c_a,
+            steps=steps,
+            n=n,
+            lr=lr,
+            noise=noise,
+            generator=generators,
+            min_scale=min_scale,
+            max_scale=max_scale,
+            precision=precision,
         )
 
     return _run_dataset(
-        model, dataset, indices, out_path, [sigma_column(k) for k in steps], solve, sigma0=sigma0,
-        num_classes=num_classes, noise=_noise(noise), n0=n0, batch=batch, forward_batch=batch * n, seed=seed,
-        device=torch.device(device), precision=precision,
+        model,
+        dataset,
+        indices,
+        out_path,
+        [sigma_column(k) for k in steps],
+        solve,
+        sigma0=sigma0,
+        num_classes=num_classes,
+        noise=_noise(noise),
+        n0=n0,
+        batch=batch,
+        forward_batch=batch * n,
+        seed=seed,
+        device=torch.device(device),
+        precision=precision,
     )
 
 
@@ -395,7 +416,19 @@ def grid_search_dataset(
         ).unsqueeze(0)
 
     return _run_dataset(
-        model, dataset, indices, out_path, [grid_column(n)], solve, sigma0=sigma0, num_classes=num_classes,
-        noise=_noise(noise), n0=n0, batch=batch, forward_batch=batch * n, seed=seed, device=torch.device(device),
+        model,
+        dataset,
+        indices,
+        out_path,
+        [grid_column(n)],
+        solve,
+        sigma0=sigma0,
+        num_classes=num_classes,
+        noise=_noise(noise),
+        n0=n0,
+        batch=batch,
+        forward_batch=batch * n,
+        seed=seed,
+        device=torch.device(device),
         precision=precision,
     )

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
@@ -31,13 +30,22 @@ from ddrs.io import atomic_path
 from ddrs.logs import partial_path
 from ddrs.models import build_model, load_checkpoint, save_checkpoint
 from ddrs.noise import get_noise
+from ddrs.seeds import derived_seed
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import IndexedDataset, SigmaTable, optimize_batch_scale
 from ddrs.training.methods import get_method
 
 #: per-epoch CSV log columns
 LOG_COLUMNS = (
-    "epoch", "lr", "loss", "clean_accuracy", "noisy_accuracy", "sigma_mean", "sigma_min", "sigma_max", "seconds",
+    "epoch",
+    "lr",
+    "loss",
+    "clean_accuracy",
+    "noisy_accuracy",
+    "sigma_mean",
+    "sigma_min",
+    "sigma_max",
+    "seconds",
 )
 #: config fields that may change between an interrupted run and its resumption
 RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "data_root"})
@@ -45,15 +53,13 @@ RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "data_root"})
 _AUGMENT, _SHUFFLE, _NOISE, _EVAL, _INIT = range(5)
 
 
-def derived_seed(seed: int, *keys: int) -> int:
-    """A 64-bit seed for the stream ``keys`` of run ``seed`` (numpy's SeedSequence mixing)."""
-    return int(np.random.SeedSequence([seed, *keys]).generate_state(1, np.uint64)[0])
-
-
 def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
     """SGD with momentum and weight decay, and a StepLR (or MultiStepLR for ``lr_milestones``)."""
     optimizer = torch.optim.SGD(
-        model.parameters(), lr=config.lr, momentum=config.momentum, nesterov=config.nesterov,
+        model.parameters(),
+        lr=config.lr,
+        momentum=config.momentum,
+        nesterov=config.nesterov,
         weight_decay=config.weight_decay,
     )
     if config.lr_milestones:
@@ -65,8 +71,15 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, dataset: Dataset, scale: float, noise: str, *, seed: int, batch_size: int,
-    device: torch.device, precision: str = "fp32",
+    model: nn.Module,
+    dataset: Dataset,
+    scale: float,
+    noise: str,
+    *,
+    seed: int,
+    batch_size: int,
+    device: torch.device,
+    precision: str = "fp32",
 ) -> tuple[float, float]:
     """Accuracy of the base classifier on clean inputs and under one draw of noise at ``scale``."""
     model.eval()
@@ -145,7 +158,9 @@ class Trainer:
         if meta.get("init") != (None if self.init is None else str(self.init)):
             raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
         if meta["epoch"] > self.config.epochs:
-            raise ValueError(f"{path} already holds {meta['epoch']} epochs, more than the {self.config.epochs} asked for")
+            raise ValueError(
+                f"{path} already holds {meta['epoch']} epochs, more than the {self.config.epochs} asked for"
+            )
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -157,7 +172,9 @@ class Trainer:
         eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
         model = self._build_model()
         optimizer, scheduler = build_optimizer(model, config)
-        scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda")
+        scaler = torch.amp.GradScaler(
+            self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
+        )
         table = SigmaTable.constant(len(train_set), config.initial_scale)
         history: list[dict[str, Any]] = []
         start = 0
@@ -172,7 +189,9 @@ class Trainer:
             scaler.load_state_dict(meta["scaler"])
             table = SigmaTable(meta["sigma_table"])
             if len(table) != len(train_set):
-                raise CheckpointError(f"{source} has {len(table)} σᵢ but the training set has {len(train_set)} examples")
+                raise CheckpointError(
+                    f"{source} has {len(table)} σᵢ but the training set has {len(train_set)} examples"
+                )
             history, start = list(meta["history"]), meta["epoch"]
 
         for epoch in range(start, config.epochs):
@@ -183,13 +202,26 @@ class Trainer:
             lr = optimizer.param_groups[0]["lr"]
             scheduler.step()
             clean, noisy = evaluate(
-                model, eval_set, config.initial_scale, config.noise_name, seed=config.seed,
-                batch_size=config.batch_size, device=self.device, precision=config.precision,
+                model,
+                eval_set,
+                config.initial_scale,
+                config.noise_name,
+                seed=config.seed,
+                batch_size=config.batch_size,
+                device=self.device,
+                precision=config.precision,
             )
-            history.append({
-                "epoch": epoch + 1, "lr": lr, "loss": loss, "clean_accuracy": clean, "noisy_accuracy": noisy,
-                **table.summary(), "seconds": time.perf_counter() - began,
-            })
+            history.append(
+                {
+                    "epoch": epoch + 1,
+                    "lr": lr,
+                    "loss": loss,
+                    "clean_accuracy": clean,
+                    "noisy_accuracy": noisy,
+                    **table.summary(),
+                    "seconds": time.perf_counter() - began,
+                }
+            )
             self._save(self.partial, model, optimizer, scheduler, scaler, table, history, epoch + 1)
             self._write_outputs(history, table)
 
@@ -206,21 +238,37 @@ class Trainer:
         shuffle = torch.Generator().manual_seed(derived_seed(config.seed, _SHUFFLE, epoch))
         noise = make_generator(derived_seed(config.seed, _NOISE, epoch), device)
         loader = DataLoader(
-            IndexedDataset(train_set), batch_size=config.batch_size, shuffle=True, generator=shuffle,
-            num_workers=config.num_workers, pin_memory=device.type == "cuda",
+            IndexedDataset(train_set),
+            batch_size=config.batch_size,
+            shuffle=True,
+            generator=shuffle,
+            num_workers=config.num_workers,
+            pin_memory=device.type == "cuda",
         )
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
         model.train()
         total, count = torch.zeros((), device=device), 0
-        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", leave=False, disable=None if self.progress else True)
+        bar = tqdm(
+            loader, desc=f"epoch {epoch + 1}/{config.epochs}", leave=False, disable=None if self.progress else True
+        )
         for x, y, indices in bar:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             scale = table.gather(indices).to(device, non_blocking=True)
             if optimise_sigma:
                 scale = optimize_batch_scale(
-                    model, x, scale, k=config.k, n=config.n, lr=config.sigma_lr, noise=config.noise_name,
-                    min_scale=config.min_scale, c_a_rule=config.c_a, c_a_n0=config.c_a_n0,
-                    num_classes=self.num_classes, generator=noise, precision=config.precision,
+                    model,
+                    x,
+                    scale,
+                    k=config.k,
+                    n=config.n,
+                    lr=config.sigma_lr,
+                    noise=config.noise_name,
+                    min_scale=config.min_scale,
+                    c_a_rule=config.c_a,
+                    c_a_n0=config.c_a_n0,
+                    num_classes=self.num_classes,
+                    generator=noise,
+                    precision=config.precision,
                 )
                 table.update(indices, scale)
             with autocast(device, config.precision):
@@ -238,11 +286,22 @@ class Trainer:
     def _save(self, path, model, optimizer, scheduler, scaler, table, history, epoch) -> None:
         config = self.config
         save_checkpoint(
-            path, model, arch=config.arch, dataset=config.dataset, method=config.method,
-            train_mode=config.train_mode, sigma=float(config.sigma), noise=config.noise_name,
-            scale=config.initial_scale, epoch=epoch, config=config.to_dict(),
-            init=None if self.init is None else str(self.init), optimizer=optimizer.state_dict(),
-            scheduler=scheduler.state_dict(), scaler=scaler.state_dict(), sigma_table=table.values.clone(),
+            path,
+            model,
+            arch=config.arch,
+            dataset=config.dataset,
+            method=config.method,
+            train_mode=config.train_mode,
+            sigma=float(config.sigma),
+            noise=config.noise_name,
+            scale=config.initial_scale,
+            epoch=epoch,
+            config=config.to_dict(),
+            init=None if self.init is None else str(self.init),
+            optimizer=optimizer.state_dict(),
+            scheduler=scheduler.state_dict(),
+            scaler=scaler.state_dict(),
+            sigma_table=table.values.clone(),
             history=history,
         )
 
