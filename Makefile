@@ -40,6 +40,8 @@ slurm:
 	scripts/slurm_local.sh start
 
 lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules
 

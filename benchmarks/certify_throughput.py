@@ -42,8 +42,18 @@ def raw_forward(model: nn.Module, noisy: list[torch.Tensor]) -> None:
 
 def ours(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int) -> None:
     generators = [torch.Generator().manual_seed(i) for i in range(len(x))]
-    certify_batch(model, x, SIGMA, num_classes=num_classes, noise="gaussian", n0=N0, n=n, alpha=ALPHA,
-                  batch_size=batch, generator=generators)
+    certify_batch(
+        model,
+        x,
+        SIGMA,
+        num_classes=num_classes,
+        noise="gaussian",
+        n0=N0,
+        n=n,
+        alpha=ALPHA,
+        batch_size=batch,
+        generator=generators,
+    )
 
 
 def cohen_loop(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int, python_count: bool) -> None:
@@ -114,14 +124,30 @@ def main() -> None:
     rows = []
     for arch, dataset, inputs, n, batch in CASES:
         rate = measure(arch, dataset, inputs, n, batch, args.repeats)
-        rows.append([
-            f"{arch} ({dataset})", f"{inputs}×({N0}+{n})", batch, *(f"{rate[k]:,.0f}" for k in rate),
-            f"{rate['ours'] / rate['raw']:.2f}", f"{rate['ours'] / rate['cohen']:.2f}",
-            f"{rate['ours'] / rate['cohen+']:.2f}",
-        ])
+        rows.append(
+            [
+                f"{arch} ({dataset})",
+                f"{inputs}×({N0}+{n})",
+                batch,
+                *(f"{rate[k]:,.0f}" for k in rate),
+                f"{rate['ours'] / rate['raw']:.2f}",
+                f"{rate['ours'] / rate['cohen']:.2f}",
+                f"{rate['ours'] / rate['cohen+']:.2f}",
+            ]
+        )
         print(f"done: {arch}", flush=True)
-    headers = ["model", "samples", "batch", "(a) raw/s", "(b) ours/s", "(c) cohen/s", "(c') cohen+/s",
-               "(b)/(a)", "(b)/(c)", "(b)/(c')"]
+    headers = [
+        "model",
+        "samples",
+        "batch",
+        "(a) raw/s",
+        "(b) ours/s",
+        "(c) cohen/s",
+        "(c') cohen+/s",
+        "(b)/(a)",
+        "(b)/(c)",
+        "(b)/(c')",
+    ]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), CPU, σ={SIGMA}, n0={N0}, α={ALPHA}")
     print(tabulate(rows, headers=headers))
 

@@ -37,9 +37,18 @@ def make_step(config: TrainConfig, model, x, y, generator):
         scale = scale0
         if config.train_mode == "ds":
             scale = optimize_batch_scale(
-                model, x, scale, k=config.k, n=config.n, lr=config.sigma_lr, noise=config.noise_name,
-                min_scale=config.min_scale, c_a_rule=config.c_a, c_a_n0=config.c_a_n0,
-                num_classes=num_classes, generator=generator,
+                model,
+                x,
+                scale,
+                k=config.k,
+                n=config.n,
+                lr=config.sigma_lr,
+                noise=config.noise_name,
+                min_scale=config.min_scale,
+                c_a_rule=config.c_a,
+                c_a_n0=config.c_a_n0,
+                num_classes=num_classes,
+                generator=generator,
             )
         loss = loss_fn(model, x, y, scale, generator, config, 20)
         optimizer.zero_grad(set_to_none=True)
@@ -52,7 +61,7 @@ def make_step(config: TrainConfig, model, x, y, generator):
 def time_steps(steps: dict, repeats: int) -> dict[str, float]:
     """Fastest of ``repeats`` timings per step, the steps interleaved so machine load hits all alike."""
     times: dict[str, list[float]] = {name: [] for name in steps}
-    for name, step in steps.items():
+    for step in steps.values():
         step()  # warm-up (allocations, lazy initialisation)
     for _ in range(repeats):
         for name, step in steps.items():
@@ -86,7 +95,13 @@ def main() -> None:
             steps = {}
             for mode in ("fs", "ds"):
                 config = TrainConfig(
-                    dataset=dataset, arch=arch, method=method, sigma=0.25, train_mode=mode, k=1, n=1,
+                    dataset=dataset,
+                    arch=arch,
+                    method=method,
+                    sigma=0.25,
+                    train_mode=mode,
+                    k=1,
+                    n=1,
                     macer_m=args.macer_m,
                 )
                 steps[mode] = make_step(config, model, x, y, torch.Generator().manual_seed(0))
@@ -94,16 +109,28 @@ def main() -> None:
             if method == "cohen":
                 fs_reference = seconds["fs"]
             overhead = seconds["ds"] - seconds["fs"]
-            rows.append([
-                arch, batch, method, 1000 * seconds["fs"], 1000 * seconds["ds"], 1000 * overhead,
-                overhead / fs_reference if fs_reference else float("nan"),
-            ])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, fastest of {args.repeats} steps; "
-          f"SmoothAdv 2 PGD steps m=1, MACER m={args.macer_m}")
-    print(tabulate(
-        rows, headers=["model", "batch", "method", "FS ms/step", "DS ms/step", "DS − FS ms", "overhead / Cohen FS step"],
-        floatfmt=".2f",
-    ))
+            rows.append(
+                [
+                    arch,
+                    batch,
+                    method,
+                    1000 * seconds["fs"],
+                    1000 * seconds["ds"],
+                    1000 * overhead,
+                    overhead / fs_reference if fs_reference else float("nan"),
+                ]
+            )
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU, fastest of {args.repeats} steps; "
+        f"SmoothAdv 2 PGD steps m=1, MACER m={args.macer_m}"
+    )
+    print(
+        tabulate(
+            rows,
+            headers=["model", "batch", "method", "FS ms/step", "DS ms/step", "DS − FS ms", "overhead / Cohen FS step"],
+            floatfmt=".2f",
+        )
+    )
 
 
 if __name__ == "__main__":

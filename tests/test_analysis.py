@@ -127,7 +127,7 @@ def test_winner_table_names_the_setting_of_each_cell(cohen_records):
     assert cells["radius"].tolist() == RADII
     # r=0: σ₀ 0.25 K 100 alone reaches 80; r=0.25, 0.5: three-way tie, first by (σ₀, K) wins;
     # r=0.75: only σ₀ 0.5 K 100 reaches 40
-    assert list(zip(cells["sigma0"], cells["K"])) == [(0.25, 100), (0.25, 100), (0.25, 100), (0.5, 100)]
+    assert list(zip(cells["sigma0"], cells["K"], strict=True)) == [(0.25, 100), (0.25, 100), (0.25, 100), (0.5, 100)]
     assert cells["value"].tolist() == pytest.approx([80, 60, 40, 40])
     best_acr = ds[ds["metric"] == "ACR"].iloc[0]
     assert (best_acr["sigma0"], best_acr["K"], best_acr["value"]) == (0.5, 100, pytest.approx(0.4))
@@ -178,7 +178,8 @@ def test_table4_names_and_caption_state_the_uniform_convention(tmp_path):
 
 def test_per_setting_table_lists_every_sigma_and_k(cohen_records):
     table = per_setting_table(cohen_records, radii=RADII)
-    keys = list(zip(table["variant"], table["sigma0"], table["K"].astype(object).where(table["K"].notna(), None)))
+    ks = table["K"].astype(object).where(table["K"].notna(), None)
+    keys = list(zip(table["variant"], table["sigma0"], ks, strict=True))
     assert keys == [
         ("Cohen", 0.25, None),
         ("Cohen", 0.5, None),
@@ -201,7 +202,7 @@ def test_grid_search_table_compares_at_each_sigma_then_envelopes(tmp_path):
         LogRecord(log("d50.tsv", DS_050_K100), "cifar10", "smoothadv", "fs", "ds", 0.5, K=100),
     ]
     table = grid_search_table(records, radii=RADII)
-    assert list(zip(table["sigma0"], table["variant"])) == [
+    assert list(zip(table["sigma0"], table["variant"], strict=True)) == [
         ("0.25", "SmoothAdv"),
         ("0.25", "SmoothAdv-DS"),
         ("0.25", "SmoothAdv-GDS-n-4"),

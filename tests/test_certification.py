@@ -99,7 +99,10 @@ def test_per_input_scales_are_used_and_logged(tmp_path):
     assert log["scale"].tolist() == pytest.approx([scales[i] for i in range(NUM_INPUTS)])
     fixed = read_log(certify(tiny_model(), tmp_path / "fixed.tsv", scales=0.1 * 3))
     # idx 2 has the same scale in both runs and the same seed, so the same row
-    assert fixed.loc[2, ["predict", "radius", "p_a_lower"]].tolist() == log.loc[2, ["predict", "radius", "p_a_lower"]].tolist()
+    assert (
+        fixed.loc[2, ["predict", "radius", "p_a_lower"]].tolist()
+        == log.loc[2, ["predict", "radius", "p_a_lower"]].tolist()
+    )
 
 
 @pytest.mark.parametrize(
@@ -125,7 +128,9 @@ def write_sigma_log(path, text):
 
 
 def test_read_sigma_log_returns_the_requested_snapshot(tmp_path):
-    path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\tsigma_K100\n0\t3\t0.25\t0.31\n5\t1\t0.25\t0.19\n")
+    path = write_sigma_log(
+        tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\tsigma_K100\n0\t3\t0.25\t0.31\n5\t1\t0.25\t0.19\n"
+    )
     assert read_sigma_log(path, 100) == {0: 0.31, 5: 0.19}
     assert read_sigma_log(path, 0) == {0: 0.25, 5: 0.25}
 

@@ -10,8 +10,26 @@ from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
 
 def certify_args(checkpoint, out, *extra):
     return [
-        "certify", "--checkpoint", str(checkpoint), "--dataset", "digits", "--n0", "20", "--n", "300",
-        "--alpha", "0.01", "--batch", "160", "--skip", "3", "--max", "30", "--out", str(out), *extra,
+        "certify",
+        "--checkpoint",
+        str(checkpoint),
+        "--dataset",
+        "digits",
+        "--n0",
+        "20",
+        "--n",
+        "300",
+        "--alpha",
+        "0.01",
+        "--batch",
+        "160",
+        "--skip",
+        "3",
+        "--max",
+        "30",
+        "--out",
+        str(out),
+        *extra,
     ]
 
 

@@ -33,7 +33,9 @@ def logs(tmp_path):
 
 def test_table_writes_rows_envelope_and_prints_markdown(logs, tmp_path, capsys):
     out = tmp_path / "tables" / "table.csv"
-    code = main(["table", *map(str, logs), "--radii", "0", "0.25", "0.5", "--label", "Cohen", "Cohen-DS", "--out", str(out)])
+    code = main(
+        ["table", *map(str, logs), "--radii", "0", "0.25", "0.5", "--label", "Cohen", "Cohen-DS", "--out", str(out)]
+    )
     assert code == 0
     table = pd.read_csv(out)
     assert table["log"].tolist() == ["Cohen", "Cohen-DS", "envelope"]
@@ -50,7 +52,9 @@ def test_table_default_grid_and_stem_labels(logs, tmp_path):
     assert main(["table", *map(str, logs), "--out", str(out)]) == 0
     table = pd.read_csv(out)
     assert table["log"].tolist() == ["noise_0.25", "ds", "envelope"]
-    assert list(table.columns)[1:] == [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]] + ["ACR"]
+    assert list(table.columns)[1:] == [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]] + [
+        "ACR"
+    ]
 
 
 def test_table_missing_log_is_a_clear_error(logs, tmp_path, capsys):

@@ -9,8 +9,15 @@ COLUMNS = (*COHEN_COLUMNS, "scale")
 
 
 def row(idx, predict=1, radius=0.5):
-    return {"idx": idx, "label": 1, "predict": predict, "radius": radius,
-            "correct": int(predict == 1), "time": 0.25, "scale": 0.5}
+    return {
+        "idx": idx,
+        "label": 1,
+        "predict": predict,
+        "radius": radius,
+        "correct": int(predict == 1),
+        "time": 0.25,
+        "scale": 0.5,
+    }
 
 
 def test_round_trip(tmp_path):
@@ -48,9 +55,7 @@ def test_resume_refuses_a_partial_log_of_another_run(tmp_path):
 def test_reads_published_cohen_logs(tmp_path):
     path = tmp_path / "cohen.tsv"
     path.write_text(
-        "idx\tlabel\tpredict\tradius\tcorrect\ttime\n"
-        "0\t3\t3\t0.435\t1\t0:00:01.523456\n"
-        "20\t8\t-1\t0.0\t0\t1:02:03.5\n"
+        "idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t3\t3\t0.435\t1\t0:00:01.523456\n20\t8\t-1\t0.0\t0\t1:02:03.5\n"
     )
     frame = read_log(path)
     assert frame["time"].tolist() == pytest.approx([1.523456, 3723.5])

@@ -111,7 +111,7 @@ streams = st.integers(min_value=1, max_value=25).flatmap(
 @given(streams)
 def test_random_streams_keep_the_invariant_and_never_grow_a_radius(stream):
     coords, predict, radius, norm = stream
-    radius = [0.0 if p == -1 else r for p, r in zip(predict, radius)]
+    radius = [0.0 if p == -1 else r for p, r in zip(predict, radius, strict=True)]
     # coarse coordinates make exact coincidences and boundary contacts likely
     points = np.round(np.asarray(coords, dtype=np.float32), 1)
     result = run(points, predict, radius, norm)
@@ -147,7 +147,15 @@ def certify_digits_log(model, dataset, path, count=60, scale=0.5):
     x = torch.stack([dataset[i][0] for i in range(count)])
     labels = [dataset[i][1] for i in range(count)]
     result = certify_batch(
-        model, x, scale, num_classes=10, noise="gaussian", n0=20, n=200, alpha=0.001, batch_size=2000,
+        model,
+        x,
+        scale,
+        num_classes=10,
+        noise="gaussian",
+        n0=20,
+        n=200,
+        alpha=0.001,
+        batch_size=2000,
         generator=torch.Generator().manual_seed(0),
     )
     frame = pd.DataFrame(
@@ -156,7 +164,7 @@ def certify_digits_log(model, dataset, path, count=60, scale=0.5):
             "label": labels,
             "predict": result.predict.tolist(),
             "radius": result.radius.tolist(),
-            "correct": [int(p == y) for p, y in zip(result.predict.tolist(), labels)],
+            "correct": [int(p == y) for p, y in zip(result.predict.tolist(), labels, strict=True)],
             "time": 0.0,
             "noise": "gaussian",
         }
@@ -176,7 +184,9 @@ def test_memory_on_a_real_digits_log_reports_its_adjustments(digits_model, digit
     assert np.allclose(out["radius_before"], before["radius"])
     assert (out["memory_action"] != "kept").sum() == counts["moved_in"] + counts["shrunk"]
     points = torch.stack([digits_data["test"][i][0] for i in out["idx"]]).flatten(1).numpy()
-    result = type("R", (), {"predict": torch.tensor(out["predict"].values), "radius": torch.tensor(out["radius"].values)})
+    result = type(
+        "R", (), {"predict": torch.tensor(out["predict"].values), "radius": torch.tensor(out["radius"].values)}
+    )
     assert_sound(points, result, 2)
 
 

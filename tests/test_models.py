@@ -283,7 +283,10 @@ def test_import_never_unpickles_python_objects(tmp_path):
     torch.save({"args": argparse.Namespace(lr=0.1), "net": _published_net("lenet", "mnist").state_dict()}, path)
     with pytest.raises(
         CheckpointError,
-        match=rf"{path} with torch.load\(weights_only=True\): it pickles the Python object argparse.Namespace, which is never unpickled unsafely",
+        match=(
+            rf"{path} with torch.load\(weights_only=True\): it pickles the Python object "
+            r"argparse.Namespace, which is never unpickled unsafely"
+        ),
     ):
         import_published(path, "lenet", "mnist", source="macer")
 

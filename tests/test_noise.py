@@ -16,15 +16,17 @@ def test_unknown_noise_names_the_choices():
 
 @pytest.mark.parametrize("name,std", [("gaussian", 1.0), ("uniform", 1 / math.sqrt(3))])
 def test_unit_draws_have_scale_one_moments(name, std):
-    draws = get_noise(name).unit((200_000,), generator=torch.Generator().manual_seed(0),
-                                 device="cpu", dtype=torch.float64)
+    draws = get_noise(name).unit(
+        (200_000,), generator=torch.Generator().manual_seed(0), device="cpu", dtype=torch.float64
+    )
     assert abs(draws.mean().item()) < 0.01
     assert draws.std().item() == pytest.approx(std, rel=0.01)
 
 
 def test_uniform_draws_stay_inside_the_box():
-    draws = get_noise("uniform").unit((10_000,), generator=torch.Generator().manual_seed(1),
-                                      device="cpu", dtype=torch.float32)
+    draws = get_noise("uniform").unit(
+        (10_000,), generator=torch.Generator().manual_seed(1), device="cpu", dtype=torch.float32
+    )
     assert draws.min() >= -1 and draws.max() <= 1
 
 

@@ -15,7 +15,10 @@ COLUMNS = ["idx", "label", "predict", "radius", "correct", "time", "scale", "p_a
 def make_log(rows) -> pd.DataFrame:
     """rows: (radius, correct, scale, p_a_lower) per input, idx 0.."""
     return pd.DataFrame(
-        [[i, 1, 1 if correct else 2, radius, correct, 1.0, scale, p] for i, (radius, correct, scale, p) in enumerate(rows)],
+        [
+            [i, 1, 1 if correct else 2, radius, correct, 1.0, scale, p]
+            for i, (radius, correct, scale, p) in enumerate(rows)
+        ],
         columns=COLUMNS,
     )
 
@@ -70,7 +73,12 @@ def test_sigma_examples_show_clean_fixed_and_tailored_noise():
     figure = plots.sigma_examples_figure(images, 0.5, [0.368, 0.423], seed=3)
     assert len(figure.axes) == 6
     assert [ax.get_title() for ax in figure.axes] == [
-        "clean", "σ = 0.5", "σ*ₓ = 0.368", "clean", "σ = 0.5", "σ*ₓ = 0.423",
+        "clean",
+        "σ = 0.5",
+        "σ*ₓ = 0.368",
+        "clean",
+        "σ = 0.5",
+        "σ*ₓ = 0.423",
     ]
     shown = figure.axes[0].get_images()[0].get_array()
     assert np.allclose(shown, images[0, 0])

@@ -55,8 +55,16 @@ def test_gaussian_certificates_are_sound_and_useful_for_a_linear_classifier():
     distance = torch.linspace(-1.5, 1.5, TRIALS, dtype=torch.float64) * sigma  # p_A up to Φ(3)
     x = points_at_margins(w, b, distance * w.double().norm(), seed=2)
     result = certify_batch(
-        linear_classifier(w, b), x, sigma, num_classes=2, noise="gaussian", n0=10, n=300,
-        alpha=ALPHA, batch_size=1000, generator=generators(range(TRIALS)),
+        linear_classifier(w, b),
+        x,
+        sigma,
+        num_classes=2,
+        noise="gaussian",
+        n0=10,
+        n=300,
+        alpha=ALPHA,
+        batch_size=1000,
+        generator=generators(range(TRIALS)),
     )
     truth = (distance > 0).long()
     answered = result.predict != ABSTAIN
@@ -78,8 +86,16 @@ def test_uniform_certificates_are_sound_and_tight_for_an_axis_aligned_classifier
     margin = torch.linspace(-0.95, 0.95, TRIALS, dtype=torch.float64) * lam
     x = points_at_margins(w, b, margin, seed=3)
     result = certify_batch(
-        linear_classifier(w, b), x, lam, num_classes=2, noise="uniform", n0=10, n=300,
-        alpha=ALPHA, batch_size=1000, generator=generators(range(10_000, 10_000 + TRIALS)),
+        linear_classifier(w, b),
+        x,
+        lam,
+        num_classes=2,
+        noise="uniform",
+        n0=10,
+        n=300,
+        alpha=ALPHA,
+        batch_size=1000,
+        generator=generators(range(10_000, 10_000 + TRIALS)),
     )
     truth = (margin > 0).long()
     true_radius = margin.abs() / w.abs().max()
@@ -97,8 +113,16 @@ def test_uniform_certificates_stay_below_the_l1_distance_for_a_general_hyperplan
     distance = torch.linspace(-1.0, 1.0, 400, dtype=torch.float64) * lam
     x = points_at_margins(w, b, distance * w.abs().max(), seed=5)
     result = certify_batch(
-        linear_classifier(w, b), x, lam, num_classes=2, noise="uniform", n0=10, n=300,
-        alpha=ALPHA, batch_size=1000, generator=generators(range(20_000, 20_400)),
+        linear_classifier(w, b),
+        x,
+        lam,
+        num_classes=2,
+        noise="uniform",
+        n0=10,
+        n=300,
+        alpha=ALPHA,
+        batch_size=1000,
+        generator=generators(range(20_000, 20_400)),
     )
     answered = result.predict != ABSTAIN
     failures = answered & ((result.predict != (distance > 0).long()) | (result.radius > distance.abs() + 1e-5))
@@ -142,8 +166,16 @@ def test_smooth_has_cohens_interface_and_agrees_with_certify_batch():
     prediction, radius = smooth.certify(x, 100, 2000, 0.001, 400, generator=torch.Generator().manual_seed(7))
     assert isinstance(prediction, int) and isinstance(radius, float)
     batch = certify_batch(
-        model, x[None], 0.25, num_classes=2, noise="gaussian", n0=100, n=2000, alpha=0.001,
-        batch_size=400, generator=torch.Generator().manual_seed(7),
+        model,
+        x[None],
+        0.25,
+        num_classes=2,
+        noise="gaussian",
+        n0=100,
+        n=2000,
+        alpha=0.001,
+        batch_size=400,
+        generator=torch.Generator().manual_seed(7),
     )
     assert (prediction, radius) == (1, pytest.approx(batch.radius.item()))
     assert 0 < radius < 2 / math.sqrt(DIM)  # true distance |w·x + b| / ||w|| = 2 / √10
@@ -170,12 +202,22 @@ def test_per_input_scales_give_each_input_its_own_radius():
     x[:, 0] = torch.tensor([0.9, 0.9, 0.9])
     scales = torch.tensor([0.1, 0.2, 0.4])
     result = certify_batch(
-        model, x, scales, num_classes=2, noise="gaussian", n0=50, n=2000, alpha=0.001,
-        batch_size=500, generator=generators(range(3)),
+        model,
+        x,
+        scales,
+        num_classes=2,
+        noise="gaussian",
+        n0=50,
+        n=2000,
+        alpha=0.001,
+        batch_size=500,
+        generator=generators(range(3)),
     )
     assert result.predict.tolist() == [1, 1, 1]
     # distance 0.4 to the boundary: p_A = Φ(0.4 / σ), so the radius follows each input's own σ
-    assert result.radius.tolist() == pytest.approx((scales.double().numpy() * norm.ppf(result.p_a_lower.numpy())).tolist())
+    assert result.radius.tolist() == pytest.approx(
+        (scales.double().numpy() * norm.ppf(result.p_a_lower.numpy())).tolist()
+    )
     assert result.p_a_lower[0] > result.p_a_lower[1] > result.p_a_lower[2]
     assert (result.radius <= 0.4 + 1e-6).all()
 
@@ -192,8 +234,9 @@ def test_sample_counts_count_every_draw_on_the_right_row():
 
 def test_predict_batch_returns_one_answer_per_input():
     x = torch.tensor([[1.5, 0, 0, 0], [-1.5, 0, 0, 0], [0.5, 0, 0, 0]])
-    answers = predict_batch(Threshold(), x, 0.5, noise="gaussian", n=1000, alpha=0.001, batch_size=256,
-                            generator=generators(range(3)))
+    answers = predict_batch(
+        Threshold(), x, 0.5, noise="gaussian", n=1000, alpha=0.001, batch_size=256, generator=generators(range(3))
+    )
     assert answers.tolist() == [1, 0, ABSTAIN]
 
 

@@ -197,7 +197,9 @@ def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
     scale = torch.tensor([0.0, 0.1, 0.4])
     model = _Recorder()
     method = {cohen_loss: "cohen", uniform_loss: "uniform", macer_loss: "macer"}[loss_fn]
-    loss_fn(model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), _config(method, macer_m=2))
+    loss_fn(
+        model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), _config(method, macer_m=2)
+    )
     perturbation = (model.seen[0] - x.repeat_interleave(len(model.seen[0]) // 3, dim=0)).flatten(1)
     per_example = perturbation.view(3, -1)
     assert torch.all(per_example[0] == 0)

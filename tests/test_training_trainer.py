@@ -20,8 +20,17 @@ TRAIN_SIZE = 1257  # digits train split (conftest)
 
 def _config(**overrides) -> TrainConfig:
     values = dict(
-        dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=2, batch_size=128, lr=0.05,
-        lr_step=1, lr_gamma=0.5, eval_max=200, device="cpu",
+        dataset="digits",
+        arch="mlp",
+        method="cohen",
+        sigma=0.25,
+        epochs=2,
+        batch_size=128,
+        lr=0.05,
+        lr_step=1,
+        lr_gamma=0.5,
+        eval_max=200,
+        device="cpu",
     )
     values.update(overrides)
     return TrainConfig(**values)
@@ -167,15 +176,44 @@ def test_bad_options_fail_clearly(overrides, message):
 
 def test_cli_trains_from_yaml_with_flag_overrides(tmp_path):
     config_file = tmp_path / "train.yaml"
-    config_file.write_text(yaml.safe_dump({
-        "dataset": "digits", "arch": "mlp", "method": "uniform", "sigma": 0.5, "epochs": 1, "batch_size": 256,
-        "lr": 0.05, "eval_max": 100, "device": "cpu", "train_mode": "ds", "uniform_convention": "half_width",
-    }))
+    config_file.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "digits",
+                "arch": "mlp",
+                "method": "uniform",
+                "sigma": 0.5,
+                "epochs": 1,
+                "batch_size": 256,
+                "lr": 0.05,
+                "eval_max": 100,
+                "device": "cpu",
+                "train_mode": "ds",
+                "uniform_convention": "half_width",
+            }
+        )
+    )
     out, log, table = tmp_path / "m.pt", tmp_path / "m.csv", tmp_path / "m.tsv"
-    code = main([
-        "train", "--config", str(config_file), "--sigma", "0.25", "--lr-milestones", "5", "10", "--no-augment",
-        "--out", str(out), "--log", str(log), "--sigma-table", str(table), "--no-progress",
-    ])
+    code = main(
+        [
+            "train",
+            "--config",
+            str(config_file),
+            "--sigma",
+            "0.25",
+            "--lr-milestones",
+            "5",
+            "10",
+            "--no-augment",
+            "--out",
+            str(out),
+            "--log",
+            str(log),
+            "--sigma-table",
+            str(table),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     _, meta = load_checkpoint(out)
     assert meta["method"] == "uniform" and meta["noise"] == "uniform" and meta["train_mode"] == "ds"
@@ -191,7 +229,9 @@ def test_cli_errors_name_the_problem(tmp_path, capsys):
     assert main(["train", "--config", str(config_file), "--out", out]) == 2
     assert "unknown training option(s) ['learning_rate']" in capsys.readouterr().err
 
-    assert main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "-1", "--out", out]) == 2
+    assert (
+        main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "-1", "--out", out]) == 2
+    )
     assert "sigma must be a positive number" in capsys.readouterr().err
 
     assert main(["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--out", out]) == 2

@@ -9,7 +9,6 @@ import time
 
 import pandas as pd
 import pytest
-
 from workflow_helpers import SNAKEFILE, job_counts, load_config, snakemake, write_config
 
 pytestmark = pytest.mark.slow
@@ -20,9 +19,23 @@ TABLE1 = "results/tables/table1.csv"
 def start_snakemake(workdir, config, *args):
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
     return subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir),
-         "--configfile", str(config), *args],
-        cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(SNAKEFILE),
+            "-d",
+            str(workdir),
+            "--configfile",
+            str(config),
+            *args,
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 
@@ -42,6 +55,8 @@ def run_dir(tmp_path_factory):
     finished = {path: path.stat().st_mtime_ns for path in models.glob("*/*/model.pt")}
     assert len(finished) >= 2
 
+    # A hard kill leaves Snakemake's lock behind: the documented recovery is --unlock, then rerun.
+    assert snakemake(workdir, "--unlock", config=config).returncode == 0
     resumed = snakemake(workdir, "--cores", "2", "--rerun-incomplete", TABLE1, config=config)
     assert resumed.returncode == 0, resumed.stdout[-5000:] + resumed.stderr[-5000:]
     return workdir, config, finished, resumed.stdout + resumed.stderr

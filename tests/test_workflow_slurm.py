@@ -10,7 +10,6 @@ import subprocess
 
 import pandas as pd
 import pytest
-
 from workflow_helpers import REPO, load_config, snakemake, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -47,10 +46,14 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     config = write_config(tmp_path, slice_config())
     result = snakemake(
         tmp_path,
-        "--profile", str(REPO / "profiles" / "slurm"),
-        "--slurm-status-command", "squeue",
-        "--slurm-init-seconds-before-status-checks", "2",
-        "--seconds-between-status-checks", "2",
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--seconds-between-status-checks",
+        "2",
         "results/tables/table1.csv",
         config=config,
     )
@@ -62,7 +65,11 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     assert submitted == 11, output[-6000:]
     slurm_logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log"))
     assert {path.parent.name for path in slurm_logs} >= {
-        "rule_train", "rule_certify_fixed", "rule_optimize_sigma", "rule_memory", "rule_best_table",
+        "rule_train",
+        "rule_certify_fixed",
+        "rule_optimize_sigma",
+        "rule_memory",
+        "rule_best_table",
     }
 
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")

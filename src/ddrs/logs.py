@@ -88,8 +88,7 @@ class LogWriter:
         lines = text.split("\n")
         if lines[0].split("\t") != list(self.columns):
             raise LogFormatError(
-                f"{self.partial}: header {lines[0]!r} does not match this run's columns; "
-                "delete it to start over"
+                f"{self.partial}: header {lines[0]!r} does not match this run's columns; delete it to start over"
             )
         complete = [line for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)]
         self.partial.write_text("\n".join([lines[0], *complete]) + "\n")

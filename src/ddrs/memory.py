@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -78,7 +78,7 @@ def sigma_panels_figure(records: Sequence[LogRecord], radii: Sequence[float] | N
     sigmas = sorted({record.sigma0 for record in records})
     names = variant_order(records)
     figure, axes = _panels(len(sigmas) + 1)
-    for ax, sigma in zip(axes, sigmas):
+    for ax, sigma in zip(axes[:-1], sigmas, strict=True):
         for name in names:
             members = [(r, log) for r, log in loaded if r.name == name and r.sigma0 == sigma]
             if members:
@@ -162,13 +162,13 @@ def sigma_examples_figure(
     symbol = "σ" if noise == "gaussian" else "λ"
     figure = Figure(figsize=(3 * 2.2, len(images) * 2.3), layout="constrained")
     axes = figure.subplots(len(images), 3, squeeze=False)
-    for row, (clean, at_sigma0, at_sigma, sigma) in enumerate(zip(images, fixed, tailored, sigmas)):
+    for row, (clean, at_sigma0, at_sigma, sigma) in enumerate(zip(images, fixed, tailored, sigmas, strict=True)):
         panels = (
             (clean, "clean"),
             (at_sigma0, f"{symbol} = {sigma0:.3g}"),
             (at_sigma, f"{symbol}*ₓ = {float(sigma):.3f}"),
         )
-        for ax, (picture, title) in zip(axes[row], panels):
+        for ax, (picture, title) in zip(axes[row], panels, strict=True):
             _show(ax, picture)
             ax.set_title(title)
     return figure

@@ -220,7 +220,7 @@ def predict_batch(
     counts = sample_counts(model, x, scale, n, noise, batch_size, generator, precision).cpu()
     top2 = counts.topk(2, dim=1)
     predictions = []
-    for (count1, count2), (first, _) in zip(top2.values.tolist(), top2.indices.tolist()):
+    for (count1, count2), (first, _) in zip(top2.values.tolist(), top2.indices.tolist(), strict=True):
         p_value = binomtest(count1, count1 + count2, p=0.5).pvalue
         predictions.append(ABSTAIN if p_value > alpha else first)
     return torch.tensor(predictions, dtype=torch.long)
@@ -251,8 +251,16 @@ class Smooth:
         """CERTIFY: ``(prediction, radius)``, or ``(Smooth.ABSTAIN, 0.0)``."""
         self.base_classifier.eval()
         result = certify_batch(
-            self.base_classifier, x.unsqueeze(0), self.sigma, num_classes=self.num_classes,
-            noise=self.noise, n0=n0, n=n, alpha=alpha, batch_size=batch_size, generator=generator,
+            self.base_classifier,
+            x.unsqueeze(0),
+            self.sigma,
+            num_classes=self.num_classes,
+            noise=self.noise,
+            n0=n0,
+            n=n,
+            alpha=alpha,
+            batch_size=batch_size,
+            generator=generator,
         )
         return int(result.predict[0]), float(result.radius[0])
 
@@ -261,7 +269,15 @@ class Smooth:
     ) -> int:
         """PREDICT: the smoothed top class, or ``Smooth.ABSTAIN``."""
         self.base_classifier.eval()
-        return int(predict_batch(
-            self.base_classifier, x.unsqueeze(0), self.sigma, noise=self.noise, n=n, alpha=alpha,
-            batch_size=batch_size, generator=generator,
-        )[0])
+        return int(
+            predict_batch(
+                self.base_classifier,
+                x.unsqueeze(0),
+                self.sigma,
+                noise=self.noise,
+                n=n,
+                alpha=alpha,
+                batch_size=batch_size,
+                generator=generator,
+            )[0]
+        )

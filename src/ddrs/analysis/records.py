@@ -59,9 +59,7 @@ class LogRecord:
         if self.train_mode not in TRAIN_MODES:
             raise ValueError(f"train_mode {self.train_mode!r} of {self.source}: choose one of {TRAIN_MODES}")
         if self.certify_mode not in CERTIFY_MODES:
-            raise ValueError(
-                f"certify_mode {self.certify_mode!r} of {self.source}: choose one of {CERTIFY_MODES}"
-            )
+            raise ValueError(f"certify_mode {self.certify_mode!r} of {self.source}: choose one of {CERTIFY_MODES}")
         if self.certify_mode == "gds" and self.samples is None:
             raise ValueError(f"{self.source}: a grid-search (gds) record needs `samples` (Appendix B's n)")
 
@@ -130,9 +128,9 @@ def labelled_logs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | No
     """Name each log path: the given labels, else the file stem (the whole path if stems collide)."""
     if labels is None:
         stems = [Path(p).stem for p in paths]
-        labels = [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths)]
+        labels = [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths, strict=True)]
     if len(labels) != len(paths):
         raise ValueError(f"got {len(labels)} label(s) for {len(paths)} log(s); give one label per log")
     if len(set(labels)) != len(labels):
         raise ValueError(f"labels must be distinct, got {list(labels)}")
-    return {label: str(path) for label, path in zip(labels, paths)}
+    return {label: str(path) for label, path in zip(labels, paths, strict=True)}

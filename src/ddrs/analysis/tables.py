@@ -105,9 +105,7 @@ def _best_row(candidates, radii: Sequence[float]) -> tuple[dict, list[dict]]:
     best_acr = int(np.argmax(scores))
     row = {radius_column(r): best.loc[r] for r in best.index}
     row["ACR"] = scores[best_acr]
-    winners = [
-        _winner(candidates[winner.loc[r]][0], "certified_accuracy", r, best.loc[r]) for r in best.index
-    ]
+    winners = [_winner(candidates[winner.loc[r]][0], "certified_accuracy", r, best.loc[r]) for r in best.index]
     winners.append(_winner(candidates[best_acr][0], "ACR", np.nan, scores[best_acr]))
     return row, winners
 

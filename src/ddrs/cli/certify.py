@@ -64,8 +64,19 @@ def run(args: argparse.Namespace) -> None:
     dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
     indices = subsample_indices(len(dataset), args.skip, args.max)
     path = certify_dataset(
-        model, dataset, indices, scales, num_classes=info.num_classes, noise=noise.name, n0=args.n0, n=args.n,
-        alpha=args.alpha, batch_size=args.batch, seed=args.seed, out_path=args.out, precision=args.precision,
+        model,
+        dataset,
+        indices,
+        scales,
+        num_classes=info.num_classes,
+        noise=noise.name,
+        n0=args.n0,
+        n=args.n,
+        alpha=args.alpha,
+        batch_size=args.batch,
+        seed=args.seed,
+        out_path=args.out,
+        precision=args.precision,
         device=device,
     )
     what = f"scale {args.scale}" if args.scale is not None else f"scales from {args.sigma_log}"

@@ -19,7 +19,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
     parser.add_argument("--seed", type=int, default=0, help="seed of the dataset split (digits)")
     parser.add_argument(
-        "--norm", type=int, choices=[1, 2], default=None,
+        "--norm",
+        type=int,
+        choices=[1, 2],
+        default=None,
         help="ball norm; default from the log's noise column (gaussian → 2, uniform → 1)",
     )
     parser.add_argument("--out", required=True, help="the memory-certified log to write")

@@ -57,8 +57,14 @@ def run(args: argparse.Namespace) -> None:
     dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
     indices = subsample_indices(len(dataset), args.skip, args.max)
     common = dict(
-        sigma0=args.sigma0, num_classes=info.num_classes, noise=args.noise, n0=args.n0, batch=args.batch,
-        seed=args.seed, device=device, precision=args.precision,
+        sigma0=args.sigma0,
+        num_classes=info.num_classes,
+        noise=args.noise,
+        n0=args.n0,
+        batch=args.batch,
+        seed=args.seed,
+        device=device,
+        precision=args.precision,
     )
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
@@ -66,8 +72,16 @@ def run(args: argparse.Namespace) -> None:
         what = f"grid search over {len(grid)} scales in [{args.grid_min}, {args.grid_max}] with n={args.grid_n}"
     else:
         path = optimize_dataset(
-            model, dataset, indices, args.out, steps=steps, n=args.n, lr=args.lr, min_scale=args.min_sigma,
-            max_scale=args.max_sigma, **common,
+            model,
+            dataset,
+            indices,
+            args.out,
+            steps=steps,
+            n=args.n,
+            lr=args.lr,
+            min_scale=args.min_sigma,
+            max_scale=args.max_sigma,
+            **common,
         )
         what = f"Algorithm 1 with K in {steps}, n={args.n}, lr={args.lr}"
     print(f"optimize-sigma: {len(indices)} inputs, {what} -> {path}")

@@ -16,7 +16,11 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="certification logs (ours or Cohen-format)")
     parser.add_argument(
-        "--radii", nargs="+", type=float, default=list(RADII_CIFAR10), metavar="R",
+        "--radii",
+        nargs="+",
+        type=float,
+        default=list(RADII_CIFAR10),
+        metavar="R",
         help="radii of the columns (default: the paper's CIFAR-10 grid 0, 0.25, ..., 2.5)",
     )
     parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one row name per log")

@@ -62,7 +62,8 @@ def _flag_kwargs(field: dataclasses.Field, annotation) -> dict:
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="train a smoothed classifier (Cohen / SmoothAdv / MACER / uniform; fixed or data-dependent σ)",
+        "train",
+        help="train a smoothed classifier (Cohen / SmoothAdv / MACER / uniform; fixed or data-dependent σ)",
         description=__doc__,
     )
     parser.add_argument("--config", metavar="FILE.yaml", help="YAML file of training options (keys = option names)")
@@ -74,7 +75,9 @@ def add_parser(subparsers) -> None:
     hints = typing.get_type_hints(TrainConfig)
     options = parser.add_argument_group("training options (also YAML keys)")
     for field in dataclasses.fields(TrainConfig):
-        options.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, **_flag_kwargs(field, hints[field.name]))
+        options.add_argument(
+            f"--{field.name.replace('_', '-')}", dest=field.name, **_flag_kwargs(field, hints[field.name])
+        )
     parser.set_defaults(run=run)
 
 

@@ -1,4 +1,5 @@
-"""Import of the published checkpoints of Cohen et al. (2019), SmoothAdv (Salman et al. 2019) and MACER (Zhai et al. 2020).
+"""Import of the published checkpoints of Cohen et al. (2019), SmoothAdv (Salman et al. 2019)
+and MACER (Zhai et al. 2020).
 
 Layouts (read from the authors' code):
 
@@ -68,7 +69,7 @@ def _normaliser_stats(source: str, dataset: str) -> tuple[tuple[float, ...], tup
 def import_published(
     path: str | os.PathLike, arch: str, dataset: str, source: str = "cohen"
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """Load a published checkpoint of ``source`` (``cohen``, ``smoothadv`` or ``macer``) into ``build_model(arch, dataset)``.
+    """Load a published ``source`` checkpoint (cohen, smoothadv, macer) into ``build_model(arch, dataset)``.
 
     The normaliser is set to what ``source`` trained behind (see the module docstring); weights
     load strictly, and any mismatch raises ``CheckpointError`` naming the file and the first

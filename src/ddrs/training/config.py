@@ -95,7 +95,17 @@ class TrainConfig:
         _choice("precision", self.precision, tuple(PRECISIONS))
         if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
-        for name in ("epochs", "batch_size", "lr_step", "n", "smoothadv_m", "macer_m", "smoothadv_steps", "c_a_n0", "eval_max"):
+        for name in (
+            "epochs",
+            "batch_size",
+            "lr_step",
+            "n",
+            "smoothadv_m",
+            "macer_m",
+            "smoothadv_steps",
+            "c_a_n0",
+            "eval_max",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("warmup_epochs", "k", "num_workers", "smoothadv_warmup", "weight_decay", "momentum"):
@@ -139,8 +149,11 @@ class TrainConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"{source}: unknown training option(s) {unknown}; known options: {sorted(known)}")
-        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING]
+        required = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
         missing = [name for name in required if values.get(name) is None]
         if missing:
             raise ValueError(f"{source}: missing required training option(s) {missing}")

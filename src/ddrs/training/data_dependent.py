@@ -97,8 +97,15 @@ def top_class(
             model.train(was_training)
     if rule == "smoothed":
         return smoothed_top_class(
-            model, x, scale, num_classes=num_classes, noise=noise, n0=n0, batch_size=n0,
-            generator=generator, precision=precision,
+            model,
+            x,
+            scale,
+            num_classes=num_classes,
+            noise=noise,
+            n0=n0,
+            batch_size=n0,
+            generator=generator,
+            precision=precision,
         )
     raise ValueError(f"unknown c_A rule {rule!r}; choose 'clean' or 'smoothed'")
 
@@ -127,11 +134,27 @@ def optimize_batch_scale(
     if k == 0:
         return scale
     c_a = top_class(
-        model, x, scale, rule=c_a_rule, num_classes=num_classes, noise=noise, n0=c_a_n0,
-        generator=generator, precision=precision,
+        model,
+        x,
+        scale,
+        rule=c_a_rule,
+        num_classes=num_classes,
+        noise=noise,
+        n0=c_a_n0,
+        generator=generator,
+        precision=precision,
     )
     snapshots = optimize_sigma(
-        model, x, scale, c_a, steps=[k], n=n, lr=lr, noise=noise, generator=generator,
-        min_scale=min_scale, precision=precision,
+        model,
+        x,
+        scale,
+        c_a,
+        steps=[k],
+        n=n,
+        lr=lr,
+        noise=noise,
+        generator=generator,
+        min_scale=min_scale,
+        precision=precision,
     )
     return snapshots[-1].detach()
