@@ -84,13 +84,24 @@ def test_resume_after_a_crash_equals_an_uninterrupted_run(tmp_path):
     pd.testing.assert_frame_equal(read_log(resumed).iloc[: len(written)], written)
 
 
-def test_resume_from_a_truncated_partial_log(tmp_path):
+def test_resume_from_a_torn_last_row(tmp_path):
     reference = certify(tiny_model(), tmp_path / "reference.tsv")
     out = tmp_path / "log.tsv"
-    lines = reference.read_text().splitlines(keepends=True)
-    partial_path(out).write_text("".join(lines[:5]) + lines[5][:12])  # header, 4 rows, half a row
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+    partial = partial_path(out)
+    partial.write_text(partial.read_text()[:-15])  # killed in the middle of writing a row
     resumed = certify(tiny_model(), out)
     pd.testing.assert_frame_equal(rows(resumed), rows(reference))
+
+
+def test_a_partial_log_of_other_settings_is_not_resumed(tmp_path):
+    out = tmp_path / "log.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+    with pytest.warns(UserWarning, match="other settings"):
+        changed = certify(tiny_model(), out, n=300)
+    pd.testing.assert_frame_equal(rows(changed), rows(certify(tiny_model(), tmp_path / "reference.tsv", n=300)))
 
 
 def test_per_input_scales_are_used_and_logged(tmp_path):

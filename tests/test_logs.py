@@ -78,6 +78,25 @@ def test_bad_logs_name_the_file_and_the_problem(tmp_path, text, message):
         read_log(path)
 
 
-def test_log_columns_must_start_with_cohens(tmp_path):
-    with pytest.raises(ValueError, match="must start with"):
-        LogWriter(tmp_path / "log.tsv", ("idx", "radius"))
+def test_the_first_column_is_idx(tmp_path):
+    with pytest.raises(ValueError, match="first log column must be idx"):
+        LogWriter(tmp_path / "log.tsv", ("radius", "idx"))
+
+
+def test_floats_are_written_exactly(tmp_path):
+    writer = LogWriter(tmp_path / "log.tsv", COLUMNS)
+    radius = 0.1 + 0.2  # 0.30000000000000004: rounding it to 0.3 would be harmless, upwards would not
+    writer.write(row(0, radius=radius))
+    assert read_log(writer.finish())["radius"].tolist() == [radius]
+
+
+def test_a_partial_log_resumes_only_under_the_same_settings(tmp_path):
+    settings = {"n": 1000, "seed": 0, "checkpoint": "abc"}
+    LogWriter(tmp_path / "log.tsv", COLUMNS, settings).write(row(0))
+    assert LogWriter(tmp_path / "log.tsv", COLUMNS, dict(settings)).done == {0}
+    with pytest.warns(UserWarning, match=r"log.tsv.partial was written with other settings.*starting over"):
+        fresh = LogWriter(tmp_path / "log.tsv", COLUMNS, {**settings, "n": 10_000})
+    assert fresh.done == set()
+    fresh.write(row(1))
+    assert read_log(fresh.finish())["idx"].tolist() == [1]
+    assert list(tmp_path.iterdir()) == [tmp_path / "log.tsv"]

@@ -100,6 +100,7 @@ def certify_dataset(
     inputs_per_call: int | None = None,
     progress: bool = True,
     extra_columns: Mapping[str, object] | None = None,
+    provenance: Mapping[str, object] | None = None,
 ) -> Path:
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
@@ -108,7 +109,8 @@ def certify_dataset(
     (``time`` = seconds per input, amortised over each call) then ``scale p_a_lower noise
     precision`` and the constant ``extra_columns`` (e.g. ``{"k": 100}``). ``inputs_per_call``
     inputs share each :func:`~ddrs.smoothing.certify_batch` call (default: enough to fill one
-    forward batch with selection draws). ``model`` must already be on ``device``.
+    forward batch with selection draws). ``model`` must already be on ``device``. ``provenance``
+    (e.g. the checkpoint's digest) joins the settings that decide whether a partial log resumes.
     Returns the finished log's path; after a failure only ``<out_path>.partial`` exists.
     """
     validate_certify_args(n0=n0, n=n, alpha=alpha, batch_size=batch_size)
@@ -127,7 +129,18 @@ def certify_dataset(
     elif inputs_per_call <= 0:
         raise ValueError(f"inputs_per_call must be positive, got {inputs_per_call}")
 
-    writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns))
+    settings = {
+        "noise": noise,
+        "n0": n0,
+        "n": n,
+        "alpha": alpha,
+        "seed": seed,
+        "precision": precision,
+        "scales": sorted(scale_of.items()) if isinstance(scales, Mapping) else float(scales),
+        **extra_columns,
+        **(provenance or {}),
+    }
+    writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), settings)
     todo = [i for i in indices if i not in writer.done]
     model.eval()
     with tqdm(

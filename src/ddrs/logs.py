@@ -2,13 +2,16 @@
 
 Cohen et al.'s columns come first, so published logs (locuslab/smoothing, SmoothAdv, MACER) and
 ours are interchangeable; extra columns follow. A log being written lives at ``<path>.partial``
-and is renamed to ``<path>`` when complete; a rerun resumes from the rows already there.
+and is renamed to ``<path>`` when complete; a rerun resumes from the rows already there. The same
+resumable writer serves the σ logs of Algorithm 1 (``idx c_a sigma_K…``).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -42,7 +45,7 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     """
     path = Path(path)
     try:
-        frame = pd.read_csv(path, sep="\t", dtype={"time": str})
+        frame = pd.read_csv(path, sep="\t", dtype={"time": str}, float_precision="round_trip")
     except FileNotFoundError:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
@@ -66,26 +69,44 @@ class LogWriter:
     """Append rows to ``<path>.partial`` one input at a time; :meth:`finish` publishes ``path``.
 
     ``done`` holds the ``idx`` values already written by an interrupted run, so the caller can
-    skip them: certification resumes instead of starting over.
+    skip them: a long job resumes instead of starting over. ``settings`` (anything that changes
+    the rows: sample sizes, seed, scales, the model's digest) is kept beside the partial log; a
+    partial log written under other settings is discarded rather than mixed into this run.
+    The first column must be ``idx``; floats are written exactly (shortest round-trip repr), so
+    no certified radius is ever rounded up.
     """
 
-    def __init__(self, path: str | os.PathLike, columns: Iterable[str]):
+    def __init__(self, path: str | os.PathLike, columns: Iterable[str], settings: Mapping | None = None):
         self.path = Path(path)
         self.partial = partial_path(self.path)
+        self.settings_file = self.partial.with_name(self.partial.name + ".json")
         self.columns = tuple(columns)
-        if self.columns[: len(COHEN_COLUMNS)] != COHEN_COLUMNS:
-            raise ValueError(f"log columns must start with {COHEN_COLUMNS}, got {self.columns}")
+        if self.columns[:1] != ("idx",):
+            raise ValueError(f"the first log column must be idx, got {self.columns}")
         self.done: set[int] = set()
-        if self.partial.exists() and self.partial.stat().st_size > 0:
+        settings_text = json.dumps(dict(settings or {}), sort_keys=True, default=str)
+        if self._resumable(settings_text):
             self._recover()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.settings_file.write_text(settings_text)
             self.partial.write_text("\t".join(self.columns) + "\n")
+
+    def _resumable(self, settings_text: str) -> bool:
+        if not (self.partial.exists() and self.partial.stat().st_size > 0):
+            return False
+        previous = self.settings_file.read_text() if self.settings_file.exists() else None
+        if previous != settings_text:
+            warnings.warn(
+                f"{self.partial} was written with other settings ({previous}); starting over",
+                stacklevel=3,
+            )
+            return False
+        return True
 
     def _recover(self) -> None:
         """Keep the complete rows of an interrupted run; drop a half-written last line."""
-        text = self.partial.read_text()
-        lines = text.split("\n")
+        lines = self.partial.read_text().split("\n")
         if lines[0].split("\t") != list(self.columns):
             raise LogFormatError(
                 f"{self.partial}: header {lines[0]!r} does not match this run's columns; delete it to start over"
@@ -97,18 +118,11 @@ class LogWriter:
     def write(self, row: Mapping[str, object]) -> None:
         """Append one row and flush it to disk, so a killed job loses at most this row."""
         with self.partial.open("a", newline="") as handle:
-            csv.writer(handle, delimiter="\t", lineterminator="\n").writerow(
-                [_format(row[column]) for column in self.columns]
-            )
+            csv.writer(handle, delimiter="\t", lineterminator="\n").writerow([row[column] for column in self.columns])
         self.done.add(int(row["idx"]))
 
     def finish(self) -> Path:
         """Publish the finished log at ``path`` (an atomic rename)."""
         os.replace(self.partial, self.path)
+        self.settings_file.unlink(missing_ok=True)
         return self.path
-
-
-def _format(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)

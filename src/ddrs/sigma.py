@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -34,8 +34,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ddrs.device import autocast
-from ddrs.errors import LogFormatError
-from ddrs.logs import partial_path
+from ddrs.logs import LogWriter
 from ddrs.noise import SmoothingNoise, get_noise
 from ddrs.seeds import Stream, input_generators
 from ddrs.smoothing import sample_counts
@@ -247,41 +246,6 @@ def grid_search_sigma(
 # The σ log: resumable, one row per test input in idx order.
 
 
-class SigmaLogWriter:
-    """Append σ-log rows to ``<path>.partial``; ``done`` holds the idx an interrupted run wrote."""
-
-    def __init__(self, path: str | os.PathLike, columns: Sequence[str]):
-        self.path = Path(path)
-        self.partial = partial_path(self.path)
-        self.columns = ("idx", "c_a", *columns)
-        self.done: set[int] = set()
-        header = "\t".join(self.columns)
-        if self.partial.exists() and self.partial.stat().st_size > 0:
-            lines = self.partial.read_text().split("\n")
-            if lines[0] != header:
-                raise LogFormatError(
-                    f"{self.partial}: header {lines[0]!r} does not match this run's columns; delete it to start over"
-                )
-            complete = [line for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)]
-            self.partial.write_text("\n".join([header, *complete]) + "\n")
-            self.done = {int(line.split("\t", 1)[0]) for line in complete}
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.partial.write_text(header + "\n")
-
-    def write(self, idx: int, c_a: int, sigmas: Sequence[float]) -> None:
-        """Append one row and flush it, so a killed job loses at most this row."""
-        fields = [str(idx), str(c_a), *(f"{s:.9g}" for s in sigmas)]
-        with self.partial.open("a") as handle:
-            handle.write("\t".join(fields) + "\n")
-        self.done.add(idx)
-
-    def finish(self) -> Path:
-        """Publish the finished log at ``path`` (an atomic rename)."""
-        os.replace(self.partial, self.path)
-        return self.path
-
-
 Solver = Callable[[Tensor, Tensor, list[torch.Generator]], Tensor]
 
 
@@ -302,13 +266,15 @@ def _run_dataset(
     seed: int,
     device: torch.device,
     precision: str,
+    settings: Mapping[str, object],
 ) -> Path:
     """Shared resumable loop: c_A from σ₀-smoothing, then ``solve`` → one row per input.
 
     ``batch`` inputs are solved together; c_A is counted ``max(n0, forward_batch)`` noisy images
-    per forward pass.
+    per forward pass. ``settings`` decide whether a partial σ log from an earlier run resumes.
     """
-    writer = SigmaLogWriter(out_path, columns)
+    settings = {**settings, "sigma0": sigma0, "n0": n0, "seed": seed, "noise": noise.name, "precision": precision}
+    writer = LogWriter(out_path, ("idx", "c_a", *columns), settings)
     todo = [idx for idx in indices if idx not in writer.done]
     model = model.to(device)
     for start in tqdm(range(0, len(todo), batch), desc=Path(out_path).name, disable=None):
@@ -327,7 +293,7 @@ def _run_dataset(
         )
         sigmas = solve(x, c_a, input_generators(seed, chunk, Stream.OPTIMIZE, device)).cpu()
         for row, idx in enumerate(chunk):
-            writer.write(idx, int(c_a[row]), sigmas[:, row].tolist())
+            writer.write({"idx": idx, "c_a": int(c_a[row]), **dict(zip(columns, sigmas[:, row].tolist(), strict=True))})
     return writer.finish()
 
 
@@ -350,8 +316,13 @@ def optimize_dataset(
     precision: str = "fp32",
     min_scale: float = 1e-3,
     max_scale: float | None = None,
+    provenance: Mapping[str, object] | None = None,
 ) -> Path:
-    """Run Algorithm 1 on ``dataset[idx]`` for every idx and write the σ log (``sigma_K{K}`` columns)."""
+    """Run Algorithm 1 on ``dataset[idx]`` for every idx and write the σ log (``sigma_K{K}`` columns).
+
+    ``provenance`` (e.g. the checkpoint's digest) joins the settings that decide whether a
+    partial σ log resumes.
+    """
     steps = check_steps(steps)
     _check_positive("sigma0", sigma0)
 
@@ -378,6 +349,8 @@ def optimize_dataset(
         out_path,
         [sigma_column(k) for k in steps],
         solve,
+        settings={"steps": steps, "n": n, "lr": lr, "min_scale": min_scale, "max_scale": max_scale}
+        | dict(provenance or {}),
         sigma0=sigma0,
         num_classes=num_classes,
         noise=_noise(noise),
@@ -406,6 +379,7 @@ def grid_search_dataset(
     seed: int = 0,
     device: torch.device | str = "cpu",
     precision: str = "fp32",
+    provenance: Mapping[str, object] | None = None,
 ) -> Path:
     """Run the Appendix B grid search on every idx and write the σ log (one ``sigma_grid_n{n}`` column)."""
     _check_positive("sigma0", sigma0)
@@ -422,6 +396,7 @@ def grid_search_dataset(
         out_path,
         [grid_column(n)],
         solve,
+        settings={"grid": [float(g) for g in grid], "n": n, **(provenance or {})},
         sigma0=sigma0,
         num_classes=num_classes,
         noise=_noise(noise),

@@ -7,6 +7,7 @@ import argparse
 from ddrs.certification import certify_dataset, read_sigma_log
 from ddrs.data import get_info, load_dataset, subsample_indices
 from ddrs.device import select_device
+from ddrs.io import file_digest
 from ddrs.models import load_checkpoint
 from ddrs.noise import get_noise
 from ddrs.smoothing import validate_certify_args
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> None:
         out_path=args.out,
         precision=args.precision,
         device=device,
+        provenance={"checkpoint": file_digest(args.checkpoint)},
     )
     what = f"scale {args.scale}" if args.scale is not None else f"scales from {args.sigma_log}"
     print(f"certify: {len(indices)} inputs, {noise.name} noise, {what}, n0={args.n0}, n={args.n} -> {path}")

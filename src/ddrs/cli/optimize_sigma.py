@@ -6,6 +6,7 @@ import argparse
 
 from ddrs.data import get_info, load_dataset, subsample_indices
 from ddrs.device import select_device
+from ddrs.io import file_digest
 from ddrs.models import load_checkpoint
 from ddrs.noise import get_noise
 from ddrs.sigma import GRID_BUDGET, check_steps, grid_for_budget, grid_search_dataset, optimize_dataset
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> None:
         seed=args.seed,
         device=device,
         precision=args.precision,
+        provenance={"checkpoint": file_digest(args.checkpoint)},
     )
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
