@@ -304,6 +304,7 @@ def train_args(wildcards, input):
 
 CERT = config["certify"]
 OPT = config["optimize_sigma"]
+GRID = config["grid_search"]
 MODEL = f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}/model.pt"
 RUN = f"{RESULTS}/{{dataset}}/{{method}}/{{mode}}/sigma{{sigma}}"
 JOB = "{dataset}_{method}_{mode}_sigma{sigma}"
@@ -335,7 +336,7 @@ def optimize_args(wildcards):
     return (
         f"{job_args(wildcards)} --sigma0 {smoothing_scale(wildcards.method, wildcards.sigma)} "
         f"--k {' '.join(str(k) for k in k_grid(wildcards.dataset))} --n {OPT['n']} "
-        f"--lr {OPT['lr']} --n0 {OPT['n0']} --min-sigma {OPT['min_sigma']} --batch {CERT['batch']}"
+        f"--lr {OPT['lr']} --n0 {OPT['n0']} --min-sigma {OPT['min_sigma']} --batch {OPT['batch']}"
     )
 
 
@@ -343,8 +344,9 @@ def grid_search_args(wildcards):
     """Appendix B: a σ grid at Algorithm 1's evaluation budget, n draws per grid point."""
     return (
         f"{job_args(wildcards)} --sigma0 {smoothing_scale(wildcards.method, wildcards.sigma)} "
-        f"--grid-search --grid-n {wildcards.n} --grid-budget {config['grid_search']['budget']} "
-        f"--n0 {OPT['n0']} --batch {CERT['batch']}"
+        f"--grid-search --grid-n {wildcards.n} --grid-budget {GRID['budget']} "
+        f"--grid-min {GRID['low']} --grid-max {GRID['high']} "
+        f"--n0 {OPT['n0']} --batch {OPT['batch']}"
     )
 
 
