@@ -15,7 +15,7 @@ rule certify_fixed:
         f"{RESULTS}/benchmarks/certify/{JOB}_fixed.tsv"
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=certify_runtime,
@@ -23,7 +23,7 @@ rule certify_fixed:
     params:
         args=fixed_certify_args,
     shell:
-        "ddrs certify --checkpoint {input.model} {params.args} --out {output} 2> {log}"
+        "ddrs --threads {threads} certify --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule optimize_sigma:
@@ -39,7 +39,7 @@ rule optimize_sigma:
         f"{RESULTS}/benchmarks/optimize_sigma/{JOB}.tsv"
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=certify_runtime,
@@ -47,7 +47,7 @@ rule optimize_sigma:
     params:
         args=optimize_args,
     shell:
-        "ddrs optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
+        "ddrs --threads {threads} optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule grid_search_sigma:
@@ -63,7 +63,7 @@ rule grid_search_sigma:
         f"{RESULTS}/benchmarks/grid_search/{JOB}_n{{n}}.tsv"
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=certify_runtime,
@@ -71,7 +71,7 @@ rule grid_search_sigma:
     params:
         args=grid_search_args,
     shell:
-        "ddrs optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
+        "ddrs --threads {threads} optimize-sigma --checkpoint {input.model} {params.args} --out {output} 2> {log}"
 
 
 rule certify_data_dependent:
@@ -91,7 +91,7 @@ rule certify_data_dependent:
         value=r"[0-9]+",
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=certify_runtime,
@@ -100,5 +100,5 @@ rule certify_data_dependent:
         args=certify_args,
         column=sigma_column,
     shell:
-        "ddrs certify --checkpoint {input.model} {params.args} "
+        "ddrs --threads {threads} certify --checkpoint {input.model} {params.args} "
         "--sigma-log {input.sigmas} --sigma-column {params.column} --out {output} 2> {log}"

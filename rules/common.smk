@@ -6,6 +6,7 @@ RESULTS = config["results"]
 DATASETS = config["datasets"]
 METHODS = config["methods"]
 GPUS = config["gpus_per_job"]
+THREADS = config["threads_per_job"]
 
 
 wildcard_constraints:

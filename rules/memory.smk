@@ -17,11 +17,11 @@ rule memory:
         value=r"[0-9]+",
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=8000,
         runtime=30,
     params:
         args=memory_args,
     shell:
-        "ddrs memory --log {input.log} {params.args} --out {output} 2> {log}"
+        "ddrs --threads {threads} memory --log {input.log} {params.args} --out {output} 2> {log}"

@@ -18,7 +18,7 @@ rule train:
         f"{RESULTS}/benchmarks/train/{{dataset}}_{{method}}_{{mode}}_sigma{{sigma}}.tsv"
     conda:
         "../envs/ddrs.yaml"
-    threads: 2
+    threads: THREADS
     resources:
         mem_mb=4000,
         runtime=lambda wc: 60 * 24 if wc.dataset in ("cifar10", "imagenet") else 30,
@@ -26,7 +26,7 @@ rule train:
     params:
         args=train_args,
     shell:
-        "ddrs train {params.args} --out {output.model} --log {output.log} "
+        "ddrs --threads {threads} train {params.args} --out {output.model} --log {output.log} "
         "--sigma-table {output.sigmas} 2> {log}"
 
 
