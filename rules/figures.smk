@@ -20,7 +20,6 @@ rule certified_accuracy_figure:
     params:
         kind="sigma_panels",
         records=method_dataset_records,
-        radii=lambda wc: DATASETS[wc.dataset]["radii"],
     script:
         "../workflow/scripts/figure.py"
 
@@ -44,7 +43,6 @@ rule k_sweep_figure:
     params:
         kind="k_sweep",
         records=k_sweep_records,
-        radii=lambda wc: DATASETS[wc.dataset]["radii"],
     script:
         "../workflow/scripts/figure.py"
 
@@ -122,6 +120,5 @@ rule p_a_figure:
     params:
         kind=lambda wc: wc.kind,
         records=lambda wc: showcase_records(wc.dataset),
-        radii=lambda wc: DATASETS[wc.dataset]["radii"],
     script:
         "../workflow/scripts/figure.py"

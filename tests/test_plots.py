@@ -113,10 +113,11 @@ def test_easy_hard_panels_next_to_acr():
     figure = plots.easy_hard_figure({"Cohen": FIXED, "Cohen-DS": TAILORED}, FIXED, radii=[0.0, 0.5])
     easy, hard, bars = figure.axes
     assert easy.get_title() == "easy inputs (2)" and hard.get_title() == "hard inputs (2)"
-    assert legend_texts(easy) == ["Cohen", "Cohen-DS"]
+    assert [text.get_text() for text in figure.legends[0].get_texts()] == ["Cohen", "Cohen-DS"]
     # easy = idx 0, 1 (reference true-class p̲A 0.88, 0.65 above the median 0.325)
     assert hard.get_lines()[1].get_ydata().tolist() == pytest.approx([50.0, 0.0])
-    assert [patch.get_height() for patch in bars.patches] == pytest.approx([0.1, 0.2625])
+    assert [patch.get_width() for patch in bars.patches] == pytest.approx([0.1, 0.2625])
+    assert [label.get_text() for label in bars.get_yticklabels()] == ["Cohen", "Cohen-DS"]
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path):

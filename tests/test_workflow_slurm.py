@@ -46,14 +46,10 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     config = write_config(tmp_path, slice_config())
     result = snakemake(
         tmp_path,
-        "--profile",
-        str(REPO / "profiles" / "slurm"),
-        "--slurm-status-command",
-        "squeue",
-        "--slurm-init-seconds-before-status-checks",
-        "2",
-        "--seconds-between-status-checks",
-        "2",
+        *("--profile", str(REPO / "profiles" / "slurm")),
+        *("--slurm-status-command", "squeue"),  # no accounting database on the test cluster
+        *("--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"),
+        "--slurm-keep-successful-logs",
         "results/tables/table1.csv",
         config=config,
     )
@@ -63,14 +59,11 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     submitted = output.count("has been submitted with SLURM jobid")
     # prepare_data, 2 train, certify_fixed, 2 optimize_sigma, 2 certify, 2 memory, the table
     assert submitted == 11, output[-6000:]
+    # every job's SLURM log, named by its SLURM job id: the jobs really ran on the cluster
     slurm_logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log"))
-    assert {path.parent.name for path in slurm_logs} >= {
-        "rule_train",
-        "rule_certify_fixed",
-        "rule_optimize_sigma",
-        "rule_memory",
-        "rule_best_table",
-    }
+    rules = {"rule_train", "rule_certify_fixed", "rule_optimize_sigma", "rule_memory", "rule_best_table"}
+    assert {path.parent.name for path in slurm_logs} >= rules
+    assert all(path.stem.isdigit() for path in slurm_logs)
 
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")
     assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²"]

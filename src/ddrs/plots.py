@@ -267,10 +267,11 @@ def easy_hard_figure(
     for ax in axes[:2]:
         ax.set_xlabel(_radius_label(norm))
         ax.set_ylabel(ACCURACY_LABEL)
-        ax.legend(fontsize="small")
+    # one legend for both curve panels, below them, so many logs never hide the curves
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
     labels = list(frames)
-    axes[2].bar(range(len(labels)), [acr(log) for log in frames.values()], tick_label=labels)
-    axes[2].tick_params(axis="x", labelrotation=30)
+    axes[2].barh(range(len(labels)), [acr(log) for log in frames.values()], tick_label=labels)
+    axes[2].invert_yaxis()  # first log on top, in legend order
     axes[2].set_title("ACR (all inputs)")
-    axes[2].set_ylabel("ACR")
+    axes[2].set_xlabel("ACR")
     return figure

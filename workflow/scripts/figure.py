@@ -19,9 +19,9 @@ def labelled(records):
 
 
 if params.kind == "sigma_panels":
-    figure = plots.sigma_panels_figure([LogRecord(**r) for r in params.records], params.radii)
+    figure = plots.sigma_panels_figure([LogRecord(**r) for r in params.records])
 elif params.kind == "k_sweep":
-    figure = plots.k_sweep_figure([LogRecord(**r) for r in params.records], params.radii)
+    figure = plots.k_sweep_figure([LogRecord(**r) for r in params.records])
 elif params.kind == "sigma_examples":
     shown = pd.read_csv(snakemake.input.sigmas, sep="\t").head(params.examples)
     dataset = load_dataset(snakemake.wildcards.dataset, "test", root=params.data_root, seed=params.seed)
@@ -34,7 +34,7 @@ elif params.kind == "pa_ecdf":
 elif params.kind == "easy_hard":
     records = [LogRecord(**r) for r in params.records]
     reference = next(r.log for r in records if r.certify_mode == "fs")
-    figure = plots.easy_hard_figure(labelled(records), reference, radii=params.radii)
+    figure = plots.easy_hard_figure(labelled(records), reference)
 else:
     raise ValueError(f"unknown figure kind {params.kind!r}")
 
