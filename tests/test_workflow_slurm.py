@@ -62,7 +62,7 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     # every job's SLURM log, named by its SLURM job id: the jobs really ran on the cluster
     slurm_logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log"))
     rules = {"rule_train", "rule_certify_fixed", "rule_optimize_sigma", "rule_memory", "rule_best_table"}
-    assert {path.parent.name for path in slurm_logs} >= rules
+    assert {path.parent.parent.name for path in slurm_logs} >= rules  # rule_<name>/<wildcards>/<jobid>.log
     assert all(path.stem.isdigit() for path in slurm_logs)
 
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")
