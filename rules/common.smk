@@ -11,7 +11,7 @@ THREADS = config["threads_per_job"]
 
 wildcard_constraints:
     dataset="|".join(DATASETS),
-    method="|".join([*METHODS, "uniform"]),
+    method="|".join({*METHODS, config["grid_search"]["method"], "uniform"}),
     mode="fs|ds",
     sigma=r"[0-9.]+",
     k=r"[0-9]+",
