@@ -15,8 +15,14 @@ rule certified_accuracy_figure:
         pdf=f"{RESULTS}/figures/certified_{{method}}_{{dataset}}.pdf",
     log:
         f"{RESULTS}/logs/figures/certified_{{method}}_{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/certified_{{method}}_{{dataset}}.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="sigma_panels",
         records=method_dataset_records,
@@ -38,8 +44,14 @@ rule k_sweep_figure:
         pdf=f"{RESULTS}/figures/ksweep_{{method}}_{{dataset}}.pdf",
     log:
         f"{RESULTS}/logs/figures/ksweep_{{method}}_{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/ksweep_{{method}}_{{dataset}}.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="k_sweep",
         records=k_sweep_records,
@@ -62,8 +74,14 @@ rule sigma_examples_figure:
         pdf=f"{RESULTS}/figures/sigma_examples_{{dataset}}.pdf",
     log:
         f"{RESULTS}/logs/figures/sigma_examples_{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/sigma_examples_{{dataset}}.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="sigma_examples",
         sigma0=lambda wc: showcase(wc.dataset)[1],
@@ -90,8 +108,14 @@ rule sigma_histogram_figure:
         pdf=f"{RESULTS}/figures/sigma_histogram_{{dataset}}.pdf",
     log:
         f"{RESULTS}/logs/figures/sigma_histogram_{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/sigma_histogram_{{dataset}}.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="sigma_histogram",
         sigma0=lambda wc: showcase(wc.dataset)[1],
@@ -113,10 +137,16 @@ rule p_a_figure:
         pdf=f"{RESULTS}/figures/{{kind}}_{{dataset}}.pdf",
     log:
         f"{RESULTS}/logs/figures/{{kind}}_{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/{{kind}}_{{dataset}}.tsv"
     wildcard_constraints:
         kind="pa_ecdf|easy_hard",
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind=lambda wc: wc.kind,
         records=lambda wc: showcase_records(wc.dataset),

@@ -17,10 +17,16 @@ rule best_table:
         winners=f"{RESULTS}/tables/{{table}}_winners.csv",
     log:
         f"{RESULTS}/logs/tables/{{table}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables/{{table}}.tsv"
     wildcard_constraints:
         table="table[1-4]",
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="best",
         records=table_records,
@@ -45,8 +51,14 @@ rule appendix_h_table:
         tex=f"{RESULTS}/tables/appendix_h_{{method}}.tex",
     log:
         f"{RESULTS}/logs/tables/appendix_h_{{method}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables/appendix_h_{{method}}.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="per_setting",
         records=lambda wc: method_records(wc.method),
@@ -70,8 +82,14 @@ rule appendix_b_table:
         tex=f"{RESULTS}/tables/appendix_b.tex",
     log:
         f"{RESULTS}/logs/tables/appendix_b.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables/appendix_b.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="grid_search",
         records=appendix_b_records(),
@@ -96,8 +114,14 @@ rule appendix_f_table:
         tex=f"{RESULTS}/tables/appendix_f.tex",
     log:
         f"{RESULTS}/logs/tables/appendix_f.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables/appendix_f.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="runtime",
         records=[r for r in all_records() if r["certify_mode"] != "gds"],
@@ -120,8 +144,14 @@ rule memory_summary:
         tex=f"{RESULTS}/tables/memory_summary.tex",
     log:
         f"{RESULTS}/logs/tables/memory_summary.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables/memory_summary.tsv"
     conda:
         "../envs/ddrs.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         kind="memory",
         records=[r for r in all_records() if r["certify_mode"] != "fs"],

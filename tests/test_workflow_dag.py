@@ -84,3 +84,11 @@ def test_lint_reports_nothing():
     result = snakemake(REPO, "--lint")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "good condition" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("smk", sorted((REPO / "rules").glob("*.smk")), ids=lambda path: path.name)
+def test_every_job_rule_declares_log_benchmark_threads_resources_and_conda(smk):
+    for block in smk.read_text().split("\nrule ")[1:]:
+        name = block.split(":", 1)[0]
+        for directive in ("log", "benchmark", "threads", "resources", "conda"):
+            assert f"\n    {directive}:" in block, f"rule {name} in {smk.name} has no {directive}:"
