@@ -36,20 +36,7 @@ def make_step(config: TrainConfig, model, x, y, generator):
     def step():
         scale = scale0
         if config.train_mode == "ds":
-            scale = optimize_batch_scale(
-                model,
-                x,
-                scale,
-                k=config.k,
-                n=config.n,
-                lr=config.sigma_lr,
-                noise=config.noise_name,
-                min_scale=config.min_scale,
-                c_a_rule=config.c_a,
-                c_a_n0=config.c_a_n0,
-                num_classes=num_classes,
-                generator=generator,
-            )
+            scale = optimize_batch_scale(model, x, scale, config, num_classes=num_classes, generator=generator)
         loss = loss_fn(model, x, y, scale, generator, config, 20)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

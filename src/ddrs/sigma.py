@@ -349,8 +349,14 @@ def optimize_dataset(
         out_path,
         [sigma_column(k) for k in steps],
         solve,
-        settings={"steps": steps, "n": n, "lr": lr, "min_scale": min_scale, "max_scale": max_scale}
-        | dict(provenance or {}),
+        settings={
+            "steps": steps,
+            "n": n,
+            "lr": lr,
+            "min_scale": min_scale,
+            "max_scale": max_scale,
+            **(provenance or {}),
+        },
         sigma0=sigma0,
         num_classes=num_classes,
         noise=_noise(noise),

@@ -22,6 +22,7 @@ from torch.utils.data import Dataset
 from ddrs.device import autocast
 from ddrs.io import atomic_path
 from ddrs.sigma import optimize_sigma, smoothed_top_class
+from ddrs.training.config import TrainConfig
 
 
 class IndexedDataset(Dataset):
@@ -114,47 +115,41 @@ def optimize_batch_scale(
     model: nn.Module,
     x: Tensor,
     scale: Tensor,
+    config: TrainConfig,
     *,
-    k: int,
-    n: int,
-    lr: float,
-    noise: str,
-    min_scale: float,
-    c_a_rule: str,
-    c_a_n0: int,
     num_classes: int,
     generator: torch.Generator,
-    precision: str = "fp32",
 ) -> Tensor:
-    """σ*ᵢ for one batch: K steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
+    """σ*ᵢ for one batch: ``config.k`` steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
 
-    Takes no labels, so the scale can never depend on them. ``k = 0`` returns ``scale`` unchanged
-    (the fixed-σ warm-up epochs).
+    Uses the config's n, step α (``sigma_lr``), lower bound, c_A rule and precision. Takes no
+    labels, so the scale can never depend on them. K = 0 returns ``scale`` unchanged (the
+    fixed-σ warm-up epochs).
     """
-    if k == 0:
+    if config.k == 0:
         return scale
     c_a = top_class(
         model,
         x,
         scale,
-        rule=c_a_rule,
+        rule=config.c_a,
         num_classes=num_classes,
-        noise=noise,
-        n0=c_a_n0,
+        noise=config.noise_name,
+        n0=config.c_a_n0,
         generator=generator,
-        precision=precision,
+        precision=config.precision,
     )
     snapshots = optimize_sigma(
         model,
         x,
         scale,
         c_a,
-        steps=[k],
-        n=n,
-        lr=lr,
-        noise=noise,
+        steps=[config.k],
+        n=config.n,
+        lr=config.sigma_lr,
+        noise=config.noise_name,
         generator=generator,
-        min_scale=min_scale,
-        precision=precision,
+        min_scale=config.min_scale,
+        precision=config.precision,
     )
     return snapshots[-1].detach()

@@ -255,21 +255,7 @@ class Trainer:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             scale = table.gather(indices).to(device, non_blocking=True)
             if optimise_sigma:
-                scale = optimize_batch_scale(
-                    model,
-                    x,
-                    scale,
-                    k=config.k,
-                    n=config.n,
-                    lr=config.sigma_lr,
-                    noise=config.noise_name,
-                    min_scale=config.min_scale,
-                    c_a_rule=config.c_a,
-                    c_a_n0=config.c_a_n0,
-                    num_classes=self.num_classes,
-                    generator=noise,
-                    precision=config.precision,
-                )
+                scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)
                 table.update(indices, scale)
             with autocast(device, config.precision):
                 loss = self.loss_fn(model, x, y, scale, noise, config, epoch)
