@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ddrs.certification import certify_dataset, read_sigma_log
-from ddrs.data import get_info, load_dataset, subsample_indices
-from ddrs.device import select_device
-from ddrs.io import file_digest
-from ddrs.models import load_checkpoint
+from ddrs.cli import _test_inputs
 from ddrs.noise import get_noise
 from ddrs.smoothing import validate_certify_args
 
@@ -19,10 +16,7 @@ def add_parser(subparsers) -> None:
         help="certify test inputs with a fixed smoothing scale or per-input scales (certification log)",
         description=__doc__,
     )
-    parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the base classifier")
-    parser.add_argument("--dataset", required=True, help="dataset whose test split is certified")
-    parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
-    parser.add_argument("--noise", default="gaussian", help="gaussian (σ, ℓ2 radius) or uniform (half-width λ, ℓ1)")
+    _test_inputs.add_arguments(parser, "certified")
     scale = parser.add_mutually_exclusive_group(required=True)
     scale.add_argument("--scale", type=float, help="one σ (or λ) for every input")
     scale.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one scale per input")
@@ -32,11 +26,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--n", type=int, default=100_000, help="estimation samples (Cohen: 100,000)")
     parser.add_argument("--alpha", type=float, default=0.001, help="failure probability (Cohen: 0.001)")
     parser.add_argument("--batch", type=int, default=400, help="noisy copies per forward pass")
-    parser.add_argument("--skip", type=int, default=1, help="certify every skip-th test input (Cohen's --skip)")
-    parser.add_argument("--max", type=int, default=None, help="stop before this test index (Cohen's --max)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every noise draw (per input: seed, idx)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     parser.add_argument("--out", required=True, help="the certification log to write (resumes from <out>.partial)")
     parser.set_defaults(run=run)
 
@@ -57,19 +46,14 @@ def _scales(args: argparse.Namespace) -> float | dict[int, float]:
 def run(args: argparse.Namespace) -> None:
     validate_certify_args(n0=args.n0, n=args.n, alpha=args.alpha, batch_size=args.batch)
     noise = get_noise(args.noise)
-    info = get_info(args.dataset)
     scales = _scales(args)
-    device = select_device(args.device)
-    model, _ = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
-    # the split seed follows `ddrs optimize-sigma`, so idx names the same input in the σ log
-    dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
-    indices = subsample_indices(len(dataset), args.skip, args.max)
+    inputs = _test_inputs.load(args)
     path = certify_dataset(
-        model,
-        dataset,
-        indices,
+        inputs.model,
+        inputs.dataset,
+        inputs.indices,
         scales,
-        num_classes=info.num_classes,
+        num_classes=inputs.num_classes,
         noise=noise.name,
         n0=args.n0,
         n=args.n,
@@ -78,8 +62,8 @@ def run(args: argparse.Namespace) -> None:
         seed=args.seed,
         out_path=args.out,
         precision=args.precision,
-        device=device,
-        provenance={"checkpoint": file_digest(args.checkpoint)},
+        device=inputs.device,
+        provenance=inputs.provenance,
     )
     what = f"scale {args.scale}" if args.scale is not None else f"scales from {args.sigma_log}"
-    print(f"certify: {len(indices)} inputs, {noise.name} noise, {what}, n0={args.n0}, n={args.n} -> {path}")
+    print(f"certify: {len(inputs.indices)} inputs, {noise.name} noise, {what}, n0={args.n0}, n={args.n} -> {path}")

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ddrs.data import get_info, load_dataset, subsample_indices
-from ddrs.device import select_device
-from ddrs.io import file_digest
-from ddrs.models import load_checkpoint
+from ddrs.cli import _test_inputs
 from ddrs.noise import get_noise
 from ddrs.sigma import GRID_BUDGET, check_steps, grid_for_budget, grid_search_dataset, optimize_dataset
 
@@ -18,10 +15,7 @@ def add_parser(subparsers) -> None:
         help="per-input smoothing scale by Algorithm 1 (snapshots at every K) or grid search",
         description=__doc__,
     )
-    parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the base classifier")
-    parser.add_argument("--dataset", required=True, help="dataset whose test split is optimised")
-    parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
-    parser.add_argument("--noise", default="gaussian", help="gaussian (σ, ℓ2) or uniform (half-width λ, ℓ1)")
+    _test_inputs.add_arguments(parser, "optimised")
     parser.add_argument("--sigma0", type=float, required=True, help="initial scale σ₀ (also used to find c_A)")
     parser.add_argument("--k", type=int, nargs="+", default=[100], help="steps K at which to record σ (0 = σ₀)")
     parser.add_argument("--n", type=int, default=1, help="noise samples per gradient step (paper: 1)")
@@ -30,11 +24,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--min-sigma", type=float, default=1e-3, help="lower bound kept on σ during ascent")
     parser.add_argument("--max-sigma", type=float, default=None, help="optional upper bound on σ")
     parser.add_argument("--batch", type=int, default=32, help="test inputs optimised together")
-    parser.add_argument("--skip", type=int, default=1, help="optimise every skip-th test input (Cohen's --skip)")
-    parser.add_argument("--max", type=int, default=None, help="stop before this test index (Cohen's --max)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every noise draw (per input: seed, idx)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     parser.add_argument("--out", required=True, help="the σ log to write (resumes from <out>.partial)")
     grid = parser.add_argument_group("Appendix-B grid-search baseline")
     grid.add_argument("--grid-search", action="store_true", help="pick σ from a grid instead of Algorithm 1")
@@ -52,22 +41,19 @@ def run(args: argparse.Namespace) -> None:
     if args.batch < 1 or args.n < 1 or args.n0 < 1:
         raise ValueError(f"--batch, --n and --n0 must be >= 1, got {args.batch}, {args.n}, {args.n0}")
     steps = check_steps(args.k)
-    info = get_info(args.dataset)
-    device = select_device(args.device)
-    model, _ = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
-    dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
-    indices = subsample_indices(len(dataset), args.skip, args.max)
+    inputs = _test_inputs.load(args)
     common = dict(
         sigma0=args.sigma0,
-        num_classes=info.num_classes,
+        num_classes=inputs.num_classes,
         noise=args.noise,
         n0=args.n0,
         batch=args.batch,
         seed=args.seed,
-        device=device,
+        device=inputs.device,
         precision=args.precision,
-        provenance={"checkpoint": file_digest(args.checkpoint)},
+        provenance=inputs.provenance,
     )
+    model, dataset, indices = inputs.model, inputs.dataset, inputs.indices
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
         path = grid_search_dataset(model, dataset, indices, args.out, grid=grid, n=args.grid_n, **common)

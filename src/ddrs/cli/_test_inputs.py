@@ -1,0 +1,61 @@
+"""Options and loading shared by the commands that run a checkpoint over test inputs.
+
+``ddrs certify`` and ``ddrs optimize-sigma`` read the same model and the same test inputs (Cohen's
+``--skip/--max``); both seed the digits split with ``--seed`` too, so an ``idx`` names the same
+image in a σ log and in the certification log that uses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from ddrs.data import get_info, load_dataset, subsample_indices
+from ddrs.device import PRECISIONS, select_device
+from ddrs.io import file_digest
+from ddrs.models import load_checkpoint
+
+
+def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--checkpoint --dataset --data-root --noise --skip --max --seed --device --precision``."""
+    parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the base classifier")
+    parser.add_argument("--dataset", required=True, help=f"dataset whose test split is {verb}")
+    parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
+    parser.add_argument("--noise", default="gaussian", help="gaussian (σ, ℓ2 radius) or uniform (half-width λ, ℓ1)")
+    parser.add_argument("--skip", type=int, default=1, help=f"{verb} every skip-th test input (Cohen's --skip)")
+    parser.add_argument("--max", type=int, default=None, help="stop before this test index (Cohen's --max)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every noise draw (per input: seed, idx)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
+    parser.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS))
+
+
+@dataclass(frozen=True)
+class TestInputs:
+    """The base classifier on its device and the test inputs a command visits."""
+
+    model: nn.Module
+    dataset: Dataset
+    indices: list[int]
+    num_classes: int
+    device: torch.device
+    provenance: dict
+
+
+def load(args: argparse.Namespace) -> TestInputs:
+    """Load the checkpoint (checked against ``--dataset``) and the selected test inputs."""
+    info = get_info(args.dataset)
+    device = select_device(args.device)
+    model, _ = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
+    dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
+    return TestInputs(
+        model=model,
+        dataset=dataset,
+        indices=subsample_indices(len(dataset), args.skip, args.max),
+        num_classes=info.num_classes,
+        device=device,
+        provenance={"checkpoint": file_digest(args.checkpoint)},
+    )
