@@ -2,6 +2,7 @@
 
 import re
 
+import pandas as pd
 import pytest
 
 from ddrs.cli import main
@@ -100,3 +101,16 @@ def test_unknown_dataset_and_mismatched_checkpoint_exit_2(digits_checkpoint, tmp
         assert main(args) == 2
         assert message in capsys.readouterr().err
         assert not out.exists() and not partial_path(out).exists()
+
+
+def test_certify_then_table_end_to_end(digits_checkpoint, tmp_path, capsys):
+    log_path = tmp_path / "cohen.tsv"
+    assert main(certify_args(digits_checkpoint, log_path, "--scale", "0.25")) == 0
+    assert main(["table", str(log_path), "--radii", "0", "0.25", "--out", str(tmp_path / "table.csv")]) == 0
+    log = read_log(log_path)
+    table = pd.read_csv(tmp_path / "table.csv").set_index("log")
+    expected_at_0 = 100 * log["correct"].mean()
+    expected_at_025 = 100 * ((log["correct"] == 1) & (log["radius"] >= 0.25)).mean()
+    assert table.loc["cohen", ["0.00", "0.25"]].tolist() == pytest.approx([expected_at_0, expected_at_025])
+    assert table.loc["cohen", "ACR"] == pytest.approx((log["radius"] * log["correct"]).mean())
+    assert "| cohen" in capsys.readouterr().out
