@@ -153,10 +153,18 @@ def uniform_records():
     return records
 
 
+def grid_datasets():
+    """The datasets of the Appendix-B comparison (all ℓ2 datasets unless the config names some)."""
+    if not config["grid_search"]["enabled"]:
+        return []
+    chosen = config["grid_search"].get("datasets")
+    return [d for d in l2_datasets() if chosen is None or d in chosen]
+
+
 def appendix_b_records():
     method = config["grid_search"]["method"]
     records = []
-    for dataset in l2_datasets():
+    for dataset in grid_datasets():
         records += fixed_records(dataset, method)
         records += grid_records(dataset, method)
         records += ds_records(dataset, method, "fs")
@@ -168,12 +176,8 @@ def all_records():
     records = [
         r for method in METHODS for r in method_records(method)
     ] + uniform_records()
-    if config["grid_search"]["enabled"]:
-        records += [
-            r
-            for d in l2_datasets()
-            for r in grid_records(d, config["grid_search"]["method"])
-        ]
+    method = config["grid_search"]["method"]
+    records += [r for d in grid_datasets() for r in grid_records(d, method)]
     return records
 
 
@@ -198,7 +202,7 @@ def all_tables():
     tables += [f"{RESULTS}/tables/appendix_h_{m}.csv" for m in METHODS]
     if l1_datasets():
         tables.append(f"{RESULTS}/tables/table4.csv")
-    if config["grid_search"]["enabled"]:
+    if grid_datasets():
         tables.append(f"{RESULTS}/tables/appendix_b.csv")
     tables += [
         f"{RESULTS}/tables/appendix_f.csv",

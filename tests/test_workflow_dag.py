@@ -48,6 +48,7 @@ def test_the_paper_config_dag_builds_without_data(tmp_path):
     assert counts["import_checkpoint"] == 2 * 3
     assert counts["train"] == (3 * 2 * 3 + 3) + 2 * 3
     assert counts["best_table"] == 4
+    assert counts["grid_search_sigma"] == 3 * 4  # Appendix B on CIFAR-10 only: σ x n in {1, 2, 4, 10}
 
 
 def test_paper_config_replaces_the_default_experiment_grid(tmp_path):
