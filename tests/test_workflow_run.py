@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
@@ -47,38 +49,67 @@ def completed(workdir, path) -> bool:
     return (state / "metadata" / key).exists() and not (state / "incomplete" / key).exists()
 
 
+class Run(NamedTuple):
+    workdir: Path
+    config: Path
+    finished: dict  # model path → mtime, for the models finished before the kill
+    output: str  # what the resumed run printed
+    rows_before_kill: list[str]  # an interrupted certification log's rows at the kill
+    resumed_rows: list[str]  # the same rows of its finished log
+
+
+def certified_rows(partial) -> list[str]:
+    """The complete rows of a certification log being written (a killed job may tear the last)."""
+    lines = partial.read_text().split("\n")
+    width = len(lines[0].split("\t"))
+    return [line for line in lines[1:-1] if len(line.split("\t")) == width]
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """table1 on the embedded default: killed after its first models, then resumed."""
+    """table1 on the embedded default: killed mid-certification after its first models, then resumed."""
     workdir = tmp_path_factory.mktemp("default")
     config = write_config(workdir, load_config())
     process = start_snakemake(workdir, config, "--cores", "2", TABLE1)
     models = workdir / "results" / "digits" / "cohen"
+
+    def interrupted_certification():
+        return [p for p in models.glob("*/*/certify_*.tsv.partial") if len(certified_rows(p)) >= 2]
+
     deadline = time.monotonic() + 600
-    while sum(completed(workdir, p) for p in models.glob("*/*/model.pt")) < 2 and time.monotonic() < deadline:
+    while not (sum(completed(workdir, p) for p in models.glob("*/*/model.pt")) >= 2 and interrupted_certification()):
         assert process.poll() is None, "snakemake ended before it could be interrupted"
-        time.sleep(0.2)
+        assert time.monotonic() < deadline, "no certification job to interrupt within 10 minutes"
+        time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)  # no clean-up: a hard kill, as a lost node would
     process.wait()
     finished = {p: p.stat().st_mtime_ns for p in models.glob("*/*/model.pt") if completed(workdir, p)}
     assert len(finished) >= 2
+    partial = interrupted_certification()[0]
+    rows_before_kill = certified_rows(partial)
 
     # A hard kill leaves Snakemake's lock behind: the documented recovery is --unlock, then rerun.
     assert snakemake(workdir, "--unlock", config=config).returncode == 0
     resumed = snakemake(workdir, "--cores", "2", "--rerun-incomplete", TABLE1, config=config)
     assert resumed.returncode == 0, resumed.stdout[-5000:] + resumed.stderr[-5000:]
-    return workdir, config, finished, resumed.stdout + resumed.stderr
+    log = partial.with_name(partial.name.removesuffix(".partial"))
+    resumed_rows = log.read_text().split("\n")[1 : 1 + len(rows_before_kill)]
+    return Run(workdir, config, finished, resumed.stdout + resumed.stderr, rows_before_kill, resumed_rows)
+
+
+def test_a_killed_certification_resumes_its_log(run_dir):
+    # the rows certified before the kill are kept as they were, timings included: not recomputed
+    assert run_dir.resumed_rows == run_dir.rows_before_kill
 
 
 def test_resumed_run_keeps_completed_targets(run_dir):
-    _, _, finished, output = run_dir
-    for path, mtime in finished.items():
+    for path, mtime in run_dir.finished.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
-    assert job_counts(output).get("train", 0) <= 6 - len(finished)
+    assert job_counts(run_dir.output).get("train", 0) <= 6 - len(run_dir.finished)
 
 
 def test_table1_has_the_papers_rows_and_columns(run_dir):
-    workdir, _, _, _ = run_dir
+    workdir = run_dir.workdir
     table = pd.read_csv(workdir / TABLE1)
     radii = [f"{r:.2f}" for r in load_config()["datasets"]["digits"]["radii"]]
     assert list(table.columns) == ["dataset", "variant", "train", "certify", *radii, "ACR"]
@@ -93,7 +124,7 @@ def test_table1_has_the_papers_rows_and_columns(run_dir):
 
 
 def test_the_whole_default_dag_and_its_report(run_dir):
-    workdir, config, _, _ = run_dir
+    workdir, config = run_dir.workdir, run_dir.config
     result = snakemake(workdir, "--cores", "2", config=config)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     for table in ("table2", "table3", "table4", "appendix_b", "appendix_f", "memory_summary"):
@@ -108,7 +139,7 @@ def test_the_whole_default_dag_and_its_report(run_dir):
 
 
 def test_a_finished_tree_schedules_nothing(run_dir):
-    workdir, config, _, _ = run_dir
+    workdir, config = run_dir.workdir, run_dir.config
     result = snakemake(workdir, "-n", TABLE1, config=config)
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout + result.stderr
