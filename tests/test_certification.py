@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 import torch
+from killed_job import FailsAfter
 from torch import nn
 
 from ddrs.certification import certify_dataset, read_sigma_log
@@ -23,20 +24,6 @@ def tiny_model() -> nn.Module:
 def tiny_dataset() -> list[tuple[torch.Tensor, int]]:
     images = torch.rand(NUM_INPUTS, 1, 4, 4, generator=torch.Generator().manual_seed(1))
     return [(image, i % 3) for i, image in enumerate(images)]
-
-
-class FailsAfter(nn.Module):
-    """The wrapped model, crashing on forward call number ``calls + 1`` (a killed job)."""
-
-    def __init__(self, model: nn.Module, calls: int):
-        super().__init__()
-        self.model, self.calls = model, calls
-
-    def forward(self, x):
-        if self.calls == 0:
-            raise RuntimeError("simulated crash")
-        self.calls -= 1
-        return self.model(x)
 
 
 SETTINGS = dict(num_classes=3, noise="gaussian", n0=20, n=150, alpha=0.01, batch_size=64, seed=3, progress=False)

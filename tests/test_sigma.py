@@ -7,6 +7,7 @@ import inspect
 import pandas as pd
 import pytest
 import torch
+from killed_job import FailsAfter
 from torch import nn
 
 from ddrs.cli import main
@@ -201,20 +202,6 @@ def test_sigma_log_uses_the_smoothed_prediction_not_the_label(digits_model, digi
     assert (log["sigma_K0"] == 0.25).all()
 
 
-class CrashesAfter(nn.Module):
-    """The wrapped model, crashing on forward call number ``calls + 1`` (a killed job)."""
-
-    def __init__(self, model: nn.Module, calls: int):
-        super().__init__()
-        self.model, self.calls = model, calls
-
-    def forward(self, x):
-        if self.calls == 0:
-            raise RuntimeError("simulated crash")
-        self.calls -= 1
-        return self.model(x)
-
-
 def test_sigma_log_resumes_to_the_uninterrupted_result(digits_model, digits_data, tmp_path):
     kwargs = dict(sigma0=0.25, steps=[2, 4], num_classes=10, n0=20, lr=0.01, n=2)
     indices = list(range(0, 12, 2))
@@ -222,7 +209,7 @@ def test_sigma_log_resumes_to_the_uninterrupted_result(digits_model, digits_data
     # an interrupted run: killed after two batches of two, in the middle of writing the next row
     with pytest.raises(RuntimeError, match="simulated crash"):
         optimize_dataset(
-            CrashesAfter(digits_model, 12), digits_data["test"], indices, tmp_path / "resumed.tsv", batch=2, **kwargs
+            FailsAfter(digits_model, 12), digits_data["test"], indices, tmp_path / "resumed.tsv", batch=2, **kwargs
         )
     partial = tmp_path / "resumed.tsv.partial"
     assert len(partial.read_text().splitlines()) == 1 + 4
