@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from scipy.stats import beta, binom, norm
+from statsmodels.stats.proportion import proportion_confint
 from torch import nn
 
 from ddrs.smoothing import (
@@ -139,6 +140,14 @@ def test_clopper_pearson_matches_published_and_closed_form_values():
     counts = torch.tensor([0, 1, 37, 99, 100])
     expected = [0.0] + [beta.ppf(0.001, k, 100 - k + 1) for k in (1, 37, 99, 100)]
     assert lower_confidence_bound(counts, 100, 0.001).tolist() == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 16, 100, 5000])
+@pytest.mark.parametrize("alpha", [0.001, 0.1])
+def test_clopper_pearson_equals_statsmodels_beta_interval(n, alpha):
+    counts = torch.unique(torch.linspace(0, n, 41).round().long())
+    expected = proportion_confint(counts.numpy(), n, alpha=2 * alpha, method="beta")[0]
+    assert lower_confidence_bound(counts, n, alpha).tolist() == pytest.approx(expected.tolist(), rel=1e-12, abs=1e-300)
 
 
 class Threshold(nn.Module):
