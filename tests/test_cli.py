@@ -1,5 +1,6 @@
 """The `ddrs` entry point: sub-command discovery, start-up without torch, and the options every command shares."""
 
+import json
 import os
 import subprocess
 import sys
@@ -66,7 +67,10 @@ def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path):
 
 
 def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
-    assert main(["prepare-data", "--dataset", "digits", "--out", str(tmp_path / "d.json")]) == 0
+    assert (
+        main(["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")])
+        == 0
+    )
     err = capsys.readouterr().err
     assert WORK_LINE.fullmatch(err.strip())["job"] == "ddrs prepare-data"
     assert 0 < work_seconds(err) < 60
@@ -77,7 +81,8 @@ def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
 def test_threads_sets_torchs_cpu_threads(tmp_path):
     before = torch.get_num_threads()
     try:
-        assert main(["--threads", "1", "prepare-data", "--dataset", "digits", "--out", str(tmp_path / "d.json")]) == 0
+        args = ["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")]
+        assert main(["--threads", "1", *args]) == 0
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
@@ -90,11 +95,15 @@ def test_threads_must_be_positive(capsys):
     assert "--threads must be >= 1, got 0" in capsys.readouterr().err
 
 
-def test_prepare_data_summarises_the_dataset(tmp_path, capsys):
+def test_prepare_data_summarises_the_dataset_and_saves_its_split(tmp_path, capsys):
     out = tmp_path / "digits.json"
-    assert main(["prepare-data", "--dataset", "digits", "--out", str(out)]) == 0
+    assert (
+        main(["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--seed", "3", "--out", str(out)])
+        == 0
+    )
     assert '"sizes": {\n    "train": 1257,\n    "test": 540\n  }' in out.read_text()
     assert "1257 training and 540 test images" in capsys.readouterr().out
+    assert json.loads(out.read_text())["saved_split"] == str(tmp_path / "digits" / "split_seed3.npz")
 
 
 def test_prepare_data_names_an_unknown_dataset(tmp_path, capsys):

@@ -13,8 +13,19 @@ import torch
 from fixtures_archives import write_cifar10, write_image_folder, write_mnist
 from torchvision.datasets import CIFAR10
 
-from ddrs.data import DATASETS, DatasetInfo, load_arrays, load_dataset, load_images, subsample_indices
+from ddrs.data import (
+    DATASETS,
+    DatasetInfo,
+    embedded,
+    load_arrays,
+    load_dataset,
+    load_images,
+    save_arrays,
+    split_cache,
+    subsample_indices,
+)
 from ddrs.data.embedded import digits
+from ddrs.errors import DataFormatError
 
 
 def test_unknown_dataset_lists_the_choices():
@@ -166,6 +177,37 @@ def test_mnist5k_as_a_torch_dataset(mnist5k):
     assert len(test) == 1000 and x.shape == (1, 28, 28) and x.dtype == torch.float32 and isinstance(y, int)
     assert np.array_equal(test.images.numpy(), mnist5k["test", 0][0])
     assert load_images("mnist5k", "train").shape == (4000, 1, 28, 28)
+
+
+def test_a_saved_split_is_read_back_without_building_it(mnist5k, tmp_path, monkeypatch):
+    path = save_arrays("mnist5k", root=tmp_path, seed=1)
+    assert path == tmp_path / "mnist5k" / "split_seed1.npz"
+    monkeypatch.setattr(embedded, "_stratified_split", lambda *args: pytest.fail("the saved split was rebuilt"))
+    for split in ("train", "test"):
+        dataset = load_dataset("mnist5k", split, root=tmp_path, seed=1)
+        assert np.array_equal(dataset.images.numpy(), mnist5k[split, 1][0])
+        assert dataset.targets == mnist5k[split, 1][1].tolist()
+        assert np.array_equal(load_images("mnist5k", split, root=tmp_path, seed=1), mnist5k[split, 1][0])
+    assert save_arrays("cifar10", root=tmp_path) is None  # read through torchvision: nothing to save
+
+
+def test_a_split_saved_by_other_package_versions_is_built_again(tmp_path, monkeypatch):
+    save_arrays("digits", root=tmp_path, seed=0)
+    monkeypatch.setattr(split_cache, "makers", lambda: np.array(["ddrs==0.0.0", "scikit-learn==0.0", "mlxtend==0.0"]))
+    built = []
+    monkeypatch.setattr(
+        embedded, "_stratified_split", lambda *args: built.append(args) or (np.zeros((2, 1, 8, 8)), np.zeros(2))
+    )
+    assert len(load_images("digits", "test", root=tmp_path, seed=0)) == 2 and len(built) == 1
+
+
+def test_an_unreadable_saved_split_names_the_file_and_the_fix(tmp_path):
+    path = split_cache.cache_path(tmp_path, "mnist5k", 0)
+    path.parent.mkdir()
+    path.write_bytes(b"not an npz archive")
+    fix = "delete the file and rerun `ddrs prepare-data --dataset mnist5k"
+    with pytest.raises(DataFormatError, match=rf"{path}: unreadable saved split of 'mnist5k'.*{fix}"):
+        load_dataset("mnist5k", "test", root=tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -11,3 +11,7 @@ class CheckpointError(DDRSError):
 
 class LogFormatError(DDRSError):
     """A certification or σ log does not follow the file contract of docs/architecture.md."""
+
+
+class DataFormatError(DDRSError):
+    """A dataset file under the data root is unreadable."""

