@@ -209,6 +209,10 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     ablation = exp.study_records("easy_focus_ablation_mnist5k")
     assert len(ablation) == 8 and {r.sigma0 for r in ablation} == {0.5}
     assert ablation[0].name == "EasyFocus (none)" and ablation[-1].name == "EasyFocus (discard+reweigh+attack)"
+    # all components on is easy_focus itself: its row is easy_focus's log, trained once
+    assert ablation[-1].log == exp.run_dir(Run("mnist5k", "easy_focus", "fs", 0.5)) + "/certify_fixed.tsv"
+    assert Run("mnist5k", "easy_focus.discard+reweigh+attack", "fs", 0.5) not in exp.runs()
+    assert len({r.log for r in ablation}) == 8
     options = exp.train_options(Run("mnist5k", "easy_focus.discard+attack", "fs", 0.5))
     assert options["method"] == "easy_focus"
     assert options["easy_focus"] == {
@@ -224,6 +228,12 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "consistency",
         "easy_focus",
     ]
+    # with attack off in the config, easy_focus is its discard+reweigh variant and all-on trains apart
+    no_attack = config()
+    no_attack["train"]["easy_focus"]["attack"] = False
+    rows = {r.name: r.log for r in Experiment(no_attack).study_records("easy_focus_ablation_mnist5k")}
+    assert rows["EasyFocus (discard+reweigh)"] == ablation[-1].log
+    assert "easy_focus.discard+reweigh+attack/" in rows["EasyFocus (discard+reweigh+attack)"]
     # Jeong & Shin's per-σ λ: 10 at σ = 0.25, 5 above
     assert exp.train_options(Run("mnist5k", "consistency", "fs", 0.25))["consistency"]["lam"] == 10.0
     assert exp.train_options(Run("mnist5k", "consistency", "ds", 1.0))["consistency"]["lam"] == 5.0

@@ -132,9 +132,9 @@ def test_every_job_rule_declares_log_benchmark_threads_resources_and_conda(smk):
 def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     counts = dry_run(tmp_path, load_config("seed_papers.yaml"))
     # 5 methods x fs/ds x 3 σ, stability and SmoothAdv+Consistency at fixed σ only (as their
-    # paper's rows), plus the 8 ablation variants of ACR-focused training at σ = 0.5 (all
-    # components on is a variant of its own, trained with exactly the variant's switches)
-    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 8
+    # paper's rows), plus the ablation variants of ACR-focused training at σ = 0.5 but the one
+    # with all components on, which is easy_focus's own fixed-σ model
+    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7
     assert counts["study_table"] == 3  # consistency_cifar10, methods_cifar10, easy_focus_ablation_cifar10
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1
     assert counts["best_table"] == 7 and counts["p_a_methods_figure"] == 1

@@ -15,11 +15,11 @@ Algorithm 1 + memory certification), per training method of :mod:`ddrs.methods`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.records import LogRecord, display_name
 from ddrs.analysis.reference import PAPER_TABLES
 from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_params
 from ddrs.settings import uniform_half_width
@@ -393,15 +393,28 @@ class Experiment:
 
     def ablation_records(self, dataset: str) -> list[LogRecord]:
         """Sun et al. (2024), Table 3: every ablation variant of each configured method that has
-        one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``."""
+        one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``.
+
+        The variant that trains exactly as its method does (all components on, unless the config
+        switches one off) is the method's own model: its row is the method's log under the
+        variant's name, so the model is not trained twice.
+        """
         sigmas = self.config.get("sun2024", {}).get("ablation_sigmas", [])
-        return [
-            r
-            for m in self.methods
-            for variant in get_method(m).variants()
-            for r in self.fixed_records(dataset, variant)
-            if r.sigma0 in sigmas
-        ]
+        records = []
+        for method in self.methods:
+            own = {r.sigma0: r for r in self.fixed_records(dataset, method)}
+            for variant in get_method(method).variants():
+                for record in self.fixed_records(dataset, variant):
+                    if record.sigma0 not in sigmas:
+                        continue
+                    run, method_run = (
+                        Run(dataset, variant, "fs", record.sigma0),
+                        Run(dataset, method, "fs", record.sigma0),
+                    )
+                    if record.sigma0 in own and self.trains_alike(run, method_run):
+                        record = replace(own[record.sigma0], variant=display_name(variant))
+                    records.append(record)
+        return records
 
     def gradient_norm_runs(self, dataset: str) -> list[Run]:
         """Sun et al. (2024), Table 1: each method's fixed-σ model at ``sun2024.gradient_norm_sigma``."""
@@ -481,6 +494,16 @@ class Experiment:
         return [self.layout.figure(name) for name in names]
 
     # --- training ----------------------------------------------------------------------------
+
+    def trains_alike(self, a: Run, b: Run) -> bool:
+        """Whether two runs train the same model: equal options, method hyper-parameters resolved."""
+
+        def resolved(run: Run) -> dict[str, Any]:
+            options = self.train_options(run)
+            method = get_method(run.method)
+            return {**options, method.name: method.make_params(options.get(method.name))}
+
+        return resolved(a) == resolved(b)
 
     def train_options(self, run: Run) -> dict[str, Any]:
         """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
