@@ -130,12 +130,6 @@ def grid_search_args(wildcards):
     )
 
 
-
-
-
-
-
-
 def certify_runtime(wildcards):
     return 60 * 12 if wildcards.dataset == "imagenet" else 60
 
