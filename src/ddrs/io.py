@@ -12,11 +12,18 @@ from pathlib import Path
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; move it into place only if the block succeeds."""
+    """Yield a temporary path beside ``path``; move it into place only if the block succeeds.
+
+    The file gets the permissions of any file the process creates (0666 less the umask), not
+    mkstemp's private 0600, so results on a shared filesystem stay readable by the group.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
