@@ -407,13 +407,10 @@ class Experiment:
                 for record in self.fixed_records(dataset, variant):
                     if record.sigma0 not in sigmas:
                         continue
-                    run, method_run = (
-                        Run(dataset, variant, "fs", record.sigma0),
-                        Run(dataset, method, "fs", record.sigma0),
+                    same_model = record.sigma0 in own and self.trains_alike(
+                        Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0)
                     )
-                    if record.sigma0 in own and self.trains_alike(run, method_run):
-                        record = replace(own[record.sigma0], variant=display_name(variant))
-                    records.append(record)
+                    records.append(replace(own[record.sigma0], variant=display_name(variant)) if same_model else record)
         return records
 
     def gradient_norm_runs(self, dataset: str) -> list[Run]:
