@@ -230,6 +230,7 @@ def test_import_cohen_resnet110_with_data_parallel_net(tmp_path):
     path = tmp_path / "checkpoint.pth.tar"
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     saved = nn.Sequential(published[0], nn.DataParallel(net)).state_dict()
+    published.cpu()  # DataParallel moves its module to the first GPU where there is one
     assert "1.module.layer1.0.conv1.weight" in saved
     torch.save({"epoch": 90, "arch": "cifar_resnet110", "state_dict": saved, "optimizer": optimizer.state_dict()}, path)
     model, meta = import_published(path, "resnet110", "cifar10")
@@ -244,6 +245,7 @@ def test_import_cohen_layout(tmp_path, wrapping):
     saved = published if wrapping == "plain" else nn.DataParallel(published)
     path = tmp_path / "checkpoint.pth.tar"
     torch.save({"epoch": 90, "arch": "lenet", "state_dict": saved.state_dict()}, path)
+    published.cpu()  # DataParallel moves its module to the first GPU where there is one
     model, _ = import_published(path, "lenet", "mnist")
     _assert_same_function(model, published, info.input_shape)
 

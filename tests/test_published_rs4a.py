@@ -46,7 +46,7 @@ class Rs4aResNet(nn.Module):
 def rs4a_file(tmp_path_factory):
     """``imagenet_uniform_025.pt`` as rs4a's ``train.py`` writes it: ``torch.save(model.state_dict(), ...)``."""
     torch.manual_seed(0)
-    published = Rs4aResNet().eval()
+    published = Rs4aResNet().eval().cpu()  # DataParallel moves its module to the first GPU where there is one
     for module in published.modules():  # non-trivial batch-norm statistics, as after training
         if isinstance(module, nn.BatchNorm2d):
             module.running_mean.uniform_(-0.1, 0.1)

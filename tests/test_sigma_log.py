@@ -180,6 +180,7 @@ def test_cli_optimize_sigma_end_to_end(digits_checkpoint, tmp_path, capsys):
     assert "released objective" in capsys.readouterr().out
     grid_out = tmp_path / "grid.tsv"
     flags = ["--sigma0", "0.25", "--grid-search", "--grid-n", "10", "--grid-budget", "40", "--n0", "20", "--max", "4"]
+    flags += ["--device", "cpu"]
     assert main(optimize_args(digits_checkpoint, grid_out, *flags)) == 0
     grid_log = pd.read_csv(grid_out, sep="\t")
     assert list(grid_log.columns) == ["idx", "c_a", "sigma_grid_n10"]
@@ -190,6 +191,7 @@ def test_cli_optimize_sigma_end_to_end(digits_checkpoint, tmp_path, capsys):
 def test_cli_objective_and_clamp_flags_equal_the_library(digits_checkpoint, digits_model, digits_data, tmp_path):
     out = tmp_path / "sigma.tsv"
     flags = ["--sigma0", "0.25", "--k", "5", "--n0", "20", "--lr", "0.01", "--max", "5", "--batch", "5"]
+    flags += ["--device", "cpu"]  # the library call below runs on the CPU; CUDA draws other noise
     assert main(optimize_args(digits_checkpoint, out, *flags, "--objective", "fixed_class", "--clamp", "0.001")) == 0
     settings = Algorithm1Settings(sigma0=0.25, steps=[5], n0=20, lr=0.01, batch=5, objective="fixed_class", clamp=1e-3)
     expected = optimize_dataset(
