@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ddrs.analysis.assemble import metric_columns, radius_column
 from ddrs.analysis.render import write_table
-from ddrs.analysis.tables import metric_columns, radius_column
 
 REFERENCE_COLUMNS = (
     "table",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.tables import metric_columns
+from ddrs.analysis.assemble import metric_columns
 from ddrs.io import atomic_path, write_text_atomic
 
 #: Columns whose groups are bolded separately (the paper bolds per dataset block).
