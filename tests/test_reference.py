@@ -273,7 +273,9 @@ def test_write_comparison_renders_ours_paper_and_difference(tmp_path):
     quantities = ["ours", "ours_low", "ours_high", "paper", "difference", "paper_inside"]
     assert written["quantity"].tolist() == quantities * 3
     first = written.iloc[: len(quantities)].set_index("quantity")
-    assert first.loc[["ours", "paper", "difference"], "0.25"].astype(float).tolist() == pytest.approx([58.0, 58.3, -0.3])
+    assert first.loc[["ours", "paper", "difference"], "0.25"].astype(float).tolist() == pytest.approx(
+        [58.0, 58.3, -0.3]
+    )
     markdown = paths["md"].read_text()
     assert "difference = ours − paper" in markdown and "-0.3" in markdown and "0.009" in markdown
 
