@@ -1,5 +1,7 @@
 """From certification logs to the DDRS paper's tables: metrics, table assembly, rendering."""
 
+from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
+from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SELECTIONS
 from ddrs.analysis.metrics import (
     RADII_CIFAR10,
     RADII_IMAGENET,
@@ -31,12 +33,16 @@ __all__ = [
     "RADII_CIFAR10",
     "RADII_IMAGENET",
     "RADII_L1",
+    "PER_INPUT_BEST",
+    "PER_LOG",
+    "SELECTIONS",
     "BestTable",
     "LogRecord",
     "acr",
     "best_table",
     "best_table_caption",
     "certified_accuracy",
+    "comparisons_table",
     "easy_inputs",
     "envelope",
     "grid_search_table",
@@ -50,6 +56,8 @@ __all__ = [
     "radius_grid",
     "read_benchmark_seconds",
     "runtime_table",
+    "selection_optimism_table",
+    "study_comparisons_table",
     "to_latex",
     "to_markdown",
     "true_class_p_a_lower",
