@@ -95,9 +95,12 @@ def assemble(
     keys = [g for g in groups if g in frame.columns]
     bold = set()
     for _, block in frame.groupby(keys, sort=False, dropna=False) if keys else [(None, frame)]:
-        members = list(block.index)
-        bold |= _bold_ca(frame, members, [evidence[i] for i in members], alpha)
-        bold |= _bold_acr(frame, members, [samples[i] for i in members], alpha)
+        comparable: dict[tuple, list] = {}  # rows of one radius grid and one set of inputs
+        for i in block.index:
+            comparable.setdefault((evidence[i].radii, evidence[i].inputs), []).append(i)
+        for members in comparable.values():
+            bold |= _bold_ca(frame, members, [evidence[i] for i in members], alpha)
+            bold |= _bold_acr(frame, members, [samples[i] for i in members], alpha)
     frame.attrs[BOLD_ATTR] = frozenset(bold)
     return frame
 
@@ -122,8 +125,6 @@ def _bold_ca(frame: pd.DataFrame, members: list, evidence: list[Evidence], alpha
     """Certified-accuracy cells of one group with no significantly better row (Holm over radii)."""
     if len(members) < 2:
         return set()
-    if len({(e.radii, e.inputs) for e in evidence}) != 1:
-        raise ValueError("rows bolded together must share their radius grid and test inputs")
     certified = np.stack([e.certified for e in evidence]).astype(float)  # rows × radii × inputs
     both = np.einsum("wri,jri->wjr", certified, certified)
     count = certified.sum(axis=2)
