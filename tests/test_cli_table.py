@@ -114,3 +114,18 @@ def test_plot_corrupt_log_is_a_clear_error(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.startswith("ddrs plot: error:") and "half.tsv" in error and "missing column" in error
     assert not (tmp_path / "c.png").exists()
+
+
+def test_table_compares_every_log_with_a_baseline(logs, tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    code = main(["table", *map(str, logs), "--radii", "0", "0.25", "--baseline", "noise_0.25", "--out", str(out)])
+    assert code == 0
+    comparisons = pd.read_csv(tmp_path / "t_comparisons.csv")
+    assert comparisons[["log", "baseline"]].values.tolist() == [["ds", "noise_0.25"]]
+    # at r=0.25 ds certifies inputs 0, 1, 2, the published log only input 0: 2 discordant pairs, p = 0.5
+    row = comparisons.iloc[0]
+    assert (row["0.25"], row["0.25_better"], row["0.25_worse"], row["0.25_p"]) == (50.0, 2, 0, 0.5)
+    assert row["0.25_p_holm"] == 1.0  # Holm over the two radii: 2 · 0.5
+    assert "McNemar" in capsys.readouterr().out
+    assert main(["table", *map(str, logs), "--baseline", "nope", "--out", str(out)]) == 2
+    assert "baseline 'nope' is not one of the logs" in capsys.readouterr().err

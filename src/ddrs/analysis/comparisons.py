@@ -22,22 +22,25 @@ A cell is bold when significant at α: ``c_p_holm < α``, or an ACR interval tha
 accuracy at r (or ACR) on the evaluation half and ``l_S`` is the candidate the selection half
 chose. The first term is what the paper's test-set selection reports on those inputs, the second
 the held-out table's cell, so optimism ≥ 0. Its interval is the percentile bootstrap over the
-evaluation half, recomputing the maximum in every resample (the split itself is held fixed).
-``ACR_per_input_best`` selects nothing and has no optimism.
+evaluation half, recomputing the maximum in every resample (the split itself is held fixed). The
+maximum of resampled means is biased upward, and optimism cannot be negative, so an interval above
+0 is no test: nothing in this table is bold. ``ACR_per_input_best`` selects nothing and has no
+optimism.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
-from ddrs.analysis.evidence import PER_LOG, Evidence, candidate_arrays, selection_masks
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.evidence import PER_LOG, Evidence, candidate_arrays, row_evidence, selection_masks
+from ddrs.analysis.records import LogRecord, load_log
 from ddrs.analysis.stats import bootstrap_means, holm, mcnemar, percentile_interval
-from ddrs.analysis.tables import Radii, _envelope, _grouped, _load_all, _modes, _radii_for
+from ddrs.analysis.tables import Radii, _check_same_inputs, _envelope, _grouped, _load_all, _modes, _radii_for
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
@@ -141,8 +144,9 @@ def selection_optimism_table(
     records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
 ) -> pd.DataFrame:
     """Per best-table row and cell, test-selected minus held-out-selected value on the evaluation
-    half, with a bootstrap interval (module docstring). Bold: optimism significantly above 0."""
-    rows, bold = [], set()
+    half, with a bootstrap interval (module docstring); arguments as
+    :func:`~ddrs.analysis.tables.best_table`. Nothing is bold."""
+    rows = []
     for (dataset, name), candidates in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
         record = candidates[0][0]
         grid = _radii_for(radii, dataset, record.norm)
@@ -160,9 +164,28 @@ def selection_optimism_table(
         row = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
         for column, value, lo, hi in zip([*map(radius_column, grid), PER_LOG], estimate, low, high, strict=True):
             row |= {column: value, **dict(zip(interval_columns(column), (lo, hi), strict=True))}
-            if lo > 0:
-                bold.add((len(rows), column))
         rows.append(row)
     frame = ordered(pd.DataFrame(rows), ["dataset", "variant", "train", "certify"])
-    frame.attrs[BOLD_ATTR] = frozenset(bold)
+    frame.attrs[BOLD_ATTR] = frozenset()
     return frame
+
+
+def log_comparisons_table(
+    logs: Mapping[str, str | os.PathLike | pd.DataFrame],
+    radii: Sequence[float],
+    *,
+    baseline: str,
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
+    """Any labelled logs against the one labelled ``baseline`` (``ddrs table --baseline``): one
+    row per other log, columns as the comparisons tables (module docstring)."""
+    if baseline not in logs:
+        raise ValueError(f"baseline {baseline!r} is not one of the logs {list(logs)}")
+    frames = {label: load_log(log) for label, log in logs.items()}
+    _check_same_inputs([(label, "", frame) for label, frame in frames.items()])
+    evidence = {label: row_evidence("", [frame], radii) for label, frame in frames.items()}
+    pairs = [({"log": label, "baseline": baseline}, e, evidence[baseline]) for label, e in evidence.items()]
+    pairs = [pair for pair in pairs if pair[0]["log"] != baseline]
+    return _table(pairs, ["log", "baseline"], alpha=alpha, seed=seed, n_boot=n_boot)

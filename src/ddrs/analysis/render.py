@@ -218,6 +218,26 @@ def selection_caption(selection: str) -> str:
     raise ValueError(f"selection {selection!r}: choose 'test' or 'held_out'")
 
 
+def comparisons_caption(alpha: float = 0.05) -> str:
+    """Caption of a comparisons table (:mod:`ddrs.analysis.comparisons`)."""
+    return (
+        "Each variant against its baseline on the same test inputs (for a best row, the log that won the "
+        "cell). Radius columns: difference of certified accuracy (percentage points) with the exact "
+        "McNemar p-value, Holm-adjusted over the radii; ACR columns: difference with its "
+        f"{100 * (1 - alpha):g}% paired-bootstrap interval. Bold: significant at α = {alpha:g}."
+    )
+
+
+def selection_optimism_caption(alpha: float = 0.05) -> str:
+    """Caption of a selection-optimism table (:func:`ddrs.analysis.comparisons.selection_optimism_table`)."""
+    return (
+        "Selection optimism: on the held-out evaluation half, the value of the setting chosen on those "
+        "inputs themselves (the paper's test-set selection) minus that of the setting chosen on the other "
+        f"half (percentage points; ACR_per_log in radius units), with a {100 * (1 - alpha):g}% bootstrap "
+        "interval. It cannot be negative; ACR_per_input_best selects per input and has none."
+    )
+
+
 def best_table_caption(
     method: str,
     *,

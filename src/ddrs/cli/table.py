@@ -34,6 +34,13 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="bold the cells no other log beats significantly (exact McNemar + Holm; ACR: paired bootstrap)",
     )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="also compare every log with this one (a label or file stem): paired McNemar per radius with "
+        "Holm, bootstrap ACR differences, written to <out>_comparisons.csv/.md/.tex",
+    )
     parser.add_argument("--out", required=True, help="table.csv to write (.md and .tex beside it)")
     parser.set_defaults(run=run, compute="numpy")
 
@@ -49,3 +56,15 @@ def run(args: argparse.Namespace) -> None:
     result = log_table(logs, radii, alpha=args.alpha, seed=args.seed, n_boot=args.n_boot)
     write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
     print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")
+    if args.baseline is not None:
+        from pathlib import Path
+
+        from ddrs.analysis.comparisons import log_comparisons_table
+        from ddrs.analysis.render import comparisons_caption
+
+        stats = {"alpha": args.alpha, "seed": args.seed, "n_boot": args.n_boot}
+        comparisons = log_comparisons_table(logs, radii, baseline=args.baseline, **stats)
+        out = Path(args.out)
+        caption = comparisons_caption(args.alpha)
+        write_table(comparisons, out.with_name(f"{out.stem}_comparisons.csv"), caption=caption, decimals=args.decimals)
+        print("\n" + to_markdown(comparisons, caption=caption, decimals=args.decimals), end="")
