@@ -13,6 +13,7 @@ from ddrs.analysis import LogRecord, best_table, per_sigma_table
 from ddrs.analysis.assemble import BOLD_ATTR
 from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
 from ddrs.analysis.stats import held_out_split
+from ddrs.errors import LogFormatError
 
 
 def make_log(radii) -> pd.DataFrame:
@@ -195,3 +196,23 @@ def test_acr_intervals_are_seeded(ddrs_rows):
     pd.testing.assert_frame_equal(first, again)
     assert not first[columns].equals(other[columns])
     assert first["0.00_low"].equals(other["0.00_low"])  # Clopper–Pearson draws nothing
+
+
+def test_bad_selection_and_duplicated_inputs_are_named(ddrs_rows):
+    with pytest.raises(ValueError, match="selection 'validation': choose one of"):
+        best_table(ddrs_rows, radii=[0.0], selection="validation")
+    twice = pd.concat([make_log([0.5, 0.2]), make_log([0.5, 0.2])], ignore_index=True)
+    with pytest.raises(LogFormatError, match="appears twice"):
+        best_table([LogRecord(twice, "digits", "cohen", sigma0=0.25)], radii=[0.0])
+
+
+def test_held_out_tables_of_one_seed_agree_with_the_optimism_table(ddrs_rows):
+    """The held-out table's cell plus the optimism is the best candidate on the evaluation half."""
+    radii = [0.0, 0.5, 1.0]
+    held = best_table(ddrs_rows, radii=radii, selection="held_out", seed=3).table.set_index("variant")
+    optimism = selection_optimism_table(ddrs_rows, radii=radii, seed=3, n_boot=200).set_index("variant")
+    _, evaluate = held_out_split(60, seed=3, dataset="digits")
+    for variant, logs in (("Cohen", ddrs_rows[:2]), ("Cohen-DS", ddrs_rows[2:4])):
+        for r in radii:
+            best = max(100 * ((log.log["radius"] >= r) & (log.log["correct"] == 1))[evaluate].mean() for log in logs)
+            assert held.loc[variant, f"{r:.2f}"] + optimism.loc[variant, f"{r:.2f}"] == pytest.approx(best)

@@ -1,6 +1,11 @@
 """From certification logs to the DDRS paper's tables: metrics, table assembly, rendering."""
 
-from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
+from ddrs.analysis.comparisons import (
+    comparisons_table,
+    log_comparisons_table,
+    selection_optimism_table,
+    study_comparisons_table,
+)
 from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SELECTIONS
 from ddrs.analysis.metrics import (
     RADII_CIFAR10,
@@ -47,6 +52,7 @@ __all__ = [
     "envelope",
     "grid_search_table",
     "load_log",
+    "log_comparisons_table",
     "log_table",
     "memory_table",
     "paper_radii",
