@@ -108,7 +108,9 @@ def test_envelope_takes_the_best_curve_per_radius_and_first_on_ties():
 def test_best_table_rows_are_envelopes_over_sigma_and_k(cohen_records):
     result = best_table(cohen_records, radii=RADII)
     table = result.table.set_index("variant")
-    assert list(result.table.columns) == ["dataset", "variant", "train", "certify", *COLUMNS, "ACR"]
+    acrs = ["ACR_per_log", "ACR_per_input_best"]
+    bounds = [f"{c}_{end}" for c in [*COLUMNS, *acrs] for end in ("low", "high")]
+    assert list(result.table.columns) == ["dataset", "variant", "train", "certify", *COLUMNS, *acrs, *bounds]
     assert list(table.index) == ["Cohen", "Cohen-DS", "Cohen-DS²"]
     assert table.loc["Cohen", ["train", "certify"]].tolist() == ["FS", "FS"]
     assert table.loc["Cohen-DS", ["train", "certify"]].tolist() == ["FS", "DS"]
@@ -116,8 +118,12 @@ def test_best_table_rows_are_envelopes_over_sigma_and_k(cohen_records):
     assert table.loc["Cohen", COLUMNS].tolist() == pytest.approx([60, 60, 40, 20])
     assert table.loc["Cohen-DS", COLUMNS].tolist() == pytest.approx([80, 60, 40, 40])
     assert table.loc["Cohen-DS²", COLUMNS].tolist() == pytest.approx([60, 60, 40, 20])
-    # ACR of a row: the best ACR over its candidate logs
-    assert table["ACR"].tolist() == pytest.approx([0.31, 0.40, 0.31])
+    # per-log ACR of a row: the best ACR over its candidate logs
+    assert table["ACR_per_log"].tolist() == pytest.approx([0.31, 0.40, 0.31])
+    # per-input-best ACR: each input's best radius over the same logs, averaged. Cohen:
+    # max(0.30, 0.80), max(0.10, 0.25), max(0.60, wrong), 0, max(abstain, 0.50) → 2.15 / 5
+    # Cohen-DS: 1.00, 0.25, 0.80, 0.35, 0.75 → 3.15 / 5; Cohen-DS² has one log: both conventions agree
+    assert table["ACR_per_input_best"].tolist() == pytest.approx([0.43, 0.63, 0.31])
 
 
 def test_winner_table_names_the_setting_of_each_cell(cohen_records):
@@ -130,7 +136,7 @@ def test_winner_table_names_the_setting_of_each_cell(cohen_records):
     # r=0.75: only σ₀ 0.5 K 100 reaches 40
     assert list(zip(cells["sigma0"], cells["K"], strict=True)) == [(0.25, 100), (0.25, 100), (0.25, 100), (0.5, 100)]
     assert cells["value"].tolist() == pytest.approx([80, 60, 40, 40])
-    best_acr = ds[ds["metric"] == "ACR"].iloc[0]
+    best_acr = ds[ds["metric"] == "ACR_per_log"].iloc[0]
     assert (best_acr["sigma0"], best_acr["K"], best_acr["value"]) == (0.5, 100, pytest.approx(0.4))
     fs = winners[(winners["variant"] == "Cohen") & (winners["metric"] == "certified_accuracy")]
     assert fs["sigma0"].tolist() == [0.25, 0.5, 0.5, 0.5]
@@ -145,7 +151,7 @@ def test_best_over_k_at_one_sigma(tmp_path):
     result = best_table(records, radii=RADII)
     assert result.table["variant"].tolist() == ["MACER-DS"]
     assert result.table[COLUMNS].iloc[0].tolist() == pytest.approx([80, 60, 40, 20])
-    assert result.table["ACR"].iloc[0] == pytest.approx(0.35)
+    assert result.table["ACR_per_log"].iloc[0] == pytest.approx(0.35)
     assert result.winners["K"].tolist() == [100, 100, 100, 200, 200]
 
 
@@ -156,12 +162,12 @@ def test_default_radius_grids_follow_the_paper(tmp_path):
     assert RADII_CIFAR10 == (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5)
     assert RADII_IMAGENET == (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
     table = best_table([cifar, imagenet]).table
-    radius_columns = [c for c in table.columns if c[0].isdigit()]
+    radius_columns = [c for c in table.columns if c[0].isdigit() and "_" not in c]
     assert radius_columns == sorted({f"{r:.2f}" for r in RADII_CIFAR10 + RADII_IMAGENET}, key=float)
     # ImageNet has no 1.25 column of its own, CIFAR-10 no 3.00
     assert math.isnan(table.set_index("dataset").loc["imagenet", "1.25"])
     l1 = best_table([yang]).table
-    assert [c for c in l1.columns if c[0].isdigit()] == [f"{r:.2f}" for r in RADII_L1]
+    assert [c for c in l1.columns if c[0].isdigit() and "_" not in c] == [f"{r:.2f}" for r in RADII_L1]
 
 
 def test_table4_names_and_caption_state_the_uniform_convention(tmp_path):
@@ -262,6 +268,8 @@ def test_log_table_has_envelope_row_and_winners(tmp_path):
     logs = {"a": write_log(tmp_path, "a.tsv", FS_025), "b": write_log(tmp_path, "b.tsv", FS_050)}
     result = log_table(logs, RADII)
     assert result.table["log"].tolist() == ["a", "b", "envelope"]
+    # a: 0.30, 0.10, 0.60, 0, 0; b: 0.80, 0.25, wrong, 0, 0.50 → per input best 2.15 / 5
+    assert result.table["ACR_per_input_best"].tolist() == pytest.approx([0.2, 0.31, 0.43])
     assert result.table.loc[2, COLUMNS].tolist() == pytest.approx([60, 60, 40, 20])
     assert result.winners["log"].tolist() == ["a", "b", "b", "b", "b"]
 
@@ -306,11 +314,15 @@ def test_write_table_renders_csv_markdown_latex_with_best_in_bold(cohen_records,
     back = pd.read_csv(paths["csv"])
     pd.testing.assert_frame_equal(back, table, check_dtype=False)
     markdown = paths["md"].read_text()
-    # r=0: Cohen-DS alone is best; r=0.25 and r=0.5: all rows tie, nothing is bold; ACR 0.400 bold
-    assert "| **80.0** |" in markdown and "**60.0**" not in markdown and "**0.400**" in markdown
+    # each cell reads value [95% interval]; on 5 inputs no row is significantly better than another,
+    # so every row is bold where the values differ (r=0: 60, 80, 60) and none where all tie (r=0.25)
+    assert "| **80.0 [28.4, 99.5]** |" in markdown and "| **60.0 [14.7, 94.7]** |" in markdown
+    assert "| 60.0 [14.7, 94.7] | 40.0 [5.3, 85.3] |" in markdown
+    assert "0.400 [" in markdown and "ACR_per_input_best" in markdown and "_low" not in markdown
+    assert "oracle" in markdown  # the caption says what the paper's ACR convention is
     assert markdown == to_markdown(table, caption=best_table_caption("Cohen"))
     latex = paths["tex"].read_text()
-    assert r"\textbf{80.0}" in latex and r"\textbf{0.400}" in latex and r"\caption{" in latex
+    assert r"\textbf{80.0 [28.4, 99.5]}" in latex and r"\caption{" in latex and r"ACR\_per\_log" in latex
     assert r"Cohen-DS\textsuperscript{2}" in latex and r"(\%)" in latex and "tab:cohen" in latex
     assert latex == to_latex(table, caption=best_table_caption("Cohen"), label="tab:cohen")
 
@@ -332,3 +344,5 @@ def test_per_sigma_table_groups_methods_under_each_sigma_in_the_given_order(tmp_
     ]
     assert table.loc[1, ["0.00", "0.25", "0.50", "0.75"]].tolist() == pytest.approx([60, 60, 40, 20])
     assert table.loc[2, "ACR"] == pytest.approx(0.4)
+    # one log per row: one ACR column, no per-log / per-input-best split
+    assert "ACR_per_log" not in table.columns and {"ACR_low", "ACR_high"} <= set(table.columns)

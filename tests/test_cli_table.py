@@ -40,11 +40,17 @@ def test_table_writes_rows_envelope_and_prints_markdown(logs, tmp_path, capsys):
     table = pd.read_csv(out)
     assert table["log"].tolist() == ["Cohen", "Cohen-DS", "envelope"]
     assert table[["0.00", "0.25", "0.50"]].to_numpy().tolist() == [[50, 25, 25], [75, 75, 25], [75, 75, 25]]
-    assert table["ACR"].tolist() == pytest.approx([0.72 / 4, 1.26 / 4, 1.26 / 4])
+    assert table["ACR_per_log"].tolist() == pytest.approx([0.72 / 4, 1.26 / 4, 1.26 / 4])
+    # per input best of the two: 0.612, 0.7, 0.26, 0 (input 2 is wrong in the published log)
+    assert table["ACR_per_input_best"].tolist() == pytest.approx([0.72 / 4, 1.26 / 4, 1.572 / 4])
+    # exact 95% Clopper–Pearson of 2 of 4 inputs, and a bootstrap interval around each ACR
+    assert (table.loc[0, "0.00_low"], table.loc[0, "0.00_high"]) == pytest.approx((6.7585, 93.2414), abs=1e-3)
+    assert (table["ACR_per_log_low"] <= table["ACR_per_log"]).all()
+    assert (table["ACR_per_log"] <= table["ACR_per_log_high"]).all()
     assert out.with_suffix(".md").exists() and out.with_suffix(".tex").exists()
     printed = capsys.readouterr().out
     assert printed == out.with_suffix(".md").read_text()
-    assert "| envelope |" in printed and "0.315" in printed
+    assert "| envelope |" in printed and "0.315 [" in printed and "**" not in printed
 
 
 def test_table_default_grid_and_stem_labels(logs, tmp_path):
@@ -52,9 +58,23 @@ def test_table_default_grid_and_stem_labels(logs, tmp_path):
     assert main(["table", *map(str, logs), "--out", str(out)]) == 0
     table = pd.read_csv(out)
     assert table["log"].tolist() == ["noise_0.25", "ds", "envelope"]
-    assert list(table.columns)[1:] == [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]] + [
-        "ACR"
-    ]
+    radii = [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]]
+    metrics = [*radii, "ACR_per_log", "ACR_per_input_best"]
+    assert list(table.columns)[1:] == metrics + [f"{c}_{end}" for c in metrics for end in ("low", "high")]
+
+
+def test_table_seed_alpha_and_bold_options(logs, tmp_path, capsys):
+    run = lambda *options: main(["table", *map(str, logs), "--radii", "0", "--out", str(tmp_path / "t.csv"), *options])  # noqa: E731
+    assert run("--seed", "1", "--n-boot", "200") == 0
+    first = pd.read_csv(tmp_path / "t.csv")
+    assert run("--seed", "1", "--n-boot", "200") == 0
+    pd.testing.assert_frame_equal(first, pd.read_csv(tmp_path / "t.csv"))
+    assert run("--seed", "2", "--n-boot", "200", "--alpha", "0.5", "--bold") == 0
+    narrow = pd.read_csv(tmp_path / "t.csv")
+    assert (narrow["0.00_high"] - narrow["0.00_low"] < first["0.00_high"] - first["0.00_low"]).all()
+    capsys.readouterr()
+    assert run("--alpha", "1.5") == 2
+    assert "--alpha must be in (0, 1)" in capsys.readouterr().err
 
 
 def test_table_missing_log_is_a_clear_error(logs, tmp_path, capsys):
@@ -84,6 +104,7 @@ def test_plot_writes_png_and_pdf(logs, tmp_path, capsys):
     assert out.read_bytes()[:4] == b"\x89PNG"
     assert out.with_suffix(".pdf").read_bytes()[:4] == b"%PDF"
     assert capsys.readouterr().out.split() == [str(out), str(out.with_suffix(".pdf"))]
+    assert main(["plot", *map(str, logs), "--no-bands", "--out", str(out)]) == 0
 
 
 def test_plot_corrupt_log_is_a_clear_error(tmp_path, capsys):
@@ -93,3 +114,18 @@ def test_plot_corrupt_log_is_a_clear_error(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.startswith("ddrs plot: error:") and "half.tsv" in error and "missing column" in error
     assert not (tmp_path / "c.png").exists()
+
+
+def test_table_compares_every_log_with_a_baseline(logs, tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    code = main(["table", *map(str, logs), "--radii", "0", "0.25", "--baseline", "noise_0.25", "--out", str(out)])
+    assert code == 0
+    comparisons = pd.read_csv(tmp_path / "t_comparisons.csv")
+    assert comparisons[["log", "baseline"]].values.tolist() == [["ds", "noise_0.25"]]
+    # at r=0.25 ds certifies inputs 0, 1, 2, the published log only input 0: 2 discordant pairs, p = 0.5
+    row = comparisons.iloc[0]
+    assert (row["0.25"], row["0.25_better"], row["0.25_worse"], row["0.25_p"]) == (50.0, 2, 0, 0.5)
+    assert row["0.25_p_holm"] == 1.0  # Holm over the two radii: 2 · 0.5
+    assert "McNemar" in capsys.readouterr().out
+    assert main(["table", *map(str, logs), "--baseline", "nope", "--out", str(out)]) == 2
+    assert "baseline 'nope' is not one of the logs" in capsys.readouterr().err

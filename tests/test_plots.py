@@ -127,3 +127,31 @@ def test_save_figure_writes_png_and_pdf(tmp_path):
     assert written[0].read_bytes()[:4] == b"\x89PNG" and written[1].read_bytes()[:4] == b"%PDF"
     assert legend_texts(figure.axes[0]) == ["a", "b", "envelope"]
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
+
+
+def band_edges(ax, index: int) -> set[float]:
+    """The y values of the index-th filled band's outline, rounded."""
+    return {round(float(y), 6) for y in ax.collections[index].get_paths()[0].vertices[:, 1]}
+
+
+def test_certified_accuracy_curves_carry_clopper_pearson_bands():
+    from statsmodels.stats.proportion import proportion_confint
+
+    figure = plots.curves_figure({"a": FIXED, "b": TAILORED}, radii=[0.0, 0.25, 0.5])
+    (ax,) = figure.axes
+    assert len(ax.collections) == 2  # one band per log, none for the envelope
+    # TAILORED certifies 3, 2, 1 of 4 inputs at r = 0, 0.25, 0.5
+    low, high = proportion_confint(np.array([3, 2, 1]), 4, alpha=0.05, method="beta")
+    assert band_edges(ax, 1) == {round(100 * v, 6) for v in [*low, *high]}
+    assert not plots.curves_figure({"a": FIXED}, radii=[0.0, 0.5], alpha=None).axes[0].collections
+
+
+def test_sigma_panels_and_k_sweep_draw_bands():
+    records = [
+        LogRecord(FIXED, "cifar10", "cohen", "fs", "fs", 0.25),
+        LogRecord(TAILORED, "cifar10", "cohen", "fs", "ds", 0.25, K=100),
+    ]
+    figure = plots.sigma_panels_figure(records, radii=[0.0, 0.5])
+    assert [len(ax.collections) for ax in figure.axes] == [2, 2]
+    sweep = plots.k_sweep_figure(records[1:], radii=[0.0, 0.5])
+    assert len(sweep.axes[0].collections) == 1

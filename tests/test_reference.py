@@ -270,9 +270,12 @@ def test_write_comparison_renders_ours_paper_and_difference(tmp_path):
     paths = write_comparison(comparison, tmp_path / "comparison.csv")
     written = pd.read_csv(paths["csv"], keep_default_na=False)
     assert list(written.columns) == ["table", "dataset", "variant", "sigma0", "K", "quantity", "0.00", "0.25", "ACR"]
-    assert written["quantity"].tolist() == ["ours", "paper", "difference"] * 3
-    first = written.iloc[:3]
-    assert first["0.25"].astype(float).tolist() == pytest.approx([58.0, 58.3, -0.3])
+    quantities = ["ours", "ours_low", "ours_high", "paper", "difference", "paper_inside"]
+    assert written["quantity"].tolist() == quantities * 3
+    first = written.iloc[: len(quantities)].set_index("quantity")
+    assert first.loc[["ours", "paper", "difference"], "0.25"].astype(float).tolist() == pytest.approx(
+        [58.0, 58.3, -0.3]
+    )
     markdown = paths["md"].read_text()
     assert "difference = ours − paper" in markdown and "-0.3" in markdown and "0.009" in markdown
 
@@ -301,3 +304,87 @@ def test_overlay_figure_refuses_appendix_and_unknown_tables():
         paper_overlay_figure({"figure3": OUR_TABLE1}, REFERENCE)
     with pytest.raises(ValueError, match="no table given"):
         paper_overlay_figure({}, REFERENCE)
+
+
+# --- intervals and the paper's ACR convention ---
+
+#: Table 1 as best_table writes it now: both ACR conventions and an interval on every cell.
+OUR_TABLE1_INTERVALS = pd.DataFrame(
+    {
+        "dataset": ["cifar10", "cifar10"],
+        "variant": ["Cohen", "Cohen-DS"],
+        "train": ["FS", "FS"],
+        "certify": ["FS", "DS"],
+        "0.00": [80.0, 77.0],
+        "0.25": [57.0, 63.0],
+        "ACR_per_log": [0.55, 0.70],
+        "ACR_per_input_best": [0.60, 0.79],
+        "0.00_low": [79.95, 70.0],
+        "0.00_high": [85.0, 84.0],
+        "0.25_low": [50.0, 56.0],
+        "0.25_high": [58.2, 64.4],
+        "ACR_per_log_low": [0.50, 0.65],
+        "ACR_per_log_high": [0.60, 0.75],
+        "ACR_per_input_best_low": [0.55, 0.74],
+        "ACR_per_input_best_high": [0.65, 0.84],
+    }
+)
+
+
+def test_comparison_says_whether_the_paper_lies_in_our_interval_and_counts():
+    from ddrs.analysis.reference import inside_counts
+
+    comparison = paper_comparison({"table1": OUR_TABLE1_INTERVALS}, REFERENCE)
+    cells = comparison.set_index(["variant", "metric", "radius"], drop=False)
+    # 79.9 is below 79.95: outside; 58.3 is above 58.2: outside; 0.591 in [0.55, 0.65]; 64.5 out of [56, 64.4]
+    assert cells.loc[("Cohen", "certified_accuracy", 0.0), "paper_inside"] == False  # noqa: E712
+    assert cells.loc[("Cohen", "certified_accuracy", 0.25), "paper_inside"] == False  # noqa: E712
+    assert comparison.loc[comparison["metric"] == "ACR", "paper_inside"].tolist() == [True]
+    assert cells.loc[("Cohen-DS", "certified_accuracy", 0.25), "paper_inside"] == False  # noqa: E712
+    counts = inside_counts(comparison).set_index("metric")
+    assert counts.loc["certified_accuracy", ["cells", "with_interval", "inside"]].tolist() == [3, 3, 0]
+    assert counts.loc["ACR", ["cells", "with_interval", "inside"]].tolist() == [1, 1, 1]
+
+
+def test_acr_compared_in_the_papers_convention_with_per_log_beside_it():
+    acr = paper_comparison({"table1": OUR_TABLE1_INTERVALS}, REFERENCE).query("metric == 'ACR'").iloc[0]
+    # ours is ACR_per_input_best (0.60), not the best single log's 0.55
+    assert (acr["ours"], acr["ours_per_log"], acr["paper"]) == (0.60, 0.55, 0.591)
+    assert acr["difference"] == pytest.approx(0.009)
+    assert (acr["ours_low"], acr["ours_high"]) == (0.55, 0.65)
+
+
+def test_comparison_without_intervals_leaves_inside_empty_and_caption_counts(tmp_path):
+    comparison = paper_comparison({"table1": OUR_TABLE1}, REFERENCE)
+    assert comparison["paper_inside"].isna().all()
+    with_intervals = paper_comparison({"table1": OUR_TABLE1_INTERVALS}, REFERENCE)
+    paths = write_comparison(with_intervals, tmp_path / "comparison.csv")
+    markdown = paths["md"].read_text()
+    assert "table1 certified_accuracy 0/3" in markdown and "table1 ACR 1/1" in markdown
+    written = pd.read_csv(paths["csv"]).set_index(["variant", "quantity"])
+    assert written.loc[("Cohen", "ours"), "ACR_per_log"] == 0.55
+    assert written.loc[("Cohen", "paper_inside"), "ACR"] == 1.0
+
+
+def test_printed_acrs_exceed_what_any_single_log_can_reach():
+    """Why paper_comparison compares ACR per input best (docs/protocol.md, "ACR conventions"):
+    one log's ACR = ∫ CA(r) dr is at most the left Riemann sum of its Appendix H row (CA does not
+    increase with r) plus CA at the last radius out to 3.81σ₀, the largest certifiable radius
+    (n = 100,000, α = 0.001). Every ACR printed in Tables 1–3 exceeds that bound for every
+    candidate log, so no single log's ACR is what the paper prints."""
+    ref = reference_numbers()
+    appendix = ref[ref["table"].str.startswith("appendix_h") & (ref["metric"] == "certified_accuracy")]
+    printed = ref[ref["table"].isin(["table1", "table2", "table3"]) & (ref["metric"] == "ACR")]
+    bounds = {}
+    for row in printed.itertuples():
+        candidates = appendix[(appendix["dataset"] == row.dataset) & (appendix["variant"] == row.variant)]
+        best = 0.0
+        for (sigma0, _), cells in candidates.groupby(["sigma0", "K"], dropna=False):
+            cells = cells.sort_values("radius")
+            radius, accuracy = cells["radius"].to_numpy(), cells["value"].to_numpy() / 100
+            tail = accuracy[-1] * max(0.0, 3.81 * sigma0 - radius[-1])
+            best = max(best, float((accuracy[:-1] * (radius[1:] - radius[:-1])).sum() + tail))
+        bounds[(row.table, row.dataset, row.variant)] = (row.value, best)
+    assert len(bounds) == 15 and all(value > bound for value, bound in bounds.values())
+    assert bounds[("table1", "cifar10", "Cohen")] == (0.591, pytest.approx(0.573, abs=5e-4))
+    assert bounds[("table1", "cifar10", "Cohen-DS")] == (0.784, pytest.approx(0.648, abs=5e-4))

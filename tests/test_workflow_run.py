@@ -112,7 +112,10 @@ def test_table1_has_the_papers_rows_and_columns(run_dir):
     workdir = run_dir.workdir
     table = pd.read_csv(workdir / TABLE1)
     radii = [f"{r:.2f}" for r in load_config()["datasets"]["digits"]["radii"]]
-    assert list(table.columns) == ["dataset", "variant", "train", "certify", *radii, "ACR"]
+    metrics = [*radii, "ACR_per_log", "ACR_per_input_best"]
+    bounds = [f"{c}_{end}" for c in metrics for end in ("low", "high")]
+    assert list(table.columns) == ["dataset", "variant", "train", "certify", *metrics, *bounds]
+    assert (table["ACR_per_input_best"] >= table["ACR_per_log"]).all()
     assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²"]
     assert table[["train", "certify"]].values.tolist() == [["FS", "FS"], ["FS", "DS"], ["DS", "DS"]]
     accuracy = table[radii].to_numpy()

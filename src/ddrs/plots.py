@@ -2,6 +2,10 @@
 
 Every function returns a :class:`matplotlib.figure.Figure`, so callers and tests can inspect
 axes, titles and legends; :func:`save_figure` writes it as PNG and PDF, atomically.
+
+Certified-accuracy curves carry a shaded band: the exact Clopper–Pearson (1 − ``alpha``) interval
+over the test inputs at each radius (for an envelope, that of the log that wins the radius), as in
+the tables (:mod:`ddrs.analysis.assemble`). ``alpha=None`` draws the curves alone.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ddrs.analysis.metrics import (
     true_class_p_a_lower,
 )
 from ddrs.analysis.records import LogRecord, display_name, load_log, variant_order
+from ddrs.binomial import clopper_pearson
 from ddrs.io import atomic_path
 
 if TYPE_CHECKING:
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
 
 PANEL_SIZE = (3.6, 3.0)
 ACCURACY_LABEL = "certified accuracy (%)"
+#: opacity of the interval bands
+BAND_OPACITY = 0.2
 
 
 def save_figure(figure: Figure, path: str | os.PathLike) -> list[Path]:
@@ -67,7 +74,20 @@ def _best_curve(loaded: Sequence[tuple[LogRecord, pd.DataFrame]], radii) -> pd.S
     return envelope({i: 100 * certified_accuracy(log, radii) for i, (_, log) in enumerate(loaded)})[0]
 
 
-def sigma_panels_figure(records: Sequence[LogRecord], radii: Sequence[float] | None = None) -> Figure:
+def accuracy_curve(ax, radii, curve, inputs: int, *, alpha: float | None = 0.05, **line):
+    """Plot a certified-accuracy curve (percent over ``inputs`` test inputs) with its
+    Clopper–Pearson band (none when ``alpha`` is None); returns the line."""
+    (drawn,) = ax.plot(radii, curve, **line)
+    if alpha is not None:
+        counts = np.rint(np.asarray(curve, dtype=float) * inputs / 100)
+        low, high = clopper_pearson(counts, inputs, alpha)
+        ax.fill_between(radii, 100 * low, 100 * high, color=drawn.get_color(), alpha=BAND_OPACITY, linewidth=0)
+    return drawn
+
+
+def sigma_panels_figure(
+    records: Sequence[LogRecord], radii: Sequence[float] | None = None, *, alpha: float | None = 0.05
+) -> Figure:
     """Figures 3–5: certified accuracy vs radius, one panel per σ₀, the envelope last.
 
     ``records`` are one dataset and method: Method (fixed σ = σ₀), Method-DS and Method-DS²
@@ -84,10 +104,11 @@ def sigma_panels_figure(records: Sequence[LogRecord], radii: Sequence[float] | N
         for name in names:
             members = [(r, log) for r, log in loaded if r.name == name and r.sigma0 == sigma]
             if members:
-                ax.plot(radii, _best_curve(members, radii), label=name)
+                accuracy_curve(ax, radii, _best_curve(members, radii), len(members[0][1]), alpha=alpha, label=name)
         ax.set_title(f"σ₀ = {sigma:g}")
     for name in names:
-        axes[-1].plot(radii, _best_curve([(r, log) for r, log in loaded if r.name == name], radii), label=name)
+        members = [(r, log) for r, log in loaded if r.name == name]
+        accuracy_curve(axes[-1], radii, _best_curve(members, radii), len(members[0][1]), alpha=alpha, label=name)
     axes[-1].set_title("envelope")
     for ax in axes:
         ax.set_xlabel(_radius_label(records[0].norm))
@@ -97,14 +118,17 @@ def sigma_panels_figure(records: Sequence[LogRecord], radii: Sequence[float] | N
     return figure
 
 
-def k_sweep_figure(records: Sequence[LogRecord], radii: Sequence[float] | None = None) -> Figure:
+def k_sweep_figure(
+    records: Sequence[LogRecord], radii: Sequence[float] | None = None, *, alpha: float | None = 0.05
+) -> Figure:
     """Figure 7: certified accuracy vs radius for one model and σ₀, one line per K."""
     dataset, name, sigma = _only(records, "dataset"), _only(records, "name"), _only(records, "sigma0")
     loaded = sorted(((r, r.load()) for r in records), key=lambda item: item[0].K or 0)
     radii = radius_grid([log for _, log in loaded]) if radii is None else np.asarray(radii, float)
     figure, (ax,) = _panels(1)
     for record, log in loaded:
-        ax.plot(radii, 100 * certified_accuracy(log, radii), label=f"K = {record.K or 0}")
+        curve = 100 * certified_accuracy(log, radii)
+        accuracy_curve(ax, radii, curve, len(log), alpha=alpha, label=f"K = {record.K or 0}")
     ax.set_xlabel(_radius_label(records[0].norm))
     ax.set_ylabel(ACCURACY_LABEL)
     ax.set_title(f"{dataset}: {name}, σ₀ = {sigma:g}")
@@ -119,14 +143,16 @@ def curves_figure(
     show_envelope: bool = True,
     norm: int = 2,
     title: str | None = None,
+    alpha: float | None = 0.05,
 ) -> Figure:
-    """Certified accuracy vs radius of any labelled logs, with their envelope dashed."""
+    """Certified accuracy vs radius of any labelled logs, with their envelope dashed (its band is
+    that of the log winning each radius, already drawn)."""
     frames = {label: load_log(log) for label, log in logs.items()}
     radii = radius_grid(frames.values()) if radii is None else np.asarray(radii, float)
     curves = {label: 100 * certified_accuracy(log, radii) for label, log in frames.items()}
     figure, (ax,) = _panels(1)
     for label, curve in curves.items():
-        ax.plot(radii, curve, label=label)
+        accuracy_curve(ax, radii, curve, len(frames[label]), alpha=alpha, label=label)
     if show_envelope and len(curves) > 1:
         ax.plot(radii, envelope(curves)[0], "k--", label="envelope")
     ax.set_xlabel(_radius_label(norm))
@@ -256,6 +282,7 @@ def easy_hard_figure(
     hard_fraction: float = 0.5,
     radii: Sequence[float] | None = None,
     norm: int = 2,
+    alpha: float | None = 0.05,
 ) -> Figure:
     """Certified accuracy on easy and on hard inputs, next to ACR (Sun et al. 2024, §4.2–4.3).
 
@@ -274,7 +301,9 @@ def easy_hard_figure(
         is_easy = is_easy.astype(bool)
         for ax, subset in ((axes[0], log[is_easy]), (axes[1], log[~is_easy])):
             if len(subset):
-                ax.plot(radii, 100 * certified_accuracy(subset, radii), label=label)
+                accuracy_curve(
+                    ax, radii, 100 * certified_accuracy(subset, radii), len(subset), alpha=alpha, label=label
+                )
     axes[0].set_title(f"easy inputs ({int(easy.sum())})")
     axes[1].set_title(f"hard inputs ({int((~easy).sum())})")
     for ax in axes[:2]:

@@ -11,15 +11,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ddrs.analysis.reference import APPENDIX_H_TABLES, BEST_TABLES, table_cells
-from ddrs.plots import ACCURACY_LABEL, PANEL_SIZE
+from ddrs.plots import ACCURACY_LABEL, BAND_OPACITY, PANEL_SIZE
 
 TABLE_TITLES = {"table1": "Table 1", "table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
 
 
 def paper_overlay_figure(ours: Mapping[str, pd.DataFrame], reference: pd.DataFrame) -> Figure:
     """One panel per (table, dataset) of Tables 1–4: our best certified accuracy per radius for
-    each variant (lines) and the paper's printed value at each of its radii (open circles, same
-    colour). Table 4 is ℓ1, the others ℓ2.
+    each variant (lines, with our 95% Clopper–Pearson band where the table has intervals) and the
+    paper's printed value at each of its radii (open circles, same colour). Table 4 is ℓ1, the
+    others ℓ2.
 
     ``ours`` maps ``table1`` … ``table4`` to our tables as the table rules write them;
     ``reference`` is :func:`~ddrs.analysis.reference.reference_numbers`. Appendix H tables have
@@ -52,6 +53,9 @@ def _draw_panel(ax, cells: pd.DataFrame, reference: pd.DataFrame, table: str, da
     for variant, curve in ours.groupby("variant", sort=False):
         curve = curve.dropna(subset=["ours"]).sort_values("radius")
         (line,) = ax.plot(curve["radius"], curve["ours"], label=variant)
+        if curve["ours_low"].notna().all():
+            band = {"color": line.get_color(), "alpha": BAND_OPACITY, "linewidth": 0}
+            ax.fill_between(curve["radius"], curve["ours_low"], curve["ours_high"], **band)
         printed = paper[paper["variant"] == variant]
         if len(printed):
             ax.plot(printed["radius"], printed["value"], "o", mfc="none", color=line.get_color())

@@ -1,5 +1,12 @@
 """From certification logs to the DDRS paper's tables: metrics, table assembly, rendering."""
 
+from ddrs.analysis.comparisons import (
+    comparisons_table,
+    log_comparisons_table,
+    selection_optimism_table,
+    study_comparisons_table,
+)
+from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SELECTIONS
 from ddrs.analysis.metrics import (
     RADII_CIFAR10,
     RADII_IMAGENET,
@@ -31,16 +38,21 @@ __all__ = [
     "RADII_CIFAR10",
     "RADII_IMAGENET",
     "RADII_L1",
+    "PER_INPUT_BEST",
+    "PER_LOG",
+    "SELECTIONS",
     "BestTable",
     "LogRecord",
     "acr",
     "best_table",
     "best_table_caption",
     "certified_accuracy",
+    "comparisons_table",
     "easy_inputs",
     "envelope",
     "grid_search_table",
     "load_log",
+    "log_comparisons_table",
     "log_table",
     "memory_table",
     "paper_radii",
@@ -50,6 +62,8 @@ __all__ = [
     "radius_grid",
     "read_benchmark_seconds",
     "runtime_table",
+    "selection_optimism_table",
+    "study_comparisons_table",
     "to_latex",
     "to_markdown",
     "true_class_p_a_lower",

@@ -1,7 +1,14 @@
-"""Render tables as CSV, Markdown and LaTeX, with the best value per column in bold (as the paper).
+"""Render tables as CSV, Markdown and LaTeX, with the best cells in bold (as the paper).
 
-:func:`write_table` writes ``x.csv`` (full precision), ``x.md`` and ``x.tex`` (rounded, best in
-bold) beside each other, each atomically.
+:func:`write_table` writes ``x.csv`` (full precision, every column), ``x.md`` and ``x.tex``
+(rounded) beside each other, each atomically. In Markdown and LaTeX a metric cell ``c`` with an
+interval (``c_low``, ``c_high``) reads ``value [low, high]``, and one with a Holm-adjusted p-value
+(``c_p_holm``, the comparisons tables) reads ``value (p=…)``; those columns, and the discordant
+counts and raw p-values beside them, are folded into the cell and not printed separately.
+
+Bold: a frame that carries a significance-aware mask (``frame.attrs["bold_cells"]``, set by the
+builders of :mod:`ddrs.analysis.tables`; see :mod:`ddrs.analysis.assemble`) is bolded by it;
+any other frame gets the column maximum per dataset (:func:`best_mask`).
 """
 
 from __future__ import annotations
@@ -13,28 +20,51 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.tables import metric_columns
+from ddrs.analysis.assemble import ACR_COLUMNS, BOLD_ATTR, interval_columns, metric_columns
 from ddrs.io import atomic_path, write_text_atomic
 
 #: Columns whose groups are bolded separately (the paper bolds per dataset block).
 BOLD_GROUPS = ("dataset",)
+#: Suffixes of the columns folded into a metric cell when printed.
+ANNOTATIONS = ("_low", "_high", "_p", "_p_holm", "_better", "_worse")
+
+
+def _places(column: str, decimals: int, acr_decimals: int) -> int:
+    return acr_decimals if column in ACR_COLUMNS else decimals
+
+
+def annotation_columns(frame: pd.DataFrame) -> list[str]:
+    """The interval, p-value and count columns of the frame's metric columns."""
+    wanted = {f"{c}{suffix}" for c in metric_columns(frame) for suffix in ANNOTATIONS}
+    return [c for c in frame.columns if c in wanted]
 
 
 def rounded(frame: pd.DataFrame, decimals: int = 1, acr_decimals: int = 3) -> pd.DataFrame:
-    """The table as the paper prints it: percent to ``decimals``, ACR to ``acr_decimals``."""
+    """The table as the paper prints it: percent to ``decimals``, ACR to ``acr_decimals``
+    (intervals alike)."""
     out = frame.copy()
     for column in metric_columns(frame):
-        out[column] = frame[column].astype(float).round(acr_decimals if column == "ACR" else decimals)
+        places = _places(column, decimals, acr_decimals)
+        for name in (column, *interval_columns(column)):
+            if name in frame.columns:
+                out[name] = frame[name].astype(float).round(places)
     return out
 
 
 def best_mask(frame: pd.DataFrame, groups: Sequence[str] = BOLD_GROUPS) -> pd.DataFrame:
-    """True where a metric cell holds its column's maximum within its group (e.g. dataset).
+    """True where a metric cell is bold.
 
-    Ties are all bold, except when every row of the group has the same value (nothing won),
-    which matches the paper's Tables 1–4. Rows named ``envelope`` never compete.
+    With ``frame.attrs["bold_cells"]`` those cells (significance-aware, see the module docstring).
+    Otherwise the column's maximum within its group (e.g. dataset): ties are all bold, except when
+    every row of the group has the same value (nothing won), which matches the paper's Tables 1–4.
+    Rows named ``envelope`` never compete.
     """
     mask = pd.DataFrame(False, index=frame.index, columns=frame.columns)
+    if BOLD_ATTR in frame.attrs:
+        for row, column in frame.attrs[BOLD_ATTR]:
+            if row in mask.index and column in mask.columns:
+                mask.loc[row, column] = True
+        return mask
     keys = [g for g in groups if g in frame.columns]
     competing = ~frame.isin(["envelope"]).any(axis=1)
     grouped = frame[competing].groupby(keys, sort=False) if keys else [(None, frame[competing])]
@@ -46,22 +76,40 @@ def best_mask(frame: pd.DataFrame, groups: Sequence[str] = BOLD_GROUPS) -> pd.Da
     return mask
 
 
-def _formatted(frame: pd.DataFrame, decimals: int, acr_decimals: int) -> pd.DataFrame:
+def _p_text(p: float) -> str:
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def _formatted(frame: pd.DataFrame, decimals: int, acr_decimals: int, empty: str = "") -> pd.DataFrame:
+    """Every cell as text, metric cells with their interval or p-value; annotation columns dropped."""
     out = frame.astype(object).where(frame.notna(), "")
     for column in metric_columns(frame):
-        places = acr_decimals if column == "ACR" else decimals
-        out[column] = [("" if pd.isna(v) else f"{v:.{places}f}") for v in frame[column]]
-    return out
+        places = _places(column, decimals, acr_decimals)
+        low, high = interval_columns(column)
+        cells = []
+        for i in frame.index:
+            value = frame.at[i, column]
+            if pd.isna(value):
+                cells.append(empty)
+                continue
+            text = f"{value:.{places}f}"
+            if low in frame.columns and high in frame.columns and pd.notna(frame.at[i, low]):
+                text += f" [{frame.at[i, low]:.{places}f}, {frame.at[i, high]:.{places}f}]"
+            if f"{column}_p_holm" in frame.columns and pd.notna(frame.at[i, f"{column}_p_holm"]):
+                text += f" ({_p_text(frame.at[i, f'{column}_p_holm'])})"
+            cells.append(text)
+        out[column] = cells
+    return out.drop(columns=annotation_columns(frame))
 
 
 def to_markdown(
     frame: pd.DataFrame, *, caption: str | None = None, decimals: int = 1, acr_decimals: int = 3, bold: bool = True
 ) -> str:
-    """A GitHub Markdown table (tabulate), best per column in ``**bold**``, caption above it."""
+    """A GitHub Markdown table (tabulate), bold cells in ``**bold**``, caption above it."""
     table = rounded(frame, decimals, acr_decimals)
     text = _formatted(table, decimals, acr_decimals)
     if bold:
-        mask = best_mask(table)
+        mask = best_mask(table)[text.columns]
         text = text.where(~mask, "**" + text.astype(str) + "**")
     body = text.to_markdown(index=False, disable_numparse=True)
     return (f"{caption}\n\n" if caption else "") + body + "\n"
@@ -76,13 +124,12 @@ def to_latex(
     acr_decimals: int = 3,
     bold: bool = True,
 ) -> str:
-    """A booktabs LaTeX table (pandas Styler), best per column in ``\\textbf``."""
+    """A booktabs LaTeX table (pandas Styler), bold cells in ``\\textbf``."""
     table = rounded(frame, decimals, acr_decimals)
-    styler = table.style.hide(axis="index")
-    formats = {c: f"{{:.{acr_decimals if c == 'ACR' else decimals}f}}" for c in metric_columns(table)}
-    styler = styler.format(formats, na_rep="--", escape="latex").format_index(escape="latex", axis=1)
+    text = _formatted(table, decimals, acr_decimals, empty="--")
+    styler = text.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
     if bold:
-        mask = best_mask(table).to_numpy()
+        mask = best_mask(table)[text.columns].to_numpy()
         styler = styler.apply(lambda _: np.where(mask, "textbf:--rwrap;", ""), axis=None)
     caption = None if caption is None else _escape_latex(caption)
     latex = styler.to_latex(caption=caption, label=label, hrules=True, position_float="centering")
@@ -101,6 +148,7 @@ _LATEX_SYMBOLS = (
     ("²", r"\textsuperscript{2}"),
     ("σ", r"$\sigma$"),
     ("λ", r"$\lambda$"),
+    ("p<", r"p$<$"),
 )
 
 
@@ -139,18 +187,78 @@ def write_table(
     return paths
 
 
-def best_table_caption(method: str, *, norm: int = 2, uniform_conventions: Mapping[str, str] | None = None) -> str:
+#: What the two ACR columns of a best table are (captions).
+ACR_CONVENTIONS = (
+    "ACR_per_log: the best ACR of any one of the row's logs, a classifier one could deploy. "
+    "ACR_per_input_best: the paper's convention, each input's largest certified radius over the same "
+    "logs, averaged; it picks σ per input after seeing its certificate, so it is an oracle figure that "
+    "no single smoothed classifier attains."
+)
+
+
+def intervals_caption(alpha: float = 0.05) -> str:
+    """How cells, intervals and bold read (captions)."""
+    return (
+        f"Each cell: value [{100 * (1 - alpha):g}% interval], exact Clopper–Pearson over the test inputs for "
+        "certified accuracy (that of the log that won the cell), seeded paired bootstrap for ACR. Bold: no "
+        f"other row is significantly better (exact McNemar, Holm-adjusted over the radii, α = {alpha:g}; "
+        "ACR: bootstrap interval of the difference), so every row within noise of the best is bold."
+    )
+
+
+def selection_caption(selection: str) -> str:
+    """How a best table's cells were chosen: on the reported test inputs, or on a held-out half."""
+    if selection == "test":
+        return "Selection on the test inputs themselves, as in the paper."
+    if selection == "held_out":
+        return (
+            "Held-out selection: each cell's σ (FS) or (σ₀, K) (DS) is chosen on a seeded half of the "
+            "test inputs and reported on the other half (ACR_per_input_best stays an oracle)."
+        )
+    raise ValueError(f"selection {selection!r}: choose 'test' or 'held_out'")
+
+
+def comparisons_caption(alpha: float = 0.05) -> str:
+    """Caption of a comparisons table (:mod:`ddrs.analysis.comparisons`)."""
+    return (
+        "Each variant against its baseline on the same test inputs (for a best row, the log that won the "
+        "cell). Radius columns: difference of certified accuracy (percentage points) with the exact "
+        "McNemar p-value, Holm-adjusted over the radii; ACR columns: difference with its "
+        f"{100 * (1 - alpha):g}% paired-bootstrap interval. Bold: significant at α = {alpha:g}."
+    )
+
+
+def selection_optimism_caption(alpha: float = 0.05) -> str:
+    """Caption of a selection-optimism table (:func:`ddrs.analysis.comparisons.selection_optimism_table`)."""
+    return (
+        "Selection optimism: on the held-out evaluation half, the value of the setting chosen on those "
+        "inputs themselves (the paper's test-set selection) minus that of the setting chosen on the other "
+        f"half (percentage points; ACR_per_log in radius units), with a {100 * (1 - alpha):g}% bootstrap "
+        "interval. It cannot be negative; ACR_per_input_best selects per input and has none."
+    )
+
+
+def best_table_caption(
+    method: str,
+    *,
+    norm: int = 2,
+    uniform_conventions: Mapping[str, str] | None = None,
+    selection: str | None = None,
+    alpha: float = 0.05,
+) -> str:
     """Caption of Tables 1–4, stating how rows and ACR are chosen (and Table 4's scale convention).
 
     ``uniform_conventions`` maps each dataset to how its uniform-noise scales were given
     (:data:`ddrs.settings.UNIFORM_CONVENTIONS`): ``yang_std`` (Yang et al.'s σ, half-width
-    λ = σ√3) or ``half_width`` (λ itself); ℓ1 tables only.
+    λ = σ√3) or ``half_width`` (λ itself); ℓ1 tables only. ``selection`` (``test`` or
+    ``held_out``) adds how each cell's setting was chosen (:func:`selection_caption`); ``alpha``
+    is the tables' level.
     """
     text = (
         f"Best certified accuracy (%) per ℓ{norm} radius and ACR of {method}, {method}-DS"
         + ("" if norm == 1 else f" and {method}-DS²")
         + ". FS rows: best per radius over training σ (the envelope); DS rows: best over σ₀ and K "
-        "(Algorithm 1, memory-based certification). ACR: best ACR over the same logs."
+        "(Algorithm 1, memory-based certification). " + ACR_CONVENTIONS + " " + intervals_caption(alpha)
     )
     if norm == 1:
         readings = {
@@ -169,4 +277,4 @@ def best_table_caption(method: str, *, norm: int = 2, uniform_conventions: Mappi
                 + "; ".join(f"on {dataset}, {readings[convention]}" for dataset, convention in conventions.items())
                 + "."
             )
-    return text
+    return text if selection is None else f"{text} {selection_caption(selection)}"

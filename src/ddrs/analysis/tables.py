@@ -1,12 +1,21 @@
 """Assemble the paper's tables from certification logs (DDRS §4.1–4.4, Appendices B, F, H).
 
 Every table takes a list of :class:`~ddrs.analysis.records.LogRecord` and returns DataFrames with
-one column per radius (named ``"0.25"`` etc., values in percent) and ``ACR``. A "best" row is the
-envelope over its candidate logs: at each radius the best certified accuracy over training σ
-(fixed-σ rows) or over σ₀ and K (-DS rows), as the paper states for Tables 1–4. Its ACR is the
-best ACR over the same candidates (each candidate's own ACR, not the ACR of the envelope, which
-no single classifier attains). The companion ``winners`` table records which (σ₀, K) won each
-cell.
+one column per radius (named ``"0.25"`` etc., values in percent), its ACR columns, and a 95%
+interval on every such cell (columns ``<c>_low``, ``<c>_high``; :mod:`ddrs.analysis.assemble`
+gives the CSV contract and the significance-aware bold mask the frame carries).
+
+A "best" row is the envelope over its candidate logs: at each radius the best certified accuracy
+over training σ (fixed-σ rows) or over σ₀ and K (-DS rows), as the paper states for Tables 1–4.
+It has both ACR conventions (:mod:`ddrs.analysis.evidence`): ``ACR_per_log``, the best ACR of any
+one candidate, and ``ACR_per_input_best``, the paper's, each input's best radius over the same
+candidates (an oracle figure). Rows of one log (Appendix H, the per-σ studies) have one ``ACR``.
+The companion ``winners`` table records which (σ₀, K) won each cell.
+
+``selection="test"`` chooses each cell's candidate on the test inputs it reports (the paper's);
+``selection="held_out"`` chooses on a seeded half and reports on the other half. ``alpha``
+(interval level 1 − α, significance level of the bolding), ``seed`` (bootstrap and split) and
+``n_boot`` (bootstrap resamples) are keyword parameters of every builder that has intervals.
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.metrics import acr, certified_accuracy, envelope, paper_radii
+from ddrs.analysis.assemble import BOLD_ATTR, assemble, radius_column
+from ddrs.analysis.evidence import PER_LOG, row_evidence, selection_masks
+from ddrs.analysis.metrics import paper_radii
 from ddrs.analysis.records import LogRecord, load_log, modes_of, variant_order
 from ddrs.errors import LogFormatError
 from ddrs.memory import MEMORY_ACTIONS
@@ -33,24 +44,6 @@ class BestTable:
 
     table: pd.DataFrame
     winners: pd.DataFrame
-
-
-def radius_column(radius: float) -> str:
-    """Column name of a radius: two decimals, as in the paper's headers."""
-    return f"{radius:.2f}"
-
-
-def metric_columns(frame: pd.DataFrame) -> list[str]:
-    """The radius columns and ``ACR`` of a table, in order."""
-    return [c for c in frame.columns if c == "ACR" or _is_radius(c)]
-
-
-def _is_radius(column) -> bool:
-    try:
-        float(column)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
@@ -75,6 +68,8 @@ def _check_same_inputs(logs: Sequence[tuple[str, str, pd.DataFrame]]) -> None:
     """Logs compared in one table must certify the same test inputs: (source, dataset, log)."""
     first: dict[str, tuple[str, set]] = {}
     for source, dataset, log in logs:
+        if log["idx"].duplicated().any():
+            raise LogFormatError(f"{source}: an input idx appears twice; a log certifies each input once")
         inputs = set(log["idx"].tolist())
         reference, expected = first.setdefault(dataset, (source, inputs))
         if expected != inputs:
@@ -97,17 +92,22 @@ def _grouped(loaded, key) -> dict[tuple, list[tuple[LogRecord, pd.DataFrame]]]:
     return groups
 
 
-def _best_row(candidates, radii: Sequence[float]) -> tuple[dict, list[dict]]:
-    """Envelope over candidates at each radius (percent) and best ACR, with the winning settings."""
-    curves = {i: 100 * certified_accuracy(log, radii) for i, (_, log) in enumerate(candidates)}
-    best, winner = envelope(curves)
-    scores = [acr(log) for _, log in candidates]
-    best_acr = int(np.argmax(scores))
-    row = {radius_column(r): best.loc[r] for r in best.index}
-    row["ACR"] = scores[best_acr]
-    winners = [_winner(candidates[winner.loc[r]][0], "certified_accuracy", r, best.loc[r]) for r in best.index]
-    winners.append(_winner(candidates[best_acr][0], "ACR", np.nan, scores[best_acr]))
-    return row, winners
+def _envelope(candidates, radii: Radii, selection: str, seed: int, single: bool = False):
+    """Evidence of a best row over its candidates, under ``selection``."""
+    record, log = candidates[0]
+    select, evaluate = selection_masks(selection, len(log), seed=seed, dataset=record.dataset)
+    logs = [log for _, log in candidates]
+    grid = _radii_for(radii, record.dataset, record.norm)
+    return row_evidence(record.dataset, logs, grid, select=select, evaluate=evaluate, single=single)
+
+
+def _winners(candidates, evidence, row: pd.Series) -> list[dict]:
+    """Which candidate won each cell of a best row, with the cell's value."""
+    cells = [("certified_accuracy", r, radius_column(r)) for r in evidence.radii] + [(PER_LOG, np.nan, PER_LOG)]
+    return [
+        _winner(candidates[chosen][0], metric, radius, row[column])
+        for (metric, radius, column), chosen in zip(cells, evidence.chosen, strict=True)
+    ]
 
 
 def _winner(record: LogRecord, metric: str, radius: float, value: float) -> dict:
@@ -127,88 +127,96 @@ def _modes(candidates, name) -> dict:
     return {"train": train.upper(), "certify": certify.upper()}
 
 
-def _frame(rows: list[dict], leading: list[str]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows)
-    radii = sorted({c for c in frame.columns if _is_radius(c)}, key=float)
-    return frame[leading + radii + ["ACR"]]
-
-
-def best_table(records: Sequence[LogRecord], radii: Radii = None) -> BestTable:
+def best_table(
+    records: Sequence[LogRecord],
+    radii: Radii = None,
+    *,
+    selection: str = "test",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> BestTable:
     """Tables 1–4: per dataset, one row per variant (Cohen, Cohen-DS, Cohen-DS², …).
 
     Each row is the best certified accuracy per radius (percent) over its logs — training σ for
-    fixed-σ rows, σ₀ and K for data-dependent rows — and the best ACR over the same logs.
+    fixed-σ rows, σ₀ and K for data-dependent rows — with ``ACR_per_log`` and
+    ``ACR_per_input_best`` over the same logs, and intervals (module docstring).
     ``radii`` is one grid, a ``{dataset: grid}`` mapping, or ``None`` for the paper's grids
     (:func:`~ddrs.analysis.metrics.paper_radii`; ℓ1 grid of Table 4 for uniform noise).
     """
-    rows, winners = [], []
-    for (dataset, name), candidates in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
-        row, won = _best_row(candidates, _radii_for(radii, dataset, candidates[0][0].norm))
-        rows.append({"dataset": dataset, "variant": name, **_modes(candidates, name), **row})
-        winners.extend(won)
-    winners = pd.DataFrame(winners, columns=WINNER_COLUMNS).astype({"K": "Int64"})
-    return BestTable(_frame(rows, ["dataset", "variant", "train", "certify"]), winners)
+    groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
+    rows = []
+    for (dataset, name), candidates in groups.items():
+        keys = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
+        rows.append((keys, _envelope(candidates, radii, selection, seed)))
+    table = assemble(rows, ["dataset", "variant", "train", "certify"], alpha=alpha, seed=seed, n_boot=n_boot)
+    winners = [
+        w
+        for (_, evidence), candidates, (_, row) in zip(rows, groups.values(), table.iterrows(), strict=True)
+        for w in _winners(candidates, evidence, row)
+    ]
+    return BestTable(table, pd.DataFrame(winners, columns=WINNER_COLUMNS).astype({"K": "Int64"}))
 
 
-def per_setting_table(records: Sequence[LogRecord], radii: Radii = None) -> pd.DataFrame:
+def per_setting_table(
+    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+) -> pd.DataFrame:
     """Appendix H: certified accuracy (percent) per radius for every (variant, σ₀, K), and ACR."""
     rows = []
-    groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
-    for (dataset, name), members in groups.items():
+    for (dataset, name), members in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
         for record, log in members:
-            curve = 100 * certified_accuracy(log, _radii_for(radii, dataset, record.norm))
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "variant": name,
-                    **_modes(members, name),
-                    "sigma0": record.sigma0,
-                    "K": record.K,
-                    **{radius_column(r): v for r, v in curve.items()},
-                    "ACR": acr(log),
-                }
-            )
-    frame = _frame(rows, ["dataset", "variant", "train", "certify", "sigma0", "K"])
+            keys = {"dataset": dataset, "variant": name, **_modes(members, name), "sigma0": record.sigma0}
+            keys["K"] = record.K
+            rows.append((keys, _envelope([(record, log)], radii, "test", seed, single=True)))
+    leading = ["dataset", "variant", "train", "certify", "sigma0", "K"]
+    frame = assemble(rows, leading, alpha=alpha, seed=seed, n_boot=n_boot)
     frame["K"] = frame["K"].astype("Int64")
     return frame
 
 
-def per_sigma_table(records: Sequence[LogRecord], radii: Radii = None) -> pd.DataFrame:
+def per_sigma_table(
+    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+) -> pd.DataFrame:
     """One row per (σ₀, log), σ₀ ascending and the given order within each σ₀: certified accuracy
     (percent) per radius and ACR, the layout of Jeong & Shin (2020) Table 2 and of Sun et al. (2024)
-    Tables 2 and 3 (fixed-σ certification of models trained by different methods)."""
+    Tables 2 and 3 (fixed-σ certification of models trained by different methods).
+
+    Bold compares the methods at the same σ₀ (each σ₀ block is its own group)."""
     loaded = _load_all(records)
     rows = []
     for _, (record, log) in sorted(enumerate(loaded), key=lambda item: (item[1][0].sigma0, item[0])):
-        curve = 100 * certified_accuracy(log, _radii_for(radii, record.dataset, record.norm))
-        rows.append(
-            {
-                "dataset": record.dataset,
-                "sigma0": record.sigma0,
-                "variant": record.name,
-                **{radius_column(r): v for r, v in curve.items()},
-                "ACR": acr(log),
-            }
-        )
-    return _frame(rows, ["dataset", "sigma0", "variant"])
+        keys = {"dataset": record.dataset, "sigma0": record.sigma0, "variant": record.name}
+        rows.append((keys, _envelope([(record, log)], radii, "test", seed, single=True)))
+    leading = ["dataset", "sigma0", "variant"]
+    return assemble(rows, leading, groups=("dataset", "sigma0"), alpha=alpha, seed=seed, n_boot=n_boot)
 
 
-def grid_search_table(records: Sequence[LogRecord], radii: Radii = None) -> pd.DataFrame:
+def grid_search_table(
+    records: Sequence[LogRecord],
+    radii: Radii = None,
+    *,
+    selection: str = "test",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
     """Appendix B: fixed σ, grid search (Method-GDS-n-{1,2,4,10}) and Algorithm 1 (Method-DS).
 
     One row per (σ₀, variant), best over K where a variant has several; then per variant the
-    envelope over σ₀ (``sigma0 == "envelope"``), the last panel of the appendix figure.
+    envelope over σ₀ (``sigma0 == "envelope"``), the last panel of the appendix figure. Bold
+    compares the variants within each σ₀ block and within the envelope block.
     """
     loaded = _load_all(records)
     rows = []
     per_sigma = _grouped(loaded, lambda r: (r.dataset, r.sigma0, r.name))
     for (dataset, sigma0, name), candidates in sorted(per_sigma.items(), key=_by_dataset_then_sigma(per_sigma)):
-        row, _ = _best_row(candidates, _radii_for(radii, dataset, candidates[0][0].norm))
-        rows.append({"dataset": dataset, "sigma0": f"{sigma0:g}", "variant": name, **row})
+        keys = {"dataset": dataset, "sigma0": f"{sigma0:g}", "variant": name}
+        rows.append((keys, _envelope(candidates, radii, selection, seed)))
     for (dataset, name), candidates in _grouped(loaded, lambda r: (r.dataset, r.name)).items():
-        row, _ = _best_row(candidates, _radii_for(radii, dataset, candidates[0][0].norm))
-        rows.append({"dataset": dataset, "sigma0": "envelope", "variant": name, **row})
-    return _frame(rows, ["dataset", "sigma0", "variant"])
+        keys = {"dataset": dataset, "sigma0": "envelope", "variant": name}
+        rows.append((keys, _envelope(candidates, radii, selection, seed)))
+    leading = ["dataset", "sigma0", "variant"]
+    return assemble(rows, leading, groups=("dataset", "sigma0"), alpha=alpha, seed=seed, n_boot=n_boot)
 
 
 def _by_dataset_then_sigma(groups: dict):
@@ -289,28 +297,37 @@ def memory_table(records: Sequence[LogRecord]) -> pd.DataFrame:
     return frame
 
 
-def log_table(logs: Mapping[str, str | os.PathLike | pd.DataFrame], radii: Sequence[float]) -> BestTable:
-    """Any logs side by side: one row per labelled log, then their ``envelope`` row.
+def log_table(
+    logs: Mapping[str, str | os.PathLike | pd.DataFrame],
+    radii: Sequence[float],
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> BestTable:
+    """Any logs side by side: one row per labelled log, then their ``envelope`` row, with intervals.
 
-    The envelope row is the best certified accuracy per radius over the logs and their best ACR;
-    ``winners`` (columns ``metric, radius, log, value``) names the log behind each of its cells.
+    The envelope row is the best certified accuracy per radius over the logs and both ACR
+    conventions (for one log they coincide); ``winners`` (columns ``metric, radius, log, value``)
+    names the log behind each of its cells. The envelope row is never bold.
     """
     if not logs:
         raise ValueError("no certification logs given")
     frames = {label: load_log(log) for label, log in logs.items()}
     _check_same_inputs([(_source(logs[label]), "", frame) for label, frame in frames.items()])
-    rows = []
-    for label, log in frames.items():
-        curve = 100 * certified_accuracy(log, radii)
-        rows.append({"log": label, **{radius_column(r): v for r, v in curve.items()}, "ACR": acr(log)})
-    best, winner = envelope({label: 100 * certified_accuracy(log, radii) for label, log in frames.items()})
-    scores = pd.Series({label: acr(log) for label, log in frames.items()})
-    rows.append({"log": "envelope", **{radius_column(r): v for r, v in best.items()}, "ACR": scores.max()})
+    rows = [({"log": label}, row_evidence("", [log], radii)) for label, log in frames.items()]
+    envelope = row_evidence("", list(frames.values()), radii)
+    rows.append(({"log": "envelope"}, envelope))
+    table = assemble(rows, ["log"], groups=(), alpha=alpha, seed=seed, n_boot=n_boot)
+    last = table.index[-1]
+    table.attrs[BOLD_ATTR] = frozenset(cell for cell in table.attrs[BOLD_ATTR] if cell[0] != last)
+    labels = list(frames)
+    cells = [("certified_accuracy", r, radius_column(r)) for r in envelope.radii] + [(PER_LOG, np.nan, PER_LOG)]
     winners = [
-        {"metric": "certified_accuracy", "radius": r, "log": winner.loc[r], "value": best.loc[r]} for r in best.index
+        {"metric": metric, "radius": radius, "log": labels[chosen], "value": table.loc[last, column]}
+        for (metric, radius, column), chosen in zip(cells, envelope.chosen, strict=True)
     ]
-    winners.append({"metric": "ACR", "radius": np.nan, "log": scores.idxmax(), "value": scores.max()})
-    return BestTable(_frame(rows, ["log"]), pd.DataFrame(winners))
+    return BestTable(table, pd.DataFrame(winners))
 
 
 def _source(log) -> str:

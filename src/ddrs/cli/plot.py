@@ -1,4 +1,5 @@
-"""``ddrs plot``: certified accuracy vs radius of any certification logs, with their envelope."""
+"""``ddrs plot``: certified accuracy vs radius of any certification logs, with their envelope and
+exact Clopper–Pearson bands."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one legend entry per log")
     parser.add_argument("--norm", type=int, choices=[1, 2], default=2, help="ℓp norm of the radii (axis label)")
     parser.add_argument("--title", default=None, help="figure title")
+    parser.add_argument("--alpha", type=float, default=0.05, help="bands are 1 - ALPHA Clopper-Pearson intervals")
+    parser.add_argument("--no-bands", action="store_true", help="draw the curves without interval bands")
     parser.add_argument("--out", required=True, help="curves.png to write (and curves.pdf beside it)")
     parser.set_defaults(run=run, compute="numpy")
 
@@ -23,6 +26,9 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.analysis.records import labelled_logs
     from ddrs.plots import curves_figure, save_figure
 
-    figure = curves_figure(labelled_logs(args.logs, args.label), norm=args.norm, title=args.title)
+    if not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
+    alpha = None if args.no_bands else args.alpha
+    figure = curves_figure(labelled_logs(args.logs, args.label), norm=args.norm, title=args.title, alpha=alpha)
     for path in save_figure(figure, args.out):
         print(path)

@@ -1,4 +1,8 @@
-"""``ddrs table``: certified accuracy per radius and ACR of any certification logs, and their envelope."""
+"""``ddrs table``: certified accuracy per radius and ACR of any certification logs, and their envelope.
+
+Every cell has its 95% interval (exact Clopper–Pearson for certified accuracy, seeded paired
+bootstrap for ACR); the envelope row has both ACR conventions (per log and per input best).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,21 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one row name per log")
     parser.add_argument("--decimals", type=int, default=1, help="decimals of the percentages in .md/.tex")
+    parser.add_argument("--alpha", type=float, default=0.05, help="interval level 1 - ALPHA, and the bold test's level")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the ACR bootstrap")
+    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the ACR intervals")
+    parser.add_argument(
+        "--bold",
+        action="store_true",
+        help="bold the cells no other log beats significantly (exact McNemar + Holm; ACR: paired bootstrap)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="also compare every log with this one (a label or file stem): paired McNemar per radius with "
+        "Holm, bootstrap ACR differences, written to <out>_comparisons.csv/.md/.tex",
+    )
     parser.add_argument("--out", required=True, help="table.csv to write (.md and .tex beside it)")
     parser.set_defaults(run=run, compute="numpy")
 
@@ -31,6 +50,21 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.analysis.records import labelled_logs
 
     radii = list(RADII_CIFAR10) if args.radii is None else args.radii
-    result = log_table(labelled_logs(args.logs, args.label), radii)
-    write_table(result.table, args.out, decimals=args.decimals, bold=False)
-    print(to_markdown(result.table, decimals=args.decimals, bold=False), end="")
+    if not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
+    logs = labelled_logs(args.logs, args.label)
+    result = log_table(logs, radii, alpha=args.alpha, seed=args.seed, n_boot=args.n_boot)
+    write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
+    print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")
+    if args.baseline is not None:
+        from pathlib import Path
+
+        from ddrs.analysis.comparisons import log_comparisons_table
+        from ddrs.analysis.render import comparisons_caption
+
+        stats = {"alpha": args.alpha, "seed": args.seed, "n_boot": args.n_boot}
+        comparisons = log_comparisons_table(logs, radii, baseline=args.baseline, **stats)
+        out = Path(args.out)
+        caption = comparisons_caption(args.alpha)
+        write_table(comparisons, out.with_name(f"{out.stem}_comparisons.csv"), caption=caption, decimals=args.decimals)
+        print("\n" + to_markdown(comparisons, caption=caption, decimals=args.decimals), end="")

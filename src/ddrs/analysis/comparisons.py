@@ -1,0 +1,191 @@
+"""Paired comparisons of table rows, and how much choosing on the test set flatters a row.
+
+**Comparisons** (one table per best or study table). Each variant is compared with its baseline on
+the same test inputs: in a best table (DDRS Tables 1–4) Method-DS against Method, Method-DS²
+against Method-DS and Method; in a per-σ study (Jeong & Shin 2020 Table 2, Sun et al. 2024
+Tables 2–3) every method against the baseline (Gaussian, ``cohen``) at the same σ. One row per
+pair; the CSV columns are
+
+- keys: ``dataset`` (``sigma0``), ``variant``, ``baseline``;
+- per radius ``c`` (``"0.25"``): ``c`` the difference of certified accuracy (variant − baseline,
+  percentage points) of the logs behind the two cells; ``c_better`` / ``c_worse`` the inputs
+  certified at r by the variant only / by the baseline only; ``c_p`` the exact McNemar p-value;
+  ``c_p_holm`` that p Holm-adjusted across the pair's radii;
+- per ACR column: the difference and ``_low`` / ``_high``, its paired-bootstrap interval (the
+  resamples of the tables, so it pairs with their intervals).
+
+A cell is bold when significant at α: ``c_p_holm < α``, or an ACR interval that excludes 0.
+
+**Selection optimism.** Per best row and cell, on the evaluation half of
+:func:`~ddrs.analysis.stats.held_out_split` (the inputs the ``held_out`` table reports):
+``optimism = max_l value_E(l) − value_E(l_S)``, where ``value_E(l)`` is candidate ``l``'s certified
+accuracy at r (or ACR) on the evaluation half and ``l_S`` is the candidate the selection half
+chose. The first term is what the paper's test-set selection reports on those inputs, the second
+the held-out table's cell, so optimism ≥ 0. Its interval is the percentile bootstrap over the
+evaluation half, recomputing the maximum in every resample (the split itself is held fixed). The
+maximum of resampled means is biased upward, and optimism cannot be negative, so an interval above
+0 is no test: nothing in this table is bold. ``ACR_per_input_best`` selects nothing and has no
+optimism.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
+from ddrs.analysis.evidence import PER_LOG, Evidence, candidate_arrays, row_evidence, selection_masks
+from ddrs.analysis.records import LogRecord, load_log
+from ddrs.analysis.stats import bootstrap_means, holm, mcnemar, percentile_interval
+from ddrs.analysis.tables import Radii, _check_same_inputs, _envelope, _grouped, _load_all, _modes, _radii_for
+
+#: (train, certify) modes of a best-table row → the modes of its baselines, in order.
+BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
+
+
+def compare(variant: Evidence, baseline: Evidence, *, alpha: float, seed: int, n_boot: int) -> tuple[dict, set]:
+    """One comparison row's values (module docstring) and its significant columns."""
+    if variant.radii != baseline.radii or variant.inputs != baseline.inputs:
+        raise ValueError("compared rows must share their radius grid and test inputs")
+    row, significant = {}, set()
+    better, worse, p = mcnemar(variant.certified, baseline.certified)
+    adjusted = holm(p)
+    difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
+    for i, r in enumerate(variant.radii):
+        column = radius_column(r)
+        row[column] = difference[i]
+        row |= {f"{column}_better": int(better[i]), f"{column}_worse": int(worse[i])}
+        row |= {f"{column}_p": p[i], f"{column}_p_holm": adjusted[i]}
+        if adjusted[i] < alpha:
+            significant.add(column)
+    columns = [c for c in variant.acr if c in baseline.acr]
+    values = np.stack([variant.acr[c] - baseline.acr[c] for c in columns], axis=1)
+    low, high = percentile_interval(bootstrap_means(values, n_boot=n_boot, seed=seed, dataset=variant.dataset), alpha)
+    for j, column in enumerate(columns):
+        row[column] = float(values[:, j].mean())
+        row |= dict(zip(interval_columns(column), (float(low[j]), float(high[j])), strict=True))
+        if low[j] > 0 or high[j] < 0:
+            significant.add(column)
+    return row, significant
+
+
+def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], **stats) -> pd.DataFrame:
+    rows, bold = [], set()
+    for position, (keys, variant, baseline) in enumerate(pairs):
+        values, significant = compare(variant, baseline, **stats)
+        rows.append({**keys, **values})
+        bold |= {(position, column) for column in significant}
+    frame = ordered(pd.DataFrame(rows, columns=None if rows else leading), leading)
+    frame.attrs[BOLD_ATTR] = frozenset(bold)
+    return frame
+
+
+def comparisons_table(
+    records: Sequence[LogRecord],
+    radii: Radii = None,
+    *,
+    selection: str = "test",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
+    """The comparisons of a best table (:func:`~ddrs.analysis.tables.best_table`, same arguments):
+    Method-DS vs Method, Method-DS² vs Method-DS and vs Method, per dataset and method."""
+    groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
+    rows = {key: (candidates[0][0], _modes(candidates, key[1])) for key, candidates in groups.items()}
+    evidence = {key: _envelope(candidates, radii, selection, seed) for key, candidates in groups.items()}
+    pairs = []
+    for (dataset, name), (record, modes) in rows.items():
+        for modes_b in BASELINES.get((modes["train"].lower(), modes["certify"].lower()), ()):
+            for (dataset_b, name_b), (record_b, found) in rows.items():
+                same = dataset_b == dataset and record_b.method == record.method
+                if same and (found["train"].lower(), found["certify"].lower()) == modes_b:
+                    keys = {"dataset": dataset, "variant": name, "baseline": name_b}
+                    pairs.append((keys, evidence[(dataset, name)], evidence[(dataset_b, name_b)]))
+    return _table(pairs, ["dataset", "variant", "baseline"], alpha=alpha, seed=seed, n_boot=n_boot)
+
+
+def study_comparisons_table(
+    records: Sequence[LogRecord],
+    radii: Radii = None,
+    *,
+    baseline: str = "cohen",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
+    """The comparisons of a per-σ study (:func:`~ddrs.analysis.tables.per_sigma_table`): every
+    row against the ``baseline`` row at the same dataset and σ₀. ``baseline`` is a row name
+    (``"Gaussian"``, an ablation variant's name) or the method key of an un-renamed row (``cohen``)."""
+    loaded = _load_all(records)
+    blocks: dict[tuple, list] = {}
+    for record, log in loaded:
+        blocks.setdefault((record.dataset, record.sigma0), []).append((record, log))
+    pairs = []
+    for (dataset, sigma0), members in sorted(blocks.items(), key=lambda item: item[0][1]):
+        is_base = [r.name == baseline or (r.variant is None and r.method == baseline) for r, _ in members]
+        if sum(is_base) != 1:
+            names = [r.name for r, _ in members]
+            raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {names}")
+        base_record, base_log = members[is_base.index(True)]
+        base = _envelope([(base_record, base_log)], radii, "test", seed, single=True)
+        for (record, log), skip in zip(members, is_base, strict=True):
+            if not skip:
+                keys = {"dataset": dataset, "sigma0": sigma0, "variant": record.name, "baseline": base_record.name}
+                pairs.append((keys, _envelope([(record, log)], radii, "test", seed, single=True), base))
+    leading = ["dataset", "sigma0", "variant", "baseline"]
+    return _table(pairs, leading, alpha=alpha, seed=seed, n_boot=n_boot)
+
+
+def selection_optimism_table(
+    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+) -> pd.DataFrame:
+    """Per best-table row and cell, test-selected minus held-out-selected value on the evaluation
+    half, with a bootstrap interval (module docstring); arguments as
+    :func:`~ddrs.analysis.tables.best_table`. Nothing is bold."""
+    rows = []
+    for (dataset, name), candidates in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
+        record = candidates[0][0]
+        grid = _radii_for(radii, dataset, record.norm)
+        certified, radius = candidate_arrays([log for _, log in candidates], grid)
+        select, evaluate = selection_masks("held_out", radius.shape[1], seed=seed, dataset=dataset)
+        chosen = [*certified[:, :, select].sum(axis=2).argmax(axis=0), radius[:, select].sum(axis=1).argmax()]
+        # candidates × cells × evaluation inputs: each radius's indicators (percent), then the radii
+        values = np.concatenate([100 * certified[:, :, evaluate], radius[:, None, evaluate]], axis=1)
+        point = values.mean(axis=2)
+        cells = np.arange(values.shape[1])
+        estimate = point.max(axis=0) - point[chosen, cells]
+        flat = values.transpose(2, 0, 1).reshape(values.shape[2], -1)
+        draws = bootstrap_means(flat, n_boot=n_boot, seed=seed, dataset=dataset).reshape(n_boot, *point.shape)
+        low, high = percentile_interval(draws.max(axis=1) - draws[:, chosen, cells], alpha)
+        row = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
+        for column, value, lo, hi in zip([*map(radius_column, grid), PER_LOG], estimate, low, high, strict=True):
+            row |= {column: value, **dict(zip(interval_columns(column), (lo, hi), strict=True))}
+        rows.append(row)
+    frame = ordered(pd.DataFrame(rows), ["dataset", "variant", "train", "certify"])
+    frame.attrs[BOLD_ATTR] = frozenset()
+    return frame
+
+
+def log_comparisons_table(
+    logs: Mapping[str, str | os.PathLike | pd.DataFrame],
+    radii: Sequence[float],
+    *,
+    baseline: str,
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
+    """Any labelled logs against the one labelled ``baseline`` (``ddrs table --baseline``): one
+    row per other log, columns as the comparisons tables (module docstring)."""
+    if baseline not in logs:
+        raise ValueError(f"baseline {baseline!r} is not one of the logs {list(logs)}")
+    frames = {label: load_log(log) for label, log in logs.items()}
+    _check_same_inputs([(label, "", frame) for label, frame in frames.items()])
+    evidence = {label: row_evidence("", [frame], radii) for label, frame in frames.items()}
+    pairs = [({"log": label, "baseline": baseline}, e, evidence[baseline]) for label, e in evidence.items()]
+    pairs = [pair for pair in pairs if pair[0]["log"] != baseline]
+    return _table(pairs, ["log", "baseline"], alpha=alpha, seed=seed, n_boot=n_boot)

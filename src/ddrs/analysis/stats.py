@@ -1,0 +1,114 @@
+"""The statistics behind the tables' intervals, comparisons and honest selection.
+
+- Certified accuracy over n test inputs is a binomial proportion: its interval is the exact
+  Clopper–Pearson one (:func:`ddrs.binomial.clopper_pearson`).
+- ACR is a mean of per-input radii: its interval is a seeded percentile bootstrap over test inputs.
+  All cells of one dataset share the same resamples, so the bootstrap of a difference between two
+  rows is paired (the same inputs in every resample).
+- Two rows' "certified at r" indicators on the same inputs are compared with the exact McNemar
+  test, a two-sided binomial test with p = ½ on the discordant pairs, then Holm-adjusted across a
+  table's radii.
+
+Every draw comes from a generator seeded by ``(seed, stream, dataset)``, so adding a dataset to a
+table does not change another dataset's draws, and the held-out split never reuses the bootstrap's.
+"""
+
+from __future__ import annotations
+
+import zlib
+from enum import IntEnum
+
+import numpy as np
+from scipy.stats import binom
+
+#: resamples drawn per block (memory: block × inputs counts)
+_BLOCK = 256
+
+
+class Stream(IntEnum):
+    """Independent random streams of one table's statistics."""
+
+    SPLIT = 0  #: which test inputs select and which evaluate under ``selection="held_out"``
+    BOOTSTRAP = 1  #: the resamples of the ACR intervals
+
+
+def generator(seed: int, stream: Stream, dataset: str) -> np.random.Generator:
+    """The generator of one stream of one dataset, from the config's seed."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int(stream), zlib.crc32(dataset.encode())]))
+
+
+def bootstrap_means(values: np.ndarray, *, n_boot: int, seed: int, dataset: str) -> np.ndarray:
+    """Means of each column of ``values`` (inputs × columns) over ``n_boot`` resamples of the inputs.
+
+    Returns ``n_boot × columns``. Resample b draws n inputs with replacement (multinomial counts),
+    the same for every column, so column differences are paired. Same (seed, dataset, n): same draws.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2 or values.shape[0] == 0:
+        raise ValueError(f"bootstrap needs a non-empty inputs × columns array, got shape {values.shape}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be positive, got {n_boot}")
+    n = values.shape[0]
+    rng = generator(seed, Stream.BOOTSTRAP, dataset)
+    means = np.empty((n_boot, values.shape[1]))
+    for start in range(0, n_boot, _BLOCK):
+        stop = min(start + _BLOCK, n_boot)
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=stop - start)
+        means[start:stop] = counts @ values / n
+    return means
+
+
+def percentile_interval(samples: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The (α/2, 1 − α/2) percentiles of bootstrap ``samples`` along axis 0."""
+    low, high = np.quantile(samples, [alpha / 2, 1 - alpha / 2], axis=0)
+    return low, high
+
+
+def mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact McNemar test of paired indicators ``a`` and ``b`` (… × inputs, compared on the last axis).
+
+    Returns (``a_only``, ``b_only``, p): the discordant counts and the two-sided exact p-value,
+    ``min(1, 2 · BinomCDF(min(a_only, b_only); a_only + b_only, ½))`` — for p = ½ exactly
+    ``scipy.stats.binomtest(a_only, a_only + b_only).pvalue``, and 1 with no discordant pair.
+    """
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"paired indicators must have the same shape, got {a.shape} and {b.shape}")
+    a_only = (a & ~b).sum(axis=-1)
+    b_only = (b & ~a).sum(axis=-1)
+    return a_only, b_only, mcnemar_p(a_only, b_only)
+
+
+def mcnemar_p(a_only, b_only) -> np.ndarray:
+    """Exact two-sided McNemar p-value from the discordant counts (see :func:`mcnemar`)."""
+    a_only, b_only = np.asarray(a_only), np.asarray(b_only)
+    return np.minimum(1.0, 2 * binom.cdf(np.minimum(a_only, b_only), a_only + b_only, 0.5))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (NaN entries are not in the family).
+
+    The k-th smallest of m p-values becomes ``max_{j ≤ k} min(1, (m − j + 1) · p_(j))``.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    adjusted = np.full(p.shape, np.nan)
+    present = ~np.isnan(p)
+    order = np.argsort(p[present], kind="stable")
+    ranked = p[present][order]
+    m = len(ranked)
+    steps = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * ranked))
+    values = np.empty(m)
+    values[order] = steps
+    adjusted[present] = values
+    return adjusted
+
+
+def held_out_split(inputs: int, *, seed: int, dataset: str) -> tuple[np.ndarray, np.ndarray]:
+    """Masks over ``inputs`` test inputs (in ``idx`` order): a seeded half that selects
+    (⌊n/2⌋ inputs) and the other half that evaluates. Needs at least two inputs."""
+    if inputs < 2:
+        raise ValueError(f"a held-out split needs at least 2 test inputs, got {inputs}")
+    chosen = generator(seed, Stream.SPLIT, dataset).permutation(inputs)[: inputs // 2]
+    select = np.zeros(inputs, dtype=bool)
+    select[chosen] = True
+    return select, ~select

@@ -1,0 +1,94 @@
+"""Each statistic of the tables against an independent computation (statsmodels, scipy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from ddrs.analysis.stats import bootstrap_means, held_out_split, holm, mcnemar, percentile_interval
+from ddrs.binomial import clopper_pearson
+
+
+@pytest.mark.parametrize("n", [1, 7, 40, 200, 1000])
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_clopper_pearson_equals_statsmodels_on_a_grid(n, alpha):
+    k = np.unique(np.linspace(0, n, 23).round().astype(int))
+    low, high = clopper_pearson(k, n, alpha)
+    expected_low, expected_high = proportion_confint(k, n, alpha=alpha, method="beta")
+    assert low == pytest.approx(expected_low, rel=1e-10, abs=1e-14)
+    assert high == pytest.approx(expected_high, rel=1e-10, abs=1e-14)
+    assert low[0] == 0.0 and high[-1] == 1.0
+
+
+def test_clopper_pearson_refuses_impossible_counts():
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        clopper_pearson(5, 4)
+
+
+def test_mcnemar_equals_statsmodels_exact_and_scipy_binomtest():
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(1, 80))
+        a, b = rng.random(n) < rng.random(), rng.random(n) < rng.random()
+        a_only, b_only, p = mcnemar(a, b)
+        table = [[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]]
+        assert (a_only, b_only) == (table[0][1], table[1][0])
+        assert p == pytest.approx(statsmodels_mcnemar(table, exact=True).pvalue, rel=1e-12)
+        if a_only + b_only:
+            assert p == pytest.approx(binomtest(int(a_only), int(a_only + b_only)).pvalue, rel=1e-9)
+        else:
+            assert p == 1.0
+
+
+def test_mcnemar_is_vectorised_over_leading_axes():
+    rng = np.random.default_rng(4)
+    a, b = rng.random((3, 5, 30)) < 0.5, rng.random((3, 5, 30)) < 0.6
+    _, _, p = mcnemar(a, b)
+    assert p.shape == (3, 5) and p[1, 2] == mcnemar(a[1, 2], b[1, 2])[2]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_holm_equals_statsmodels(seed):
+    p = np.random.default_rng(seed).random(11) ** 3
+    p[seed] = p[(seed + 1) % 11]  # a tie
+    assert holm(p) == pytest.approx(multipletests(p, method="holm")[1], rel=1e-12)
+
+
+def test_holm_leaves_missing_p_values_out_of_the_family():
+    p = np.array([0.01, np.nan, 0.04])
+    adjusted = holm(p)
+    assert np.isnan(adjusted[1])
+    assert adjusted[[0, 2]] == pytest.approx(multipletests([0.01, 0.04], method="holm")[1])
+
+
+def test_bootstrap_is_reproducible_under_one_seed_and_differs_under_another():
+    values = np.random.default_rng(0).random((50, 3))
+    first = bootstrap_means(values, n_boot=300, seed=7, dataset="digits")
+    assert np.array_equal(first, bootstrap_means(values, n_boot=300, seed=7, dataset="digits"))
+    assert not np.array_equal(first, bootstrap_means(values, n_boot=300, seed=8, dataset="digits"))
+    assert not np.array_equal(first, bootstrap_means(values, n_boot=300, seed=7, dataset="mnist"))
+    # paired: every column sees the same resampled inputs, so a column difference is the mean difference
+    difference = bootstrap_means(values[:, [0]] - values[:, [1]], n_boot=300, seed=7, dataset="digits")
+    assert difference[:, 0] == pytest.approx(first[:, 0] - first[:, 1])
+
+
+def test_bootstrap_interval_covers_the_mean_of_a_known_distribution():
+    values = np.random.default_rng(1).normal(2.0, 1.0, size=(400, 1))
+    low, high = percentile_interval(bootstrap_means(values, n_boot=2000, seed=0, dataset="x"))
+    # the standard error is 1/20; the 95% interval is about mean ± 0.098
+    assert low[0] < values.mean() < high[0]
+    assert high[0] - low[0] == pytest.approx(2 * 1.96 * values.std() / 20, rel=0.15)
+
+
+def test_held_out_split_is_a_seeded_half():
+    select, evaluate = held_out_split(41, seed=0, dataset="digits")
+    assert select.sum() == 20 and evaluate.sum() == 21 and not (select & evaluate).any()
+    again, _ = held_out_split(41, seed=0, dataset="digits")
+    other, _ = held_out_split(41, seed=1, dataset="digits")
+    assert np.array_equal(select, again) and not np.array_equal(select, other)
+    with pytest.raises(ValueError, match="at least 2"):
+        held_out_split(1, seed=0, dataset="digits")

@@ -1,0 +1,218 @@
+"""The tables' statistics on logs built for them: per-input-best ACR, held-out selection, selection
+optimism, significance-aware bold and the paired comparisons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from ddrs.analysis import LogRecord, best_table, per_sigma_table
+from ddrs.analysis.assemble import BOLD_ATTR
+from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
+from ddrs.analysis.stats import held_out_split
+from ddrs.errors import LogFormatError
+
+
+def make_log(radii) -> pd.DataFrame:
+    """One row per input (idx 0..): a certified radius, or 0 for a wrong prediction."""
+    radii = np.asarray(radii, dtype=float)
+    correct = (radii > 0).astype(int)
+    return pd.DataFrame(
+        {
+            "idx": np.arange(len(radii)),
+            "label": 1,
+            "predict": np.where(correct, 1, 2),
+            "radius": radii,
+            "correct": correct,
+        }
+    )
+
+
+def bold(frame: pd.DataFrame, column: str) -> list[str]:
+    """The variants whose ``column`` cell is bold."""
+    return sorted(frame.loc[row, "variant"] for row, c in frame.attrs[BOLD_ATTR] if c == column)
+
+
+def test_per_input_best_acr_over_three_logs_differs_from_the_best_single_log():
+    # three σ, each best on a different input: per-log ACR 0.4, per-input best 1.0
+    logs = [make_log([1.2, 0.0, 0.0]), make_log([0.0, 0.9, 0.3]), make_log([0.2, 0.0, 0.9])]
+    records = [LogRecord(log, "cifar10", "cohen", sigma0=s) for log, s in zip(logs, (0.12, 0.25, 0.5), strict=True)]
+    row = best_table(records, radii=[0.0, 0.5]).table.iloc[0]
+    assert row["ACR_per_log"] == pytest.approx(max(1.2, 1.2, 1.1) / 3)  # 0.4: the first log (ties → first)
+    assert row["ACR_per_input_best"] == pytest.approx((1.2 + 0.9 + 0.9) / 3)
+    assert row["ACR_per_input_best_low"] <= row["ACR_per_input_best"] <= row["ACR_per_input_best_high"]
+
+
+def two_candidates(n: int = 40, seed: int = 0, dataset: str = "digits"):
+    """Candidate A certifies every selection-half input and no evaluation-half input; B the reverse
+    on the evaluation half and a quarter of the selection half. Test selection picks B (more
+    inputs overall); held-out selection picks A and reports 0 on the evaluation half."""
+    select, evaluate = held_out_split(n, seed=seed, dataset=dataset)
+    quarter = np.flatnonzero(select)[: select.sum() // 4]
+    a = np.where(select, 0.6, 0.0)
+    b = np.where(evaluate, 0.4, 0.0)
+    b[quarter] = 0.4
+    fs = [LogRecord(make_log(a), dataset, "cohen", sigma0=0.25), LogRecord(make_log(b), dataset, "cohen", sigma0=0.5)]
+    return fs, select, evaluate
+
+
+def test_held_out_selection_chooses_on_one_half_and_reports_on_the_other():
+    records, select, evaluate = two_candidates()
+    test = best_table(records, radii=[0.0, 0.5], selection="test")
+    held = best_table(records, radii=[0.0, 0.5], selection="held_out")
+    n_eval = evaluate.sum()
+    # test selection: B at r=0 (25 of 40 certified), only A reaches 0.5 (20 of 40)
+    winners = test.winners.set_index(["metric", "radius"])
+    assert winners.loc[("certified_accuracy", 0.0), "sigma0"] == 0.5
+    assert test.table.loc[0, ["0.00", "0.50"]].tolist() == pytest.approx([62.5, 50.0])
+    assert held.table.loc[0, "0.00"] == 0.0  # A chosen on the selection half, certifies none of the rest
+    held_winners = held.winners.set_index(["metric", "radius"])
+    assert held_winners.loc[("certified_accuracy", 0.0), "sigma0"] == 0.25
+    # per-log ACR: A wins on the selection half (0.6 · 20 > 0.4 · 5) and scores 0 on the evaluation half
+    assert held.table.loc[0, "ACR_per_log"] == 0.0
+    # per-input best has no choice to make: B's 0.4 on every evaluation input
+    assert held.table.loc[0, "ACR_per_input_best"] == pytest.approx(0.4)
+    # the interval is over the evaluation half only: Clopper–Pearson of 0 of 20 inputs
+    assert held.table.loc[0, "0.00_high"] == pytest.approx(100 * (1 - 0.025 ** (1 / n_eval)))
+
+
+def test_selection_optimism_is_test_selected_minus_held_out_selected_on_the_evaluation_half():
+    records, _, evaluate = two_candidates()
+    optimism = selection_optimism_table(records, radii=[0.0, 0.5], n_boot=500).iloc[0]
+    # on the evaluation half B certifies all, A none: test selection reports 100 %, held-out 0 %
+    assert optimism["0.00"] == pytest.approx(100.0) and optimism["0.50"] == 0.0
+    assert optimism["ACR_per_log"] == pytest.approx(0.4)
+    assert optimism["0.00_low"] == pytest.approx(100.0) and optimism["0.50_high"] == 0.0
+    assert "ACR_per_input_best" not in optimism.index
+    held = best_table(records, radii=[0.0, 0.5], selection="held_out").table.iloc[0]
+    assert held["0.00"] + optimism["0.00"] == pytest.approx(100.0)
+
+
+def test_one_digit_on_40_inputs_is_noise_and_a_large_gap_is_not():
+    ten, eleven, thirty = (np.r_[np.full(k, 0.5), np.zeros(40 - k)] for k in (10, 11, 30))
+    close = [
+        LogRecord(make_log(ten), "digits", "cohen", sigma0=0.25),
+        LogRecord(make_log(eleven), "digits", "macer", sigma0=0.25),
+    ]
+    table = per_sigma_table(close, radii=[0.0])
+    assert bold(table, "0.00") == ["Cohen", "MACER"] and bold(table, "ACR") == ["Cohen", "MACER"]
+    far = [
+        LogRecord(make_log(ten), "digits", "cohen", sigma0=0.25),
+        LogRecord(make_log(thirty), "digits", "macer", sigma0=0.25),
+    ]
+    table = per_sigma_table(far, radii=[0.0])
+    assert bold(table, "0.00") == ["MACER"] and bold(table, "ACR") == ["MACER"]
+
+
+def test_rows_of_different_sigma_do_not_compete_in_a_study_table():
+    ten, thirty = (np.r_[np.full(k, 0.5), np.zeros(40 - k)] for k in (10, 30))
+    records = [
+        LogRecord(make_log(ten), "digits", "cohen", sigma0=0.25),
+        LogRecord(make_log(thirty), "digits", "cohen", sigma0=0.5),
+    ]
+    assert per_sigma_table(records, radii=[0.0]).attrs[BOLD_ATTR] == frozenset()
+
+
+@pytest.fixture
+def ddrs_rows():
+    """Cohen (two σ), Cohen-DS (two K), Cohen-DS² on 60 inputs."""
+    rng = np.random.default_rng(5)
+    radius = lambda p: np.where(rng.random(60) < p, rng.uniform(0.1, 1.2, 60), 0.0)  # noqa: E731
+    return [
+        LogRecord(make_log(radius(0.5)), "digits", "cohen", "fs", "fs", 0.25),
+        LogRecord(make_log(radius(0.4)), "digits", "cohen", "fs", "fs", 0.5),
+        LogRecord(make_log(radius(0.7)), "digits", "cohen", "fs", "ds", 0.25, K=10),
+        LogRecord(make_log(radius(0.6)), "digits", "cohen", "fs", "ds", 0.25, K=20),
+        LogRecord(make_log(radius(0.9)), "digits", "cohen", "ds", "ds", 0.25, K=10),
+    ]
+
+
+def test_comparisons_pair_each_variant_with_its_baselines_on_the_winning_logs(ddrs_rows):
+    radii = [0.0, 0.25, 0.5, 1.0]
+    comparisons = comparisons_table(ddrs_rows, radii=radii, n_boot=400)
+    pairs = list(zip(comparisons["variant"], comparisons["baseline"], strict=True))
+    assert pairs == [("Cohen-DS", "Cohen"), ("Cohen-DS²", "Cohen-DS"), ("Cohen-DS²", "Cohen")]
+    best = best_table(ddrs_rows, radii=radii)
+    winners = best.winners.set_index(["variant", "metric", "radius"])
+    logs = {(r.name, r.sigma0, r.K): r.log for r in ddrs_rows}
+
+    def indicator(variant, r):
+        won = winners.loc[(variant, "certified_accuracy", r)]
+        log = logs[(variant, won["sigma0"], None if pd.isna(won["K"]) else int(won["K"]))]
+        return (log["correct"] == 1) & (log["radius"] >= r)
+
+    row = comparisons.iloc[0]
+    p = []
+    for r in radii:
+        ds, fs = indicator("Cohen-DS", r), indicator("Cohen", r)
+        table = [[np.sum(ds & fs), np.sum(ds & ~fs)], [np.sum(~ds & fs), np.sum(~ds & ~fs)]]
+        p.append(statsmodels_mcnemar(table, exact=True).pvalue)
+        assert row[f"{r:.2f}"] == pytest.approx(100 * (ds.mean() - fs.mean()))
+        assert (row[f"{r:.2f}_better"], row[f"{r:.2f}_worse"]) == (table[0][1], table[1][0])
+    assert [row[f"{r:.2f}_p"] for r in radii] == pytest.approx(p)
+    assert [row[f"{r:.2f}_p_holm"] for r in radii] == pytest.approx(multipletests(p, method="holm")[1])
+    table = best.table.set_index("variant")
+    for convention in ("ACR_per_log", "ACR_per_input_best"):
+        difference = table.loc["Cohen-DS", convention] - table.loc["Cohen", convention]
+        assert row[convention] == pytest.approx(difference)
+        assert row[f"{convention}_low"] <= row[f"{convention}_high"]
+    # bold marks the significant cells only
+    for position, column in comparisons.attrs[BOLD_ATTR]:
+        record = comparisons.iloc[position]
+        assert record.get(f"{column}_p_holm", 0) < 0.05 or record[f"{column}_low"] > 0 or record[f"{column}_high"] < 0
+
+
+def test_study_comparisons_against_gaussian_per_sigma():
+    ten, thirty = (np.r_[np.full(k, 0.5), np.zeros(40 - k)] for k in (10, 30))
+    records = [
+        LogRecord(make_log(ten), "digits", "cohen", sigma0=0.25),
+        LogRecord(make_log(thirty), "digits", "consistency", sigma0=0.25),
+        LogRecord(make_log(ten), "digits", "cohen", sigma0=0.5),
+        LogRecord(make_log(ten), "digits", "macer", sigma0=0.5),
+    ]
+    comparisons = study_comparisons_table(records, radii=[0.0, 0.5])
+    assert comparisons[["sigma0", "variant", "baseline"]].values.tolist() == [
+        [0.25, "Consistency", "Cohen"],
+        [0.5, "MACER", "Cohen"],
+    ]
+    # 20 inputs certified by Consistency only, none by Gaussian only: p = 2 · 0.5^20, Holm doubles it
+    assert comparisons.loc[0, "0.00_p"] == pytest.approx(2 * 0.5**20)
+    assert comparisons.loc[0, "0.00_p_holm"] == pytest.approx(4 * 0.5**20)
+    assert comparisons.loc[0, "ACR"] == pytest.approx(0.25)
+    assert comparisons.loc[1, "0.00"] == 0.0 and comparisons.loc[1, "0.00_p"] == 1.0
+    assert (0, "0.00") in comparisons.attrs[BOLD_ATTR] and (1, "0.00") not in comparisons.attrs[BOLD_ATTR]
+    with pytest.raises(ValueError, match="baseline 'smoothadv'"):
+        study_comparisons_table(records, radii=[0.0], baseline="smoothadv")
+
+
+def test_acr_intervals_are_seeded(ddrs_rows):
+    first = best_table(ddrs_rows, radii=[0.0], seed=1, n_boot=300).table
+    again = best_table(ddrs_rows, radii=[0.0], seed=1, n_boot=300).table
+    other = best_table(ddrs_rows, radii=[0.0], seed=2, n_boot=300).table
+    columns = ["ACR_per_log_low", "ACR_per_log_high", "ACR_per_input_best_low"]
+    pd.testing.assert_frame_equal(first, again)
+    assert not first[columns].equals(other[columns])
+    assert first["0.00_low"].equals(other["0.00_low"])  # Clopper–Pearson draws nothing
+
+
+def test_bad_selection_and_duplicated_inputs_are_named(ddrs_rows):
+    with pytest.raises(ValueError, match="selection 'validation': choose one of"):
+        best_table(ddrs_rows, radii=[0.0], selection="validation")
+    twice = pd.concat([make_log([0.5, 0.2]), make_log([0.5, 0.2])], ignore_index=True)
+    with pytest.raises(LogFormatError, match="appears twice"):
+        best_table([LogRecord(twice, "digits", "cohen", sigma0=0.25)], radii=[0.0])
+
+
+def test_held_out_tables_of_one_seed_agree_with_the_optimism_table(ddrs_rows):
+    """The held-out table's cell plus the optimism is the best candidate on the evaluation half."""
+    radii = [0.0, 0.5, 1.0]
+    held = best_table(ddrs_rows, radii=radii, selection="held_out", seed=3).table.set_index("variant")
+    optimism = selection_optimism_table(ddrs_rows, radii=radii, seed=3, n_boot=200).set_index("variant")
+    _, evaluate = held_out_split(60, seed=3, dataset="digits")
+    for variant, logs in (("Cohen", ddrs_rows[:2]), ("Cohen-DS", ddrs_rows[2:4])):
+        for r in radii:
+            best = max(100 * ((log.log["radius"] >= r) & (log.log["correct"] == 1))[evaluate].mean() for log in logs)
+            assert held.loc[variant, f"{r:.2f}"] + optimism.loc[variant, f"{r:.2f}"] == pytest.approx(best)
