@@ -50,7 +50,13 @@ def test_every_numeric_hyper_parameter_refuses_a_negative_value_naming_it(name, 
     ("name", "values", "message"),
     [
         ("consistency", {"m": 1}, "m must be >= 2"),
-        ("consistency", {"divergence": "js"}, r"divergence must be one of \['kl', 'ce', 'mse'\], got 'js'"),
+        (
+            "consistency",
+            {"divergence": "js"},
+            r"divergence must be one of \['mean_kl', 'mean_cross_entropy', 'pairwise_mse'\], got 'js'",
+        ),
+        ("consistency", {"divergence": "kl"}, r"divergence 'kl' was renamed 'mean_kl' \(the same term"),
+        ("smoothadv_consistency", {"divergence": "ce"}, r"divergence 'ce' was renamed 'mean_cross_entropy'"),
         ("smoothadv_consistency", {"steps": 0}, "steps must be >= 1"),
         ("smoothadv_consistency", {"m": 1}, "m must be >= 2"),
         ("easy_focus", {"threshold": 1.5}, r"threshold must lie in \[0, 1\]"),
@@ -68,7 +74,7 @@ def test_bad_hyper_parameters_fail_clearly(name, values, message):
 
 def test_defaults_are_the_papers():
     assert get_method("consistency").make_params() == get_method("consistency").params(
-        m=2, lam=10.0, eta=0.5, divergence="kl"
+        m=2, lam=10.0, eta=0.5, divergence="mean_kl"
     )
     easy = get_method("easy_focus").make_params()
     assert (easy.m, easy.start_epoch, easy.threshold, easy.steps, easy.epsilon) == (4, 70, 0.4, 6, 0.25)
@@ -84,13 +90,13 @@ def test_defaults_are_the_papers():
 
 # per method: flags of ``ddrs train`` that make one tiny epoch exercise the method's every part
 FLAGS = {
-    "consistency": ["--consistency-m", "3", "--consistency-lam", "5", "--consistency-divergence", "mse"],
+    "consistency": ["--consistency-m", "3", "--consistency-lam", "5", "--consistency-divergence", "pairwise_mse"],
     "smoothadv_consistency": ["--smoothadv-consistency-steps", "1", "--smoothadv-consistency-epsilon", "0.5"],
     "stability": ["--stability-gamma", "1.5"],
-    # from epoch 0 with p_t = 0: discard (nothing), reweigh and attack all run in the one epoch
+    # E_t = 1 with p_t = 0: discard (nothing), reweigh and attack all run in the one epoch
     "easy_focus": [
         "--easy-focus-start-epoch",
-        "0",
+        "1",
         "--easy-focus-threshold",
         "0",
         "--easy-focus-m",

@@ -162,10 +162,11 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
 
 
 def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch):
-    """Sun et al.'s training with discarding, reweighing and the attack all on from epoch 1, the
-    weights re-estimated at epochs 1 and 3: the run killed in epoch 3 resumes from the saved mask
-    and weights (epoch 2 re-estimates nothing) and ends bit-identical to the uninterrupted one."""
-    params = dict(m=2, start_epoch=1, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
+    """Sun et al.'s training with discarding, reweighing and the attack all on from epoch E_t = 2
+    (counted from 1), the weights re-estimated at epochs 2 and 4: the run killed in epoch 3 resumes
+    from the saved mask and weights (epoch 3 re-estimates nothing) and ends bit-identical to the
+    uninterrupted one."""
+    params = dict(m=2, start_epoch=2, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
     config = _config(method="easy_focus", params=params, train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05)
     whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
     _assert_same_weights(whole, resumed)
@@ -188,7 +189,9 @@ def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path, digits_checkpoin
     """With a tiny learning rate one epoch cannot teach a fresh model; starting from the trained
     checkpoint keeps its accuracy (DDRS §4.1 fine-tunes published models with Algorithm 2)."""
     config = _config(train_mode="ds", epochs=1, lr=1e-4)
-    tuned = Trainer(config, tmp_path / "tuned.pt", init=digits_checkpoint, progress=False).run()
+    tuned = Trainer(
+        _config(train_mode="ds", epochs=1, lr=1e-4, init=str(digits_checkpoint)), tmp_path / "tuned.pt", progress=False
+    ).run()
     fresh = train(config, tmp_path / "fresh.pt", progress=False)
     assert _state(tuned)[1]["history"][0]["clean_accuracy"] > 0.85
     assert _state(fresh)[1]["history"][0]["clean_accuracy"] < 0.5
