@@ -199,7 +199,10 @@ def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_the
     four = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen", m=4).params)
     draws = torch.randn((5, 4, 1, 8, 8), generator=torch.Generator().manual_seed(3))
     by_hand = np.mean(
-        [cross_entropy(model(x + scale.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist() for i in range(4)]
+        [
+            cross_entropy(model(x + scale.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist()
+            for i in range(4)
+        ]
     )
     assert four.item() == pytest.approx(float(by_hand), rel=1e-6)
 

@@ -101,7 +101,10 @@ class TrainConfig:
         self.lr_milestones = [int(epoch) for epoch in self.lr_milestones]
         method = get_method(self.method)
         if self.method != method.name:
-            raise ValueError(f"method {self.method!r} is an ablation variant; train {method.name!r} with its switches")
+            raise ValueError(
+                f"method {self.method!r} is a variant of {method.name!r}; train {method.name!r} with the "
+                "variant's options (ddrs.methods.variant_options)"
+            )
         if self.params is None or isinstance(self.params, Mapping):
             self.params = method.make_params(self.params, source=f"{self.method} options")
         elif not isinstance(self.params, method.params):
