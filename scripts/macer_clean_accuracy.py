@@ -42,9 +42,9 @@ def main() -> int:
     rows = []
     for sigma in experiment.sigmas(args.dataset, "macer"):
         for method in ("cohen", "macer"):
-            name = out / f"{method}_sigma{sigma:g}"
+            name = f"{method}_sigma{sigma:g}"  # not Path.with_suffix: "sigma0.5" has the suffix ".5"
             options = experiment.train_options(Run(args.dataset, method, "fs", sigma))
-            model, log = name.with_suffix(".pt"), name.with_suffix(".tsv")
+            model, log = out / f"{name}.pt", out / f"{name}.tsv"
             if not model.exists():
                 train = ["ddrs", "--threads", "1", "train", "--config", "-", "--out", str(model), "--no-progress"]
                 subprocess.run(
