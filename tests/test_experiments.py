@@ -257,7 +257,7 @@ def test_an_unconfigured_table_is_an_error():
 
 SCHEMA = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
 #: TrainConfig fields the experiment design sets per model (Experiment.train_options), never the config
-PER_RUN_FIELDS = {"dataset", "arch", "method", "train_mode", "sigma", "seed", "device", "data_root", "params"}
+PER_RUN_FIELDS = {"dataset", "arch", "method", "train_mode", "sigma", "seed", "device", "data_root", "params", "init"}
 #: TrainConfig fields set from optimize_sigma: Algorithm 2 runs Algorithm 1 as certification does
 FROM_OPTIMIZE_SIGMA = {"sigma_objective", "sigma_clamp"}
 #: TrainConfig fields that only make sense outside the workflow (precision: the workflow's

@@ -41,20 +41,20 @@ def _hand_terms() -> dict[str, np.ndarray]:
     """Each term per input, written out with loops over draws and classes."""
     probs = _softmax(LOGITS.numpy())
     batch, m, classes = probs.shape
-    terms = {"kl": np.zeros(batch), "ce": np.zeros(batch), "mse": np.zeros(batch), "entropy": np.zeros(batch)}
+    terms = {name: np.zeros(batch) for name in ("mean_kl", "mean_cross_entropy", "pairwise_mse", "entropy")}
     for b in range(batch):
         mean = probs[b].mean(axis=0)
         terms["entropy"][b] = -sum(mean[c] * np.log(mean[c]) for c in range(classes))
         for i in range(m):
-            terms["kl"][b] += sum(mean[c] * np.log(mean[c] / probs[b, i, c]) for c in range(classes)) / m
-            terms["ce"][b] += -sum(mean[c] * np.log(probs[b, i, c]) for c in range(classes)) / m
+            terms["mean_kl"][b] += sum(mean[c] * np.log(mean[c] / probs[b, i, c]) for c in range(classes)) / m
+            terms["mean_cross_entropy"][b] += -sum(mean[c] * np.log(probs[b, i, c]) for c in range(classes)) / m
         pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
         for i, j in pairs:
-            terms["mse"][b] += sum((probs[b, i, c] - probs[b, j, c]) ** 2 for c in range(classes)) / len(pairs)
+            terms["pairwise_mse"][b] += sum((probs[b, i, c] - probs[b, j, c]) ** 2 for c in range(classes)) / len(pairs)
     return terms
 
 
-@pytest.mark.parametrize("divergence", ["kl", "ce", "mse"])
+@pytest.mark.parametrize("divergence", ["mean_kl", "mean_cross_entropy", "pairwise_mse"])
 def test_consistency_terms_equal_their_definitions(divergence):
     assert consistency_term(LOGITS, divergence).numpy() == pytest.approx(_hand_terms()[divergence], rel=1e-12)
 
@@ -67,8 +67,8 @@ def test_entropy_of_the_mean_prediction():
 
 def test_two_identical_draws_are_perfectly_consistent():
     same = LOGITS[:, :1].repeat(1, 2, 1)
-    assert consistency_term(same, "kl").abs().max() < 1e-12
-    assert consistency_term(same, "mse").abs().max() < 1e-12
+    assert consistency_term(same, "mean_kl").abs().max() < 1e-12
+    assert consistency_term(same, "pairwise_mse").abs().max() < 1e-12
 
 
 def test_objective_is_mean_cross_entropy_plus_weighted_terms():
@@ -78,10 +78,10 @@ def test_objective_is_mean_cross_entropy_plus_weighted_terms():
     probs = _softmax(LOGITS.numpy())
     cross_entropy = np.mean([-np.log(probs[b, i, LABELS[b]]) for b in range(2) for i in range(3)])
     terms = _hand_terms()
-    expected = cross_entropy + np.mean(lam * terms["kl"] + eta * terms["entropy"])
-    assert consistency_objective(LOGITS, LABELS, lam, eta, "kl").item() == pytest.approx(expected, rel=1e-12)
-    assert consistency_objective(LOGITS, LABELS, lam, 0.0, "ce").item() == pytest.approx(
-        consistency_objective(LOGITS, LABELS, lam, lam, "kl").item(), rel=1e-12
+    expected = cross_entropy + np.mean(lam * terms["mean_kl"] + eta * terms["entropy"])
+    assert consistency_objective(LOGITS, LABELS, lam, eta, "mean_kl").item() == pytest.approx(expected, rel=1e-12)
+    assert consistency_objective(LOGITS, LABELS, lam, 0.0, "mean_cross_entropy").item() == pytest.approx(
+        consistency_objective(LOGITS, LABELS, lam, lam, "mean_kl").item(), rel=1e-12
     )
 
 
@@ -119,11 +119,13 @@ def _params(method: str, **values):
 def test_consistency_loss_draws_m_copies_at_each_scale():
     model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
     scale = torch.tensor([0.1, 0.5, 1.0])
-    params = _params("consistency", m=3, lam=4.0, eta=0.2, divergence="ce")
+    params = _params("consistency", m=3, lam=4.0, eta=0.2, divergence="mean_cross_entropy")
     loss = consistency_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
     noise = torch.randn((3, 3, 1, 6), generator=torch.Generator().manual_seed(9)) * scale.view(3, 1, 1, 1)
     logits = model((x.unsqueeze(1) + noise).flatten(0, 1)).view(3, 3, 4)
-    assert loss.item() == pytest.approx(consistency_objective(logits, y, 4.0, 0.2, "ce").item(), rel=1e-6)
+    assert loss.item() == pytest.approx(
+        consistency_objective(logits, y, 4.0, 0.2, "mean_cross_entropy").item(), rel=1e-6
+    )
 
 
 def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
@@ -135,7 +137,7 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3)
     assert not torch.equal(adversarial, x)
     logits = model((adversarial.unsqueeze(1) + noise).flatten(0, 1)).view(3, 2, 4)
-    assert loss.item() == pytest.approx(consistency_objective(logits, y, 3.0, 0.5, "kl").item(), rel=1e-6)
+    assert loss.item() == pytest.approx(consistency_objective(logits, y, 3.0, 0.5, "mean_kl").item(), rel=1e-6)
     # radius 0 is plain Gaussian + Consistency
     no_attack = _params("smoothadv_consistency", m=2, epsilon=0.0, lam=3.0, eta=0.5)
     gaussian = _params("consistency", m=2, lam=3.0, eta=0.5)

@@ -84,7 +84,8 @@ REWEIGH_COUNTS = torch.tensor([5, 12, 16])  # of 16 draws, cycled over the kept 
 
 
 def _plan(**params) -> EasyFocusPlan:
-    values = dict(start_epoch=2, threshold=0.4, discard_draws=100, reweigh_draws=16, reweigh_every=3)
+    """E_t = 3 (counted from 1): the trainer's 0-based epochs 0 and 1 are plain, 2 is E_t."""
+    values = dict(start_epoch=3, threshold=0.4, discard_draws=100, reweigh_draws=16, reweigh_every=3)
     values.update(params)
     config = TrainConfig(dataset="digits", arch="mlp", method="easy_focus", sigma=0.25, params=values)
     return EasyFocusPlan(config.params, config, torch.device("cpu"))
@@ -145,7 +146,7 @@ def test_weights_are_updated_every_few_epochs_from_e_t_and_resumed_from_the_stat
     plan = _plan()
     runs = {epoch: _visit(plan, epoch, seed=epoch) for epoch in range(2, 9)}
     updates = [draws for _, draws in counted]
-    assert updates == [100, 16, 16, 16]  # discard at 2; weights at 2, 5, 8
+    assert updates == [100, 16, 16, 16]  # discard at E_t; weights at E_t, E_t + 3, E_t + 6
 
     resumed = _plan()
     resumed.load_state_dict({key: value.clone() for key, value in _plan_state_after(6).items()})
@@ -161,6 +162,25 @@ def _plan_state_after(epoch: int) -> dict:
     return plan.state_dict()
 
 
+@pytest.mark.parametrize("start", [1, 4])
+def test_e_t_counts_epochs_from_one_as_algorithm_2(counted, start):
+    """Sun et al.'s Algorithm 2: "for epoch = 1 to N: if epoch < E_t then Gaussian training … if
+    epoch = E_t then discard": E_t − 1 plain epochs, and E_t = 1 focuses from the first epoch. The
+    attack of the loss switches on in the same epoch as the plan."""
+    plan = _plan(start_epoch=start)
+    params = plan.params
+    for epoch in range(start - 1):  # the trainer's epochs are 0-based
+        assert _visit(plan, epoch) is None and not easy_focus.focus_started(params, epoch)
+    assert counted == []
+    assert _visit(plan, start - 1) is not None and easy_focus.focus_started(params, start - 1)
+    assert counted[0][1] == 100  # discarding ran at E_t
+
+
+def test_e_t_zero_is_refused_naming_the_count_from_one():
+    with pytest.raises(ValueError, match="start_epoch must be >= 1"):
+        _plan(start_epoch=0)
+
+
 def test_no_component_on_means_plain_passes(counted):
     plan = _plan(discard=False, reweigh=False)
     assert _visit(plan, 5) is None and counted == []
@@ -171,5 +191,5 @@ def test_discarding_everything_fails_clearly(monkeypatch):
         return torch.zeros(len(indices), dtype=torch.long)
 
     monkeypatch.setattr(easy_focus, "correct_counts", none_correct)
-    with pytest.raises(ValueError, match="discarded every training input at epoch 2"):
+    with pytest.raises(ValueError, match="discarded every training input at epoch 3"):
         _visit(_plan(), 2)

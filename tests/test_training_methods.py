@@ -173,10 +173,55 @@ def test_smoothadv_attack_leaves_model_mode_and_weights_alone():
     assert all(p.grad is None for p in model.parameters())
 
 
-def test_smoothadv_radius_warms_up_linearly_over_ten_epochs():
+def test_smoothadv_radius_starts_at_zero_and_reaches_zeta_after_ten_epochs():
+    """Jeong & Shin A.1: ζ "is initially set to zero, and linearly increased during the first 10 epochs"."""
     params = _config("smoothadv", epsilon=0.5).params
-    assert [smoothadv_radius(params, e) for e in (0, 4, 9, 30)] == pytest.approx([0.05, 0.25, 0.5, 0.5])
+    epochs = (0, 1, 4, 9, 10, 30)
+    assert [smoothadv_radius(params, e) for e in epochs] == pytest.approx([0.0, 0.05, 0.2, 0.45, 0.5, 0.5])
+    consistency = _config("smoothadv_consistency", epsilon=2.0).params  # the same ramp for + Consistency
+    assert [smoothadv_radius(consistency, e) for e in (0, 5, 10)] == pytest.approx([0.0, 1.0, 2.0])
     assert smoothadv_radius(_config("smoothadv", warmup=0).params, 0) == 0.25
+
+
+def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_their_cross_entropy():
+    from torch.nn.functional import cross_entropy
+
+    from ddrs.noise import get_noise
+
+    torch.manual_seed(0)
+    model = build_model("mlp", "digits")
+    x, y = torch.rand(5, 1, 8, 8), torch.tensor([0, 3, 5, 7, 9])
+    scale = torch.tensor([0.1, 0.25, 0.5, 0.5, 1.0])
+    one = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen").params)
+    cohens = cross_entropy(model(get_noise("gaussian").perturb(x, scale, torch.Generator().manual_seed(3))), y)
+    assert one.item() == pytest.approx(cohens.item(), rel=1e-6)
+
+    four = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen", m=4).params)
+    draws = torch.randn((5, 4, 1, 8, 8), generator=torch.Generator().manual_seed(3))
+    by_hand = np.mean(
+        [
+            cross_entropy(model(x + scale.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist()
+            for i in range(4)
+        ]
+    )
+    assert four.item() == pytest.approx(float(by_hand), rel=1e-6)
+
+
+def test_macer_trains_the_cross_entropy_alone_in_its_deferred_epochs():
+    """Jeong & Shin's MNIST MACER (train_macer.py --deferred): λ = 0 before the robustness term starts."""
+    torch.manual_seed(0)
+    model = build_model("mlp", "digits")
+    x = torch.rand(6, 1, 8, 8)
+    y = model(x).argmax(dim=1)  # correctly classified, so the hinge term is active
+    scale = torch.full((6,), 0.01)
+    params = _config("macer", m=4, lam=6.0, deferred=2).params
+
+    def loss(epoch: int, lam: float | None = None) -> float:
+        chosen = params if lam is None else _config("macer", m=4, lam=lam).params
+        return macer_loss(model, x, y, scale, torch.Generator().manual_seed(1), chosen, epoch).item()
+
+    assert loss(0) == loss(1) == loss(0, lam=0.0)
+    assert loss(2) == loss(2, lam=6.0) != loss(0, lam=0.0)
 
 
 class _Recorder(nn.Module):

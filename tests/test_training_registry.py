@@ -50,7 +50,13 @@ def test_every_numeric_hyper_parameter_refuses_a_negative_value_naming_it(name, 
     ("name", "values", "message"),
     [
         ("consistency", {"m": 1}, "m must be >= 2"),
-        ("consistency", {"divergence": "js"}, r"divergence must be one of \['kl', 'ce', 'mse'\], got 'js'"),
+        (
+            "consistency",
+            {"divergence": "js"},
+            r"divergence must be one of \['mean_kl', 'mean_cross_entropy', 'pairwise_mse'\], got 'js'",
+        ),
+        ("consistency", {"divergence": "kl"}, r"divergence 'kl' was renamed 'mean_kl' \(the same term"),
+        ("smoothadv_consistency", {"divergence": "ce"}, r"divergence 'ce' was renamed 'mean_cross_entropy'"),
         ("smoothadv_consistency", {"steps": 0}, "steps must be >= 1"),
         ("smoothadv_consistency", {"m": 1}, "m must be >= 2"),
         ("easy_focus", {"threshold": 1.5}, r"threshold must lie in \[0, 1\]"),
@@ -68,7 +74,7 @@ def test_bad_hyper_parameters_fail_clearly(name, values, message):
 
 def test_defaults_are_the_papers():
     assert get_method("consistency").make_params() == get_method("consistency").params(
-        m=2, lam=10.0, eta=0.5, divergence="kl"
+        m=2, lam=10.0, eta=0.5, divergence="mean_kl"
     )
     easy = get_method("easy_focus").make_params()
     assert (easy.m, easy.start_epoch, easy.threshold, easy.steps, easy.epsilon) == (4, 70, 0.4, 6, 0.25)
@@ -84,13 +90,13 @@ def test_defaults_are_the_papers():
 
 # per method: flags of ``ddrs train`` that make one tiny epoch exercise the method's every part
 FLAGS = {
-    "consistency": ["--consistency-m", "3", "--consistency-lam", "5", "--consistency-divergence", "mse"],
+    "consistency": ["--consistency-m", "3", "--consistency-lam", "5", "--consistency-divergence", "pairwise_mse"],
     "smoothadv_consistency": ["--smoothadv-consistency-steps", "1", "--smoothadv-consistency-epsilon", "0.5"],
     "stability": ["--stability-gamma", "1.5"],
-    # from epoch 0 with p_t = 0: discard (nothing), reweigh and attack all run in the one epoch
+    # E_t = 1 with p_t = 0: discard (nothing), reweigh and attack all run in the one epoch
     "easy_focus": [
         "--easy-focus-start-epoch",
-        "0",
+        "1",
         "--easy-focus-threshold",
         "0",
         "--easy-focus-m",
@@ -144,5 +150,60 @@ def test_ablation_variants_name_every_combination_and_set_only_their_switches():
 def test_a_train_config_names_the_method_not_a_variant():
     from ddrs.training import TrainConfig
 
-    with pytest.raises(ValueError, match="ablation variant; train 'easy_focus' with its switches"):
-        TrainConfig(dataset="digits", arch="mlp", method="easy_focus.none", sigma=0.25)
+    for variant, method in (("easy_focus.none", "easy_focus"), ("smoothadv@smoothadv_consistency", "smoothadv")):
+        with pytest.raises(ValueError, match=f"a variant of '{method}'; train '{method}' with the variant's options"):
+            TrainConfig(dataset="digits", arch="mlp", method=variant, sigma=0.25)
+
+
+def test_a_matched_variant_shares_the_other_methods_resolved_values_and_keeps_its_own_rest():
+    """Jeong & Shin's SmoothAdv baseline runs SmoothAdv+Consistency's attack (supplement A.3, App. B),
+    per-σ overrides included; Sun et al.'s Gaussian baseline the m of their method (§6)."""
+    from ddrs.methods import METHODS, variant_options
+    from ddrs.training import TrainConfig
+
+    train = {
+        "smoothadv": {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 3},
+        "smoothadv_consistency": {"epsilon": 0.99609375, "m": 4, "lam": 2.0},  # steps, warm-up: its defaults
+        "easy_focus": {"m": 4, "start_epoch": 5},
+    }
+    shared = variant_options("smoothadv@smoothadv_consistency", train)
+    assert shared == {"steps": 10, "epsilon": 0.99609375, "m": 4, "warmup": 10}
+    assert variant_options("smoothadv", train) == train["smoothadv"]  # the DDRS tables keep §4.2's attack
+    assert variant_options("cohen@easy_focus", train) == {"m": 4}
+    assert variant_options("cohen@easy_focus", {}) == {"m": 4}  # EasyFocus's default m
+    assert variant_options("easy_focus.attack", train) == {
+        "m": 4,
+        "start_epoch": 5,
+        "discard": False,
+        "reweigh": False,
+        "attack": True,
+    }
+    assert METHODS["smoothadv"].matched_variants() == ["smoothadv@smoothadv_consistency"]
+    assert METHODS["cohen"].matched_variants() == ["cohen@easy_focus"]
+    assert METHODS["smoothadv"].variants() == []  # not an ablation: Sun et al.'s Table 3 stays as it is
+    built = TrainConfig(dataset="digits", arch="mlp", method="smoothadv", sigma=0.25, params=shared)
+    assert (built.params.steps, built.params.m) == (10, 4)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("macer@consistency", r"'macer@consistency': macer is matched to no method, not 'consistency'"),
+        ("smoothadv@easy_focus", r"smoothadv is matched to \['smoothadv_consistency'\], not 'easy_focus'"),
+        ("smoothadv@nothing", r"smoothadv is matched to \['smoothadv_consistency'\], not 'nothing'"),
+        ("easy_focus.attack@cohen", "a matched variant combines a plain method name"),
+        ("gaussian@easy_focus", "unknown training method 'gaussian@easy_focus'"),
+    ],
+)
+def test_bad_matched_variants_fail_naming_the_choices(name, message):
+    from ddrs.methods import variant_options
+
+    with pytest.raises(ValueError, match=message):
+        variant_options(name, {})
+
+
+def test_a_matched_variant_checks_the_other_methods_section():
+    from ddrs.methods import variant_options
+
+    with pytest.raises(ValueError, match=r"smoothadv@smoothadv_consistency: smoothadv_consistency: unknown"):
+        variant_options("smoothadv@smoothadv_consistency", {"smoothadv_consistency": {"attack_steps": 3}})

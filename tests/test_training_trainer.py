@@ -162,10 +162,11 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
 
 
 def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch):
-    """Sun et al.'s training with discarding, reweighing and the attack all on from epoch 1, the
-    weights re-estimated at epochs 1 and 3: the run killed in epoch 3 resumes from the saved mask
-    and weights (epoch 2 re-estimates nothing) and ends bit-identical to the uninterrupted one."""
-    params = dict(m=2, start_epoch=1, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
+    """Sun et al.'s training with discarding, reweighing and the attack all on from epoch E_t = 2
+    (counted from 1), the weights re-estimated at epochs 2 and 4: the run killed in epoch 3 resumes
+    from the saved mask and weights (epoch 3 re-estimates nothing) and ends bit-identical to the
+    uninterrupted one."""
+    params = dict(m=2, start_epoch=2, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
     config = _config(method="easy_focus", params=params, train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05)
     whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
     _assert_same_weights(whole, resumed)
@@ -188,11 +189,84 @@ def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path, digits_checkpoin
     """With a tiny learning rate one epoch cannot teach a fresh model; starting from the trained
     checkpoint keeps its accuracy (DDRS §4.1 fine-tunes published models with Algorithm 2)."""
     config = _config(train_mode="ds", epochs=1, lr=1e-4)
-    tuned = Trainer(config, tmp_path / "tuned.pt", init=digits_checkpoint, progress=False).run()
+    tuned = Trainer(
+        _config(train_mode="ds", epochs=1, lr=1e-4, init=str(digits_checkpoint)), tmp_path / "tuned.pt", progress=False
+    ).run()
     fresh = train(config, tmp_path / "fresh.pt", progress=False)
     assert _state(tuned)[1]["history"][0]["clean_accuracy"] > 0.85
     assert _state(fresh)[1]["history"][0]["clean_accuracy"] < 0.5
     assert _state(tuned)[1]["init"] == str(digits_checkpoint)
+    assert _state(tuned)[1]["config"]["init"] == str(digits_checkpoint)
+
+
+def test_fine_tuning_from_another_architecture_or_dataset_fails_naming_both(tmp_path, digits_checkpoint):
+    with pytest.raises(
+        CheckpointError,
+        match=r"cannot fine-tune 'mlp256' on 'mnist5k' from init checkpoint .*'mlp' model for dataset 'digits'",
+    ):
+        train(
+            _config(dataset="mnist5k", arch="mlp256", epochs=1, init=str(digits_checkpoint), data_root=str(tmp_path)),
+            tmp_path / "x",
+            progress=False,
+        )
+    with pytest.raises(CheckpointError, match=r"cannot fine-tune 'cnn' on 'digits' from init checkpoint .*'mlp' model"):
+        train(_config(arch="cnn", epochs=1, init=str(digits_checkpoint)), tmp_path / "y.pt", progress=False)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        train(_config(epochs=1, init=str(tmp_path / "missing.pt")), tmp_path / "z.pt", progress=False)
+
+
+def test_cli_init_flag_fine_tunes_and_resuming_from_another_init_is_refused(tmp_path, digits_checkpoint):
+    out = tmp_path / "tuned.pt"
+    flags = ["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "0.25"]
+    flags += ["--epochs", "1", "--eval-max", "50", "--device", "cpu", "--no-progress", "--out", str(out)]
+    assert main([*flags, "--init", str(digits_checkpoint)]) == 0
+    saved = load_checkpoint(out)[1]["config"]
+    assert saved["init"] == str(digits_checkpoint)
+    with pytest.raises(CheckpointError, match=r"other options \(init: '.*digits_mlp.pt' there, None now\)$"):
+        train(TrainConfig.from_mapping({**saved, "init": None, "epochs": 2}), out, progress=False)
+
+
+def _step_sizes(config: TrainConfig, tmp_path) -> list[int]:
+    """Train one epoch; the number of inputs of every SGD step's batch (one loss call per step), in order."""
+    seen = []
+    trainer = Trainer(config, tmp_path / f"{config.method}_{config.noise_batching}.pt", progress=False)
+    real_loss = trainer.loss_fn
+
+    def recording_loss(model, x, *args):
+        seen.append(len(x))
+        return real_loss(model, x, *args)
+
+    trainer.loss_fn = recording_loss
+    trainer.run()
+    return seen
+
+
+def test_split_noise_batching_cuts_each_batch_into_m_steps_of_batch_size_noisy_samples(tmp_path):
+    """Jeong & Shin's train_consistency.py and Salman et al.'s train_pgd.py: m chunks of a batch,
+    one SGD step each, so a step sees batch_size noisy samples; ours (whole) sees batch_size·m."""
+    common = dict(epochs=1, batch_size=128, eval_max=50)
+    whole = _step_sizes(_config(method="cohen", params={"m": 4}, **common), tmp_path)
+    split = _step_sizes(_config(method="cohen", params={"m": 4}, noise_batching="split", **common), tmp_path)
+    full, last = divmod(TRAIN_SIZE, 128)
+    assert whole == [128] * full + [last]
+    assert split == [32] * (4 * full) + [len(c) for c in torch.arange(last).tensor_split(4)]
+    assert sum(split) == TRAIN_SIZE  # every input once, none dropped
+    # MACER's authors keep the whole batch, so split leaves it alone
+    macer = _config(method="macer", params={"m": 4}, noise_batching="split", **common)
+    assert macer.chunks == 1 and _step_sizes(macer, tmp_path) == whole
+
+
+def test_split_with_one_draw_trains_exactly_as_whole(tmp_path):
+    a = train(_config(epochs=1), tmp_path / "a.pt", progress=False)
+    b = train(_config(epochs=1, noise_batching="split"), tmp_path / "b.pt", progress=False)
+    _assert_same_weights(a, b)
+
+
+def test_split_needs_a_batch_size_that_m_divides():
+    with pytest.raises(ValueError, match="batch_size 100 is not a multiple of it"):
+        _config(method="consistency", params={"m": 3}, noise_batching="split", batch_size=100)
+    with pytest.raises(ValueError, match=r"unknown noise_batching 'chunks'; choose one of \['whole', 'split'\]"):
+        _config(noise_batching="chunks")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,16 @@ example; ``params`` is an instance of the entry's dataclass) and add one entry t
 A method that also decides which training inputs an epoch visits names an epoch plan
 (``Method.epoch_plan``, the protocol :class:`ddrs.training.epoch_plan.EpochPlan`); the trainer
 calls it before every epoch and keeps its state in the training checkpoint.
+
+Variants name a method trained with other hyper-parameters, resolved by :func:`variant_options`:
+
+- an ablation variant ``easy_focus.discard+reweigh`` switches the method's ablation components
+  (Sun et al. 2024, Table 3);
+- a matched variant ``smoothadv@smoothadv_consistency`` takes the hyper-parameters a study
+  requires the method to share with another method (``Method.matches``) from that method's
+  section of the config: Jeong & Shin's SmoothAdv baseline runs the attack (steps, ζ, m,
+  warm-up) of their SmoothAdv+Consistency (supplement A.3, App. B), Sun et al.'s Gaussian
+  baseline the m of their method (§6: "We set m = 4 for Gaussian training and our method").
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ from typing import Any
 
 #: Between a method's name and its ablation components in a variant's name (:func:`variant_name`).
 VARIANT_SEPARATOR = "."
+#: Between a method's name and the method it is matched to in a matched variant's name (:func:`matched_name`).
+MATCH_SEPARATOR = "@"
 
 #: Fixed σ ("fs") or data-dependent σ per example ("ds", DDRS Algorithm 2).
 TRAIN_MODES = ("fs", "ds")
@@ -40,7 +52,21 @@ def _at_least(params: Any, low: float, *names: str) -> None:
 
 @dataclass(frozen=True)
 class NoParams:
-    """A method without hyper-parameters of its own (Gaussian or uniform data augmentation)."""
+    """A method without hyper-parameters of its own (uniform data augmentation)."""
+
+
+@dataclass(frozen=True)
+class GaussianParams:
+    """Gaussian data augmentation (Cohen et al. 2019, §3.3) with m draws per input.
+
+    The loss is the mean cross-entropy over the m noisy copies; m = 1 is Cohen et al.'s training.
+    Sun et al. (2024, §6) train their Gaussian baseline with m = 4, as their own method.
+    """
+
+    m: int = field(default=1, metadata={"help": "noise draws per input; the loss averages their cross-entropy"})
+
+    def __post_init__(self) -> None:
+        _at_least(self, 1, "m")
 
 
 @dataclass(frozen=True)
@@ -50,7 +76,7 @@ class SmoothAdvParams:
     steps: int = field(default=2, metadata={"help": "PGD steps of the attack on the soft smoothed classifier"})
     epsilon: float = field(default=0.25, metadata={"help": "attack radius ζ (ℓ2)"})
     m: int = field(default=1, metadata={"help": "noise draws per input, shared by the attack and the loss"})
-    warmup: int = field(default=10, metadata={"help": "epochs over which ζ grows linearly from ζ/warmup to ζ"})
+    warmup: int = field(default=10, metadata={"help": "epochs over which ζ grows linearly from 0 to ζ"})
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "steps", "m")
@@ -59,22 +85,32 @@ class SmoothAdvParams:
 
 @dataclass(frozen=True)
 class MacerParams:
-    """MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16)."""
+    """MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16).
+
+    ``deferred`` epochs train with λ = 0 first: Jeong & Shin's MNIST MACER runs
+    (``train_macer.py --deferred``: λ = 0 until after the first learning-rate drop).
+    """
 
     m: int = field(default=64, metadata={"help": "noise draws per input"})
     lam: float = field(default=12.0, metadata={"help": "weight λ of the robustness (hinge) term"})
     gamma: float = field(default=8.0, metadata={"help": "hinge margin γ on ξ = Φ⁻¹(p̂A) − Φ⁻¹(p̂B)"})
     beta: float = field(default=16.0, metadata={"help": "inverse temperature β of the soft smoothed classifier"})
+    deferred: int = field(
+        default=0, metadata={"help": "first epochs trained with λ = 0 (the cross-entropy term alone)"}
+    )
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "m")
-        _at_least(self, 0, "lam", "gamma")
+        _at_least(self, 0, "lam", "gamma", "deferred")
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
 
 
-#: the consistency term's divergence between the m noisy predictions (Jeong & Shin 2020, Table 4)
-DIVERGENCES = ("kl", "ce", "mse")
+#: the consistency term between the m noisy predictions, named by what it computes
+#: (:mod:`ddrs.training.consistency`; Jeong & Shin 2020, supplement Table 4)
+DIVERGENCES = ("mean_kl", "mean_cross_entropy", "pairwise_mse")
+#: the names these terms had before, each pointing to the term that computes the same
+RENAMED_DIVERGENCES = {"kl": "mean_kl", "ce": "mean_cross_entropy", "mse": "pairwise_mse"}
 
 
 def _choice(params: Any, name: str, choices: tuple[str, ...]) -> None:
@@ -85,6 +121,11 @@ def _choice(params: Any, name: str, choices: tuple[str, ...]) -> None:
 def _check_consistency(params: Any) -> None:
     _at_least(params, 2, "m")
     _at_least(params, 0, "lam", "eta")
+    if params.divergence in RENAMED_DIVERGENCES:
+        raise ValueError(
+            f"divergence {params.divergence!r} was renamed {RENAMED_DIVERGENCES[params.divergence]!r} (the same term; "
+            f"the names now say what each computes: {', '.join(DIVERGENCES)})"
+        )
     _choice(params, "divergence", DIVERGENCES)
 
 
@@ -101,10 +142,12 @@ class ConsistencyParams:
     lam: float = field(default=10.0, metadata={"help": "weight λ of the consistency term"})
     eta: float = field(default=0.5, metadata={"help": "weight η of the entropy of the mean prediction"})
     divergence: str = field(
-        default="kl",
+        default="mean_kl",
         metadata={
-            "help": "kl = KL(mean prediction ‖ each draw) (the paper's), ce = cross-entropy from the mean "
-            "prediction to each draw, mse = squared distance between the draws' softmaxes (Table 4 ablation)"
+            "help": "mean_kl = mean over the draws of KL(mean prediction ‖ draw) (with η = 0.5: their default loss, "
+            "filed under 'Cross-entropy' in supplement Table 4), mean_cross_entropy = mean over the draws of the "
+            "cross-entropy of each draw against the mean prediction (mean_kl + its entropy), pairwise_mse = "
+            "squared distance between the draws' softmaxes, averaged over pairs"
         },
     )
 
@@ -121,10 +164,12 @@ class SmoothAdvConsistencyParams:
     steps: int = field(default=10, metadata={"help": "PGD steps of the attack on the soft smoothed classifier"})
     epsilon: float = field(default=2.0, metadata={"help": "attack radius ζ (ℓ2)"})
     m: int = field(default=2, metadata={"help": "noise draws per input, shared by the attack and the loss (>= 2)"})
-    warmup: int = field(default=10, metadata={"help": "epochs over which ζ grows linearly from ζ/warmup to ζ"})
+    warmup: int = field(default=10, metadata={"help": "epochs over which ζ grows linearly from 0 to ζ"})
     lam: float = field(default=1.0, metadata={"help": "weight λ of the consistency term"})
     eta: float = field(default=0.5, metadata={"help": "weight η of the entropy of the mean prediction"})
-    divergence: str = field(default="kl", metadata={"help": "kl, ce or mse (as for consistency)"})
+    divergence: str = field(
+        default="mean_kl", metadata={"help": "mean_kl, mean_cross_entropy or pairwise_mse (as for consistency)"}
+    )
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "steps")
@@ -149,16 +194,18 @@ class StabilityParams:
 class EasyFocusParams:
     """Gaussian training focused on easy inputs (Sun et al. 2024, "ACR is a poor metric", §5).
 
-    Plain Gaussian training with m draws for ``start_epoch`` (E_t) epochs; from then on, each
-    switchable: hard inputs (p_A < p_t) are discarded once (§5.1), inputs are sampled with weight
-    max(1, Φ⁻¹(p̂_A)/Φ⁻¹(p̂_min)) re-estimated every 10 epochs (§5.2), and every noise draw is
-    attacked on its sphere (§5.3, Algorithm 1). Defaults: σ = 0.5 on CIFAR-10 (Table 4: E_t = 70,
+    Plain Gaussian training with m draws in epochs 1 … E_t − 1 (``start_epoch`` = E_t, epochs
+    counted from 1 as in their Algorithm 2); from epoch E_t on, each switchable: hard inputs
+    (p_A < p_t) are discarded once (§5.1), inputs are sampled with weight max(1, Φ⁻¹(p̂_A)/Φ⁻¹(p̂_min))
+    re-estimated every 10 epochs (§5.2), and every noise draw is attacked on its sphere (§5.3,
+    Algorithm 1). Defaults: σ = 0.5 on CIFAR-10 (Table 4: E_t = 70,
     p_t = 0.4, T = 6, ε = 0.25; Appendix A.1: m = 4, N = 100 and 16, α = 0.1, p_min = 0.75).
     """
 
     m: int = field(default=4, metadata={"help": "noise draws per input"})
     start_epoch: int = field(
-        default=70, metadata={"help": "E_t: epochs of plain Gaussian training before the components switch on"}
+        default=70,
+        metadata={"help": "E_t: the first epoch (counted from 1) with the components on; epochs before it are plain"},
     )
     discard: bool = field(default=True, metadata={"help": "discard the inputs with p_A < threshold at epoch E_t"})
     threshold: float = field(default=0.4, metadata={"help": "p_t: inputs with p_A below it are discarded"})
@@ -175,8 +222,7 @@ class EasyFocusParams:
     epsilon: float = field(default=0.25, metadata={"help": "ε: step size of each ℓ2 PGD step"})
 
     def __post_init__(self) -> None:
-        _at_least(self, 1, "m", "discard_draws", "reweigh_every", "reweigh_draws", "steps")
-        _at_least(self, 0, "start_epoch")
+        _at_least(self, 1, "m", "start_epoch", "discard_draws", "reweigh_every", "reweigh_draws", "steps")
         if not 0 <= self.threshold <= 1:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold!r}")
         if not 0 < self.reweigh_alpha < 1:
@@ -214,6 +260,13 @@ class Method:
     #: boolean hyper-parameters whose on/off combinations form the method's ablation (Sun et al.
     #: 2024, Table 3); each combination is a variant named ``<method>.<on fields joined by +>``
     ablation: tuple[str, ...] = ()
+    #: the methods a study requires this one to share hyper-parameters with, each with the fields
+    #: shared: ``(("smoothadv_consistency", ("steps", "epsilon", "m", "warmup")),)`` makes the
+    #: variant ``smoothadv@smoothadv_consistency`` (:func:`variant_options`)
+    matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: whether its authors' code splits every loaded batch into ``m`` chunks with one SGD step each
+    #: (``noise_batching: split`` of :class:`ddrs.training.config.TrainConfig`)
+    splits_batch: bool = False
 
     def variants(self) -> list[str]:
         """Every ablation variant's name, from all components off (``<method>.none``) to all on."""
@@ -223,6 +276,20 @@ class Method:
         return [
             variant_name(self.name, [f for f, on in zip(self.ablation, c, strict=True) if on]) for c in combinations
         ]
+
+    def matched_variants(self) -> list[str]:
+        """Every matched variant's name (``<method>@<other method>``), one per entry of ``matches``."""
+        return [matched_name(self.name, other) for other, _ in self.matches]
+
+    def matched_fields(self, other: str) -> tuple[str, ...]:
+        """The hyper-parameters this method takes from ``other`` in the variant ``<method>@<other>``."""
+        for name, fields in self.matches:
+            if name == other:
+                return fields
+        raise ValueError(
+            f"{matched_name(self.name, other)!r}: {self.name} is matched to "
+            f"{[name for name, _ in self.matches] or 'no method'}, not {other!r}"
+        )
 
     @property
     def norm(self) -> int:
@@ -249,10 +316,23 @@ class Method:
         return self.params(**values)
 
 
+#: Jeong & Shin (2020): the SmoothAdv baseline shares SmoothAdv+Consistency's attack (supplement A.3,
+#: App. B: "a fixed configuration of hyperparameters when SmoothAdv is used")
+_SMOOTHADV_ATTACK = ("steps", "epsilon", "m", "warmup")
+
 METHODS: dict[str, Method] = {
     method.name: method
     for method in (
-        Method("cohen", "Cohen", "ddrs.training.losses:cohen_loss", table="table1", published_format="cohen"),
+        Method(
+            "cohen",
+            "Cohen",
+            "ddrs.training.losses:cohen_loss",
+            GaussianParams,
+            table="table1",
+            published_format="cohen",
+            matches=(("easy_focus", ("m",)),),  # Sun et al. §6: m = 4 "for Gaussian training and our method"
+            splits_batch=True,  # Sun et al.'s code, as Jeong & Shin's (m = 1 leaves Cohen's batches whole)
+        ),
         Method(
             "smoothadv",
             "SmoothAdv",
@@ -260,7 +340,10 @@ METHODS: dict[str, Method] = {
             SmoothAdvParams,
             table="table2",
             published_format="smoothadv",
+            matches=(("smoothadv_consistency", _SMOOTHADV_ATTACK),),
+            splits_batch=True,  # Salman et al.'s train_pgd.py: get_minibatches(batch, num_noise_vec)
         ),
+        # Zhai et al.'s macer_train (and Jeong & Shin's train_macer.py) takes the whole batch
         Method(
             "macer", "MACER", "ddrs.training.losses:macer_loss", MacerParams, table="table3", published_format="macer"
         ),
@@ -274,13 +357,15 @@ METHODS: dict[str, Method] = {
             table="table4",
             published_format="rs4a",
         ),
-        # Jeong & Shin (2020): consistency regularization, alone and on top of SmoothAdv
+        # Jeong & Shin (2020): consistency regularization, alone and on top of SmoothAdv; their
+        # train_consistency.py splits every batch into m chunks (_chunk_minibatch)
         Method(
             "consistency",
             "Consistency",
             "ddrs.training.consistency:consistency_loss",
             ConsistencyParams,
             table="table_consistency",
+            splits_batch=True,
         ),
         Method(
             "smoothadv_consistency",
@@ -289,6 +374,7 @@ METHODS: dict[str, Method] = {
             SmoothAdvConsistencyParams,
             train_modes=("fs",),  # a fixed-σ row of Jeong & Shin's tables: Method and Method-DS here
             table="table_smoothadv_consistency",
+            splits_batch=True,
         ),
         # Li et al. (2019), the baseline row of Jeong & Shin's MNIST table (fixed σ, as uniform)
         Method(
@@ -308,6 +394,7 @@ METHODS: dict[str, Method] = {
             epoch_plan="ddrs.training.easy_focus:EasyFocusPlan",
             ablation=("discard", "reweigh", "attack"),
             table="table_easy_focus",
+            splits_batch=True,
         ),
     )
 }
@@ -324,8 +411,19 @@ def variant_name(method: str, enabled: Sequence[str]) -> str:
     return f"{method}{VARIANT_SEPARATOR}{'+'.join(enabled) or 'none'}"
 
 
+def matched_name(method: str, other: str) -> str:
+    """``smoothadv@smoothadv_consistency``: ``method`` with the hyper-parameters it shares with ``other``."""
+    return f"{method}{MATCH_SEPARATOR}{other}"
+
+
+def _base(name: str) -> str:
+    return name.partition(MATCH_SEPARATOR)[0].partition(VARIANT_SEPARATOR)[0]
+
+
 def variant_params(name: str) -> dict[str, bool]:
-    """The ablation switches a variant name sets (``{}`` for a plain method name)."""
+    """The ablation switches a variant name sets (``{}`` for a plain method name or a matched variant)."""
+    if MATCH_SEPARATOR in name:
+        return {}
     method, _, enabled = name.partition(VARIANT_SEPARATOR)
     if not enabled:
         return {}
@@ -336,10 +434,32 @@ def variant_params(name: str) -> dict[str, bool]:
     return {component: component in on for component in components}
 
 
+def variant_options(name: str, train: Mapping[str, Any]) -> dict[str, Any]:
+    """The hyper-parameters (a ``train.<method>`` section) the method or variant ``name`` trains with.
+
+    ``train`` is the run's resolved ``train`` section (per-dataset and per-σ overrides merged),
+    whose method-named keys hold each method's options. A plain name gives its own section; an
+    ablation variant adds its switches; a matched variant ``<method>@<other>`` takes the fields
+    it shares with ``other`` (``Method.matches``) from ``other``'s options, its defaults filled
+    in, so both methods train with the same values whatever the config says for ``other``.
+    """
+    method = get_method(name)
+    options = dict(train.get(method.name) or {})
+    base, _, other = name.partition(MATCH_SEPARATOR)
+    if other:
+        if base != method.name:
+            raise ValueError(f"{name!r}: a matched variant combines a plain method name with another method's")
+        fields = method.matched_fields(other)
+        source = get_method(other).make_params(train.get(other), source=f"{name}: {other}")
+        options.update({field_name: getattr(source, field_name) for field_name in fields})
+    else:
+        options.update(variant_params(name))
+    return options
+
+
 def get_method(name: str) -> Method:
     """The registry entry called ``name`` (or a variant's method); an unknown name lists the choices."""
-    method = name.partition(VARIANT_SEPARATOR)[0]
     try:
-        return METHODS[method]
+        return METHODS[_base(name)]
     except KeyError:
         raise ValueError(f"unknown training method {name!r}; choose one of {sorted(METHODS)}") from None

@@ -16,7 +16,7 @@ import typing
 
 from ddrs.methods import METHODS, TRAIN_MODES
 from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-from ddrs.training.config import C_A_RULES, TrainConfig, read_yaml
+from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS, TrainConfig, read_yaml
 
 HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
@@ -35,6 +35,9 @@ HELP = {
     "c_a": "ds, fixed_class: c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction",
     "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
     "eval_max": "test inputs scored for the per-epoch log",
+    "noise_batching": "whole = batch_size inputs per SGD step, each with its m noisy copies; split = the authors': "
+    "every batch cut into m chunks, one step each (for the methods whose authors do so)",
+    "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
 }
 CHOICES = {
     "method": tuple(METHODS),
@@ -43,6 +46,7 @@ CHOICES = {
     "sigma_objective": SIGMA_OBJECTIVES,
     "uniform_convention": UNIFORM_CONVENTIONS,
     "precision": tuple(PRECISIONS),
+    "noise_batching": NOISE_BATCHINGS,
 }
 
 
@@ -73,7 +77,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", required=True, help="checkpoint to write (<out>.partial while training)")
     parser.add_argument("--log", help="per-epoch CSV log")
     parser.add_argument("--sigma-table", help="TSV of the per-example σ table (idx, sigma), rewritten every epoch")
-    parser.add_argument("--init", metavar="CHECKPOINT", help="fine-tune from this ddrs checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
     hints = typing.get_type_hints(TrainConfig)
     options = parser.add_argument_group("training options (also YAML keys)")
@@ -119,7 +122,5 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.training.trainer import train
 
     config = config_from_args(args)
-    out = train(
-        config, args.out, log=args.log, sigma_table=args.sigma_table, init=args.init, progress=not args.no_progress
-    )
+    out = train(config, args.out, log=args.log, sigma_table=args.sigma_table, progress=not args.no_progress)
     print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")

@@ -6,6 +6,17 @@ Jeong & Shin's supplement (A.1) trains CIFAR-10 for 150 epochs with decays at 50
 uses lr 0.01 with decays at 200 and 400 (``lr_milestones``). DDRS §4 trains CIFAR-10 for 200 epochs,
 the first 50 with fixed σ (``warmup_epochs``) then Algorithm 2 with K = 1, n = 1, α = 1e-4.
 
+``noise_batching`` says what one SGD step sees for a method with m noise draws per input:
+``whole`` = ``batch_size`` inputs, each with its m noisy copies (batch_size·m samples);
+``split`` = what Salman et al.'s ``train_pgd.py``, Jeong & Shin's ``train_consistency.py`` and
+Sun et al.'s code do: every loaded batch is split into m chunks of batch_size/m inputs with one
+step each, so a step sees batch_size noisy samples and an epoch takes m times the steps. It
+applies to the methods whose authors split (``Method.splits_batch``); MACER's code, for one,
+keeps the whole batch.
+
+``init`` names a ddrs checkpoint to fine-tune from (DDRS §4.1–4.2: the DS² models of ImageNet,
+and of SmoothAdv, start from the fixed-σ model).
+
 YAML files use the field names as keys, plus one section per method named after it holding that
 method's hyper-parameters (:mod:`ddrs.methods`); an unknown key is an error naming it.
 """
@@ -26,6 +37,9 @@ from ddrs.methods import METHODS, TRAIN_MODES, get_method
 from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS, resolve_clamp, uniform_half_width
 
 C_A_RULES = ("clean", "smoothed")
+#: what one SGD step sees: ``batch_size`` inputs with their m noisy copies each, or the authors'
+#: split of every batch into m chunks (module docstring)
+NOISE_BATCHINGS = ("whole", "split")
 
 
 @dataclass
@@ -48,6 +62,10 @@ class TrainConfig:
     lr_gamma: float = 0.1
     #: epochs at which the lr is multiplied by ``lr_gamma``; replaces ``lr_step`` when non-empty
     lr_milestones: list[int] = field(default_factory=list)
+    #: ``whole`` or ``split`` (:data:`NOISE_BATCHINGS`, module docstring)
+    noise_batching: str = "whole"
+    #: a ddrs checkpoint (same arch and dataset) whose weights training starts from; ``None`` = a fresh model
+    init: str | None = None
     # Algorithm 2 (DDRS §3.6): K = 0 during the warm-up epochs, then ``k`` steps of Algorithm 1
     warmup_epochs: int = 0
     k: int = 1
@@ -83,7 +101,10 @@ class TrainConfig:
         self.lr_milestones = [int(epoch) for epoch in self.lr_milestones]
         method = get_method(self.method)
         if self.method != method.name:
-            raise ValueError(f"method {self.method!r} is an ablation variant; train {method.name!r} with its switches")
+            raise ValueError(
+                f"method {self.method!r} is a variant of {method.name!r}; train {method.name!r} with the "
+                "variant's options (ddrs.methods.variant_options)"
+            )
         if self.params is None or isinstance(self.params, Mapping):
             self.params = method.make_params(self.params, source=f"{self.method} options")
         elif not isinstance(self.params, method.params):
@@ -93,6 +114,7 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid field."""
         _choice("train_mode", self.train_mode, TRAIN_MODES)
+        _choice("noise_batching", self.noise_batching, NOISE_BATCHINGS)
         _choice("c_a", self.c_a, C_A_RULES)
         _choice("sigma_objective", self.sigma_objective, SIGMA_OBJECTIVES)
         resolve_clamp(self.sigma_objective, self.sigma_clamp)
@@ -118,6 +140,18 @@ class TrainConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not 0 < self.min_sigma < self.sigma:
             raise ValueError(f"min_sigma must be in (0, sigma={self.sigma}), got {self.min_sigma!r}")
+        if self.batch_size % self.chunks:
+            raise ValueError(
+                f"noise_batching 'split' cuts every batch into m = {self.chunks} chunks; batch_size "
+                f"{self.batch_size} is not a multiple of it"
+            )
+
+    @property
+    def chunks(self) -> int:
+        """SGD steps per loaded batch: the method's m under ``split`` when its authors split, else 1."""
+        if self.noise_batching != "split" or not get_method(self.method).splits_batch:
+            return 1
+        return int(getattr(self.params, "m", 1))
 
     @property
     def noise_name(self) -> str:

@@ -1,12 +1,13 @@
 """ACR-focused Gaussian training (Sun et al. 2024, "Average Certified Radius is a Poor Metric", §5).
 
-Gaussian training with m noise draws per input (Cohen et al. 2019) for E_t epochs; from epoch
-E_t (0-based, as in their ``train.py``: E_t epochs of plain training come first) three
-components, each switchable for the ablation of their Table 3:
+Gaussian training with m noise draws per input (Cohen et al. 2019) in epochs 1 … E_t − 1; from
+epoch E_t on — epochs counted from 1, as in their Algorithm 2 ("if epoch < E_t … else if epoch
+= E_t then discard") — three components, each switchable for the ablation of their Table 3:
 
 - discard hard inputs (§5.1): once, at epoch E_t, drop the inputs whose p_A — the fraction of
   N = 100 noisy copies labelled correctly — is below p_t;
-- reweigh by certified radius (§5.2): at E_t and every 10 epochs after, p̂_A =
+- reweigh by certified radius (§5.2): at E_t and every 10 epochs after ("every 10 epoch after E_t
+  (including E_t)"; Algorithm 2's ``epoch % 10 = 0`` for their E_t, multiples of 10), p̂_A =
   LowerConfBound(C, N = 16, 1 − α) with α = 0.1 (CERTIFY's Clopper–Pearson bound) and weight
   w = max(1, Φ⁻¹(p̂_A) / Φ⁻¹(p̂_min)), where p̂_min is the bound at p_A = p_min = 0.75, i.e. at
   ⌊p_min·N⌋ correct draws. The paper prints Φ⁻¹(p_min); its Figure 4 ("radius divided by the
@@ -20,7 +21,8 @@ components, each switchable for the ablation of their Table 3:
   back to its own norm after every step.
 
 The epoch-level part is :class:`EasyFocusPlan` (the registry's ``epoch_plan``); the attack is in
-:func:`easy_focus_loss`.
+:func:`easy_focus_loss`. The trainer counts epochs from 0, so epoch E_t is its ``E_t − 1``
+(:func:`focus_started`).
 """
 
 from __future__ import annotations
@@ -76,11 +78,16 @@ def adaptive_attack(model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, steps
     return delta.detach()
 
 
+def focus_started(params: EasyFocusParams, epoch: int) -> bool:
+    """Whether 0-based ``epoch`` is epoch E_t or later of Sun et al.'s Algorithm 2 (epochs counted from 1)."""
+    return epoch + 1 >= params.start_epoch
+
+
 def easy_focus_loss(model, x, y, scale, generator, params: EasyFocusParams, epoch=0) -> Tensor:
     """Gaussian training with m draws per input at scale σᵢ, cross-entropy averaged over the draws;
     from epoch E_t on the draws are first attacked by :func:`adaptive_attack` (when ``params.attack``)."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
-    if params.attack and epoch >= params.start_epoch:
+    if params.attack and focus_started(params, epoch):
         noise = adaptive_attack(model, x, y, noise, params.steps, params.epsilon)
     return copies_cross_entropy(copies_logits(model, x.unsqueeze(1) + noise), y)
 
@@ -127,7 +134,7 @@ class EasyFocusPlan:
         """``None`` (a plain shuffled pass) before E_t or with both components off; from E_t on,
         |D| indices drawn with replacement from the kept inputs, uniformly or by weight."""
         params, size = self.params, len(dataset)
-        if epoch < params.start_epoch or not (params.discard or params.reweigh):
+        if not focus_started(params, epoch) or not (params.discard or params.reweigh):
             return None
         noise = make_generator(derived_seed(seed, 0), self.device)
         if self.kept is None:
@@ -139,12 +146,13 @@ class EasyFocusPlan:
                 self.kept = everyone
             if not bool(self.kept.any()):
                 raise ValueError(
-                    f"easy_focus discarded every training input at epoch {epoch}: none has p_A >= "
+                    f"easy_focus discarded every training input at epoch {epoch + 1}: none has p_A >= "
                     f"threshold = {params.threshold} (train longer before start_epoch, or lower the threshold)"
                 )
         if len(self.kept) != size:
             raise ValueError(f"the easy_focus state covers {len(self.kept)} inputs, the training set has {size}")
-        if params.reweigh and (self.weights is None or (epoch - params.start_epoch) % params.reweigh_every == 0):
+        since = epoch + 1 - params.start_epoch
+        if params.reweigh and (self.weights is None or since % params.reweigh_every == 0):
             counts = self._counts(model, dataset, scales, self.kept, params.reweigh_draws, noise)
             lower = lower_confidence_bound(counts, params.reweigh_draws, params.reweigh_alpha)
             self.weights = torch.zeros(size, dtype=torch.float64)

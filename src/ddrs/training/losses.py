@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ddrs.methods import MacerParams, NoParams, SmoothAdvParams, StabilityParams
+from ddrs.methods import GaussianParams, MacerParams, NoParams, SmoothAdvParams, StabilityParams
 from ddrs.noise import get_noise
 
 GAUSSIAN = get_noise("gaussian")
@@ -41,9 +41,12 @@ def copies_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(logits.flatten(0, 1), y.repeat_interleave(logits.shape[1]))
 
 
-def cohen_loss(model, x, y, scale, generator, params: NoParams, epoch=0) -> Tensor:
-    """Gaussian data augmentation: cross-entropy on ``x + σᵢ·ε`` (Cohen et al. 2019, §3.3)."""
-    return F.cross_entropy(model(GAUSSIAN.perturb(x, scale, generator)).float(), y)
+def cohen_loss(model, x, y, scale, generator, params: GaussianParams, epoch=0) -> Tensor:
+    """Gaussian data augmentation: cross-entropy on ``x + σᵢ·ε`` (Cohen et al. 2019, §3.3), averaged
+    over ``params.m`` draws per input (m = 1 is Cohen's; Sun et al. 2024, §6, train with m = 4)."""
+    return copies_cross_entropy(
+        copies_logits(model, x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)), y
+    )
 
 
 def uniform_loss(model, x, y, scale, generator, params: NoParams, epoch=0) -> Tensor:
@@ -63,11 +66,16 @@ def smoothed_nll(logits: Tensor, y: Tensor) -> Tensor:
 
 
 def smoothadv_radius(params: SmoothAdvParams, epoch: int) -> float:
-    """Attack radius ζ at 0-based ``epoch``: linear warm-up over ``params.warmup`` epochs,
-    ``ζ·min(1, (epoch + 1)/warmup)`` as in SmoothAdv's ``train_pgd.py``."""
+    """Attack radius ζ at 0-based ``epoch``: ``ζ·min(1, epoch/warmup)``, zero in the first epoch and
+    ζ from epoch ``warmup`` on.
+
+    Jeong & Shin (2020, supplement A.1), after Salman et al. (2019): ζ "is initially set to zero,
+    and linearly increased during the first 10 epochs". (Both codes compute
+    ``min(ζ, (epoch + 1)·ζ/warmup)``, which starts at ζ/warmup; we follow the text.)
+    """
     if params.warmup == 0:
         return params.epsilon
-    return params.epsilon * min(1.0, (epoch + 1) / params.warmup)
+    return params.epsilon * min(1.0, epoch / params.warmup)
 
 
 def smoothadv_attack(model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, radius: float, steps: int) -> Tensor:
@@ -136,9 +144,11 @@ def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma:
 
 def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> Tensor:
     """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
-    λ = 12, γ = 8, β = 16)."""
+    λ = 12, γ = 8, β = 16); λ = 0 in the first ``params.deferred`` epochs (Jeong & Shin's
+    ``train_macer.py --deferred``)."""
     logits = copies_logits(model, x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator))
-    return macer_objective(logits, y, scale, params.lam, params.gamma, params.beta)
+    lam = 0.0 if epoch < params.deferred else params.lam
+    return macer_objective(logits, y, scale, lam, params.gamma, params.beta)
 
 
 def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float) -> Tensor:

@@ -102,9 +102,9 @@ def evaluate(
 class Trainer:
     """Train ``config`` into the checkpoint ``out``; optional CSV log and σ-table TSV beside it.
 
-    ``init`` names a ddrs checkpoint to fine-tune from (DDRS §4.1: ImageNet models are fine-tuned
-    with Algorithm 2 for 30 epochs from the published weights, imported with
-    ``ddrs.models.import_published``).
+    ``config.init`` names a ddrs checkpoint to fine-tune from (DDRS §4.1: ImageNet models are
+    fine-tuned with Algorithm 2 for 30 epochs from the published weights, imported with
+    ``ddrs.models.import_published``; §4.2 fine-tunes the SmoothAdv models).
     """
 
     def __init__(
@@ -114,7 +114,6 @@ class Trainer:
         *,
         log: str | os.PathLike | None = None,
         sigma_table: str | os.PathLike | None = None,
-        init: str | os.PathLike | None = None,
         progress: bool = True,
     ):
         self.config = config
@@ -122,7 +121,6 @@ class Trainer:
         self.partial = partial_path(self.out)
         self.log = None if log is None else Path(log)
         self.sigma_table_path = None if sigma_table is None else Path(sigma_table)
-        self.init = None if init is None else Path(init)
         self.progress = progress
         self.device = select_device(config.device)
         method = get_method(config.method)
@@ -137,10 +135,21 @@ class Trainer:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derived_seed(self.config.seed, _INIT))
             model = build_model(self.config.arch, self.config.dataset)
-        if self.init is not None:
-            initial, _ = load_checkpoint(self.init, arch=self.config.arch, dataset=self.config.dataset)
-            model.load_state_dict(initial.state_dict())
+        if self.config.init is not None:
+            model.load_state_dict(self._initial_weights(Path(self.config.init)))
         return model.to(self.device)
+
+    def _initial_weights(self, path: Path) -> dict[str, Tensor]:
+        """The weights of the checkpoint to fine-tune from (read with ``weights_only=True``); it must hold
+        the run's architecture for the run's dataset."""
+        config = self.config
+        try:
+            initial, _ = load_checkpoint(path, arch=config.arch, dataset=config.dataset)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f"cannot fine-tune {config.arch!r} on {config.dataset!r} from init checkpoint {path}: {error}"
+            ) from error
+        return initial.state_dict()
 
     def _cuda_devices(self) -> list[int]:
         """The CUDA device whose generator ``fork_rng`` saves and restores (none on the CPU)."""
@@ -162,7 +171,7 @@ class Trainer:
         if differing:
             details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
             raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
-        if meta.get("init") != (None if self.init is None else str(self.init)):
+        if meta.get("init") != self.config.init:
             raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
         if meta["epoch"] > self.config.epochs:
             raise ValueError(
@@ -267,7 +276,8 @@ class Trainer:
         visits: Tensor | None = None,
     ) -> float:
         """One pass over ``visits`` (default: the shuffled training set), DDRS Algorithm 2 per batch
-        in ``ds`` mode; mean loss."""
+        in ``ds`` mode; mean loss. Under ``noise_batching: split`` every loaded batch is cut into
+        ``config.chunks`` consecutive chunks, each a batch of its own (σ update and SGD step)."""
         config, device = self.config, self.device
         shuffle = torch.Generator().manual_seed(derived_seed(config.seed, _SHUFFLE, epoch))
         noise = make_generator(derived_seed(config.seed, _NOISE, epoch), device)
@@ -285,7 +295,7 @@ class Trainer:
         bar = tqdm(
             loader, desc=f"epoch {epoch + 1}/{config.epochs}", leave=False, disable=None if self.progress else True
         )
-        for x, y, indices in bar:
+        for x, y, indices in (chunk for batch in bar for chunk in _chunked(batch, config.chunks)):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             scale = table.gather(indices).to(device, non_blocking=True)
             if optimise_sigma:
@@ -323,7 +333,7 @@ class Trainer:
             scale=config.initial_scale,
             epoch=epoch,
             config=config.to_dict(),
-            init=None if self.init is None else str(self.init),
+            init=config.init,
             optimizer=optimizer.state_dict(),
             scheduler=scheduler.state_dict(),
             scaler=scaler.state_dict(),
@@ -338,6 +348,18 @@ class Trainer:
                 pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
         if self.sigma_table_path is not None:
             table.write_tsv(self.sigma_table_path)
+
+
+def _chunked(batch: tuple[Tensor, ...], chunks: int) -> Iterable[tuple[Tensor, ...]]:
+    """``batch``'s tensors cut into ``chunks`` consecutive pieces (Jeong & Shin's ``_chunk_minibatch``,
+    Salman et al.'s ``get_minibatches``). Piece sizes differ by at most one, so a short last batch of
+    the epoch loses no input (theirs drop the remainder of ``len // chunks``); an empty piece is skipped."""
+    if chunks == 1:
+        yield batch
+        return
+    for piece in zip(*(tensor.tensor_split(chunks) for tensor in batch), strict=True):
+        if len(piece[0]):
+            yield piece
 
 
 def train(config: TrainConfig, out: str | os.PathLike, **kwargs: Any) -> Path:
