@@ -8,7 +8,10 @@ def target_outputs(target):
     for kind in set(paths) & set(REPORTED):
         caption = f"../report/{target.caption}.rst"
         paths[kind] = report(
-            paths[kind], caption, category=REPORTED[kind], subcategory=target.subcategory
+            paths[kind],
+            caption,
+            category=REPORTED[kind],
+            subcategory=target.subcategory,
         )
     return paths
 
@@ -23,7 +26,9 @@ for target in CATALOGUE.values():
         output:
             **target_outputs(target),
         log:
-            LAYOUT.log("tables" if "csv" in target.outputs else "figures", target.pattern),
+            LAYOUT.log(
+                "tables" if "csv" in target.outputs else "figures", target.pattern
+            ),
         benchmark:
             LAYOUT.benchmark(
                 "tables" if "csv" in target.outputs else "figures", target.pattern

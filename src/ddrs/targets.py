@@ -36,6 +36,13 @@ FIGURE = ("png", "pdf")
 REPORTED = {"csv": "Tables", "png": "Figures"}
 
 
+def _flat(files: str | Mapping[str, str] | list[str]) -> list[str]:
+    """A path, a mapping of paths or a list of them, as a list."""
+    if isinstance(files, str):
+        return [files]
+    return list(files.values() if isinstance(files, Mapping) else files)
+
+
 def _once(exp: Experiment, target: Target) -> list[Wildcards]:
     return [{}]
 
@@ -106,7 +113,7 @@ class Target:
         if self.benchmarks:
             paths += sorted({path for record in records for path in record.benchmarks})
         for value in self.files(exp, self, **wildcards).values():
-            paths += [value] if isinstance(value, str) else list(value.values() if isinstance(value, Mapping) else value)
+            paths += _flat(value)
         if self.needs_data:
             paths.append(exp.layout.data_marker(wildcards["dataset"]))
         return paths
@@ -169,9 +176,7 @@ def _figure_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
 
 
 def _method_figures(exp: Experiment, target: Target) -> list[Wildcards]:
-    return [
-        {"method": m, "dataset": d} for d in exp.figure_datasets() for m in exp.full_methods() if exp.sigmas(d, m)
-    ]
+    return [{"method": m, "dataset": d} for d in exp.figure_datasets() for m in exp.full_methods() if exp.sigmas(d, m)]
 
 
 def _l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
@@ -301,7 +306,7 @@ CATALOGUE: dict[str, Target] = {
             methods=SUN2024_METHODS,
             instances=_computed(lambda exp, t, d: exp.gradient_norm_runs(t.methods, d)),
             files=lambda exp, t, dataset: {
-                "paths": [f"{exp.run_dir(run)}/gradient_norms.tsv" for run in exp.gradient_norm_runs(t.methods, dataset)]
+                "paths": [f"{exp.run_dir(r)}/gradient_norms.tsv" for r in exp.gradient_norm_runs(t.methods, dataset)]
             },
             decimals=4,
             bold=False,

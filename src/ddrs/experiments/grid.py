@@ -19,6 +19,9 @@ from ddrs.settings import uniform_half_width
 #: where each noise's σ grid and radius grid live in a dataset's config
 SIGMA_KEY = {"gaussian": "sigmas", "uniform": "uniform_sigmas"}
 RADII_KEY = {2: "radii", 1: "l1_radii"}
+#: where a dataset's models come from: trained here, imported from published checkpoints (fixed-σ
+#: models; DDRS §4, ImageNet), or none at all: its certification logs are given
+SOURCES = ("train", "published", "logs")
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -156,9 +156,7 @@ class Records(RunGrid):
     def gradient_norm_runs(self, methods: Sequence[str], dataset: str) -> list[Run]:
         """Sun et al. (2024), Table 1: each configured method's fixed-σ model at ``sun2024.gradient_norm_sigma``."""
         sigma = self.config.get("sun2024", {}).get("gradient_norm_sigma")
-        return [
-            Run(dataset, m, "fs", sigma) for m in methods if m in self.methods and sigma in self.sigmas(dataset, m)
-        ]
+        return [Run(dataset, m, "fs", sigma) for m in methods if m in self.methods and sigma in self.sigmas(dataset, m)]
 
     def figure_datasets(self) -> list[str]:
         """Computed datasets with a full method: the figures need their σ logs and test images."""
