@@ -19,7 +19,7 @@ from ddrs.analysis.tables import BestTable
 from ddrs.build import build, write
 from ddrs.experiments import Experiment, Records, RunGrid
 from ddrs.experiments.layout import Run
-from ddrs.targets import CATALOGUE, REPORTED, Target
+from ddrs.targets import CATALOGUE, REPORTED, Target, best_tables
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ["config.yaml", "digits.yaml", "paper.yaml", "seed_papers.yaml"]
@@ -38,10 +38,8 @@ def test_every_entry_names_a_builder_a_caption_and_its_outputs(target):
     assert target.records is not None or target.files is not Target.files, "it reads no input"
 
 
-@pytest.mark.parametrize("name", CONFIGS)
-def test_every_output_matches_exactly_one_rule(name):
-    """What the generated rules ask Snakemake to match: each instance's file, by one entry only."""
-    exp = experiment(name)
+def rule_patterns(exp: Experiment) -> dict[str, str]:
+    """What the generated rules ask Snakemake to match: each entry's pattern under its constraints."""
     patterns = {}
     for target in CATALOGUE.values():
         constraints = target.constraints(exp)
@@ -49,11 +47,20 @@ def test_every_output_matches_exactly_one_rule(name):
         for wildcard in target.wildcard_names:
             regex = regex.replace(re.escape(f"{{{wildcard}}}"), f"(?:{constraints[wildcard]})", 1)
         patterns[target.name] = regex
-    outputs = exp.targets()
+    return patterns
+
+
+def assert_one_rule_per_output(exp: Experiment) -> None:
+    patterns, outputs = rule_patterns(exp), exp.targets()
     assert len({output for _, _, output in outputs}) == len(outputs)
     for target, wildcards, output in outputs:
         assert [n for n, regex in patterns.items() if re.fullmatch(regex, output)] == [target.name], output
         assert set(wildcards) == set(target.wildcard_names)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_output_matches_exactly_one_rule(name):
+    assert_one_rule_per_output(experiment(name))
 
 
 def test_the_seed_papers_studies_name_their_methods_in_their_entries():
@@ -91,6 +98,25 @@ def test_a_new_table_is_one_entry(monkeypatch):
     arguments = entry.arguments(exp, {"dataset": "digits"})
     assert arguments["builder"]["radii"] == [0.0, 0.5] and len(arguments["builder"]["records"]) == 3
     assert arguments["render"] == {"decimals": 2, "bold": True}
+
+
+def test_a_table_per_best_table_is_one_entry_beside_them(monkeypatch):
+    """Issue 19's paired comparisons, one table per DDRS-style table: ``comparisons_{table}``
+    shares the wildcard ``{table}`` with Tables 1–4 and still never matches their files."""
+    entry = Target(
+        "comparisons_table",
+        "comparisons_{table}",
+        "ddrs.analysis.tables:per_setting_table",
+        "best_table",
+        "Paired comparisons",
+        instances=lambda exp, t: [{"table": name} for name in best_tables(exp)],
+        records=lambda exp, t, table: exp.table_records(table),
+    )
+    monkeypatch.setitem(CATALOGUE, entry.name, entry)
+    exp = experiment("config.yaml")
+    assert {"results/tables/comparisons_table1.csv", "results/tables/table1.csv"} <= set(exp.tables())
+    assert entry.inputs(exp, {"table": "table1"}) == [r.log for r in exp.table_records("table1")]
+    assert_one_rule_per_output(exp)
 
 
 def test_appendix_f_reads_the_benchmarks_and_the_comparison_the_tables_it_compares():
