@@ -176,3 +176,31 @@ def test_job_run_times_come_from_the_dataset_registry():
     rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
     named = re.search(r"[\"'](imagenet|cifar10|mnist|mnist5k|digits)[\"']", rules)
     assert not named, f"a rule decides by a dataset's name: {named}"
+
+
+def test_measured_columns_print_to_the_entrys_decimals_and_the_csv_keeps_full_precision(tmp_path):
+    """Appendix F and the gradient norms printed 17 digits (0.024722660725001334) in Markdown and LaTeX."""
+    frame = pd.DataFrame(
+        {"variant": ["Cohen", "MACER"], "sigma": [0.5, 0.5], "easy_grad_norm": [0.024722660725001334, 1.5]}
+    )
+    outputs = {kind: str(tmp_path / f"g.{kind}") for kind in ("csv", "md", "tex")}
+    write(frame, outputs, decimals=4, bold=False, measured=("easy_grad_norm",))
+    assert "0.024722660725001334" in Path(outputs["csv"]).read_text()
+    for kind in ("md", "tex"):
+        text = Path(outputs[kind]).read_text()
+        assert "0.0247" in text and "1.5000" in text and "0.02472266" not in text, kind
+    with pytest.raises(ValueError, match=r"measured columns \['seconds'\] are not in the table"):
+        write(frame, outputs, decimals=4, measured=("seconds",))
+
+
+def test_the_measured_columns_of_the_catalogue_are_its_builders_columns():
+    from ddrs.analysis.records import LogRecord
+    from ddrs.analysis.tables import runtime_table
+    from ddrs.training.gradient_norms import SUMMARY_COLUMNS
+
+    log = pd.DataFrame({"idx": [0], "label": [1], "predict": [1], "radius": [0.5], "correct": [1], "time": [0.1]})
+    runtime = runtime_table([LogRecord(log, "digits", "cohen", sigma0=0.25)])
+    assert set(CATALOGUE["appendix_f_table"].measured) <= set(runtime.columns)
+    assert set(CATALOGUE["gradient_norms_table"].measured) <= set(SUMMARY_COLUMNS)
+    render = CATALOGUE["appendix_f_table"].arguments(experiment("digits.yaml"), {})["render"]
+    assert render == {"decimals": 4, "bold": False, "measured": ("certify_s", "extra_s", "total_s")}

@@ -6,7 +6,7 @@ What is written follows from the result's type: a DataFrame is a table (CSV, Mar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import singledispatch
 from importlib import import_module
 from typing import Any
@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from ddrs.analysis.render import write_table
 from ddrs.analysis.tables import BestTable
+from ddrs.io import atomic_path
 from ddrs.plots import save_figure
 from ddrs.targets import CATALOGUE
 
@@ -33,8 +34,20 @@ def write(result: Any, outputs: Mapping[str, str], **render: Any) -> None:
 
 
 @write.register
-def _(frame: pd.DataFrame, outputs: Mapping[str, str], **render: Any) -> None:
-    write_table(frame, outputs["csv"], **render)
+def _(frame: pd.DataFrame, outputs: Mapping[str, str], *, measured: Sequence[str] = (), **render: Any) -> None:
+    write_table(shown(frame, measured, render.get("decimals", 1)), outputs["csv"], **render)
+    if measured:
+        with atomic_path(outputs["csv"]) as tmp:
+            frame.to_csv(tmp, index=False)  # the CSV keeps full precision
+
+
+def shown(frame: pd.DataFrame, measured: Sequence[str], decimals: int) -> pd.DataFrame:
+    """``frame`` with its ``measured`` columns as text to ``decimals`` places (Markdown and LaTeX)."""
+    missing = sorted(set(measured) - set(frame.columns))
+    if missing:
+        raise ValueError(f"measured columns {missing} are not in the table; it has {list(frame.columns)}")
+    text = {c: [("" if pd.isna(v) else f"{v:.{decimals}f}") for v in frame[c]] for c in measured}
+    return frame.assign(**text)
 
 
 @write.register

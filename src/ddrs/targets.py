@@ -83,9 +83,11 @@ class Target:
     #: the methods a study compares, in its table's order; ``requires``: any of them makes the study
     methods: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
-    #: Markdown/LaTeX rendering: decimals of percentages, best per column in bold
+    #: Markdown/LaTeX rendering: decimals of percentages and of the ``measured`` columns (the CSV
+    #: keeps full precision), best per column in bold
     decimals: int = 1
     bold: bool = True
+    measured: tuple[str, ...] = ()
 
     @property
     def wildcard_names(self) -> list[str]:
@@ -122,6 +124,8 @@ class Target:
         """What the job's builder is called with, and how its tables are rendered."""
         builder = {**self.files(exp, self, **wildcards), **self.params(exp, self, **wildcards)}
         render: dict[str, Any] = {"decimals": self.decimals, "bold": self.bold}
+        if self.measured:
+            render["measured"] = self.measured
         if self.records is not None:
             builder["records"] = self.query(exp, wildcards)
             if self.caption_of is not None:
@@ -248,8 +252,10 @@ CATALOGUE: dict[str, Target] = {
             instances=_if(lambda exp: exp.computed_records()),
             records=lambda exp, t: [r for r in exp.computed_records() if r.certify_mode != "gds"],
             benchmarks=True,
+            # seconds per input to 0.1 ms: finer digits are timer noise
             decimals=4,
             bold=False,
+            measured=("certify_s", "extra_s", "total_s"),
         ),
         Target(
             "memory_summary",
@@ -308,8 +314,10 @@ CATALOGUE: dict[str, Target] = {
             files=lambda exp, t, dataset: {
                 "paths": [f"{exp.run_dir(r)}/gradient_norms.tsv" for r in exp.gradient_norm_runs(t.methods, dataset)]
             },
+            # mean gradient norms and their ratio to 4 decimals (estimates from a few thousand inputs)
             decimals=4,
             bold=False,
+            measured=("easy_grad_norm", "hard_grad_norm", "easy_over_hard"),
         ),
         Target(
             "paper_comparison",
