@@ -20,7 +20,6 @@ include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/certify.smk"
 include: "rules/tables.smk"
-include: "rules/figures.smk"
 
 
 report: "report/workflow.rst"

@@ -28,6 +28,7 @@ from tabulate import tabulate
 from torch import nn
 
 from ddrs.models import build_model
+from ddrs.settings import CertifySettings
 from ddrs.smoothing import certify_batch
 
 SIGMA, N0, ALPHA = 0.25, 100, 0.001
@@ -43,18 +44,8 @@ def raw_forward(model: nn.Module, noisy: list[torch.Tensor]) -> None:
 
 def ours(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int) -> None:
     generators = [torch.Generator().manual_seed(i) for i in range(len(x))]
-    certify_batch(
-        model,
-        x,
-        SIGMA,
-        num_classes=num_classes,
-        noise="gaussian",
-        n0=N0,
-        n=n,
-        alpha=ALPHA,
-        batch_size=batch,
-        generator=generators,
-    )
+    settings = CertifySettings(noise="gaussian", n0=N0, n=n, alpha=ALPHA, batch_size=batch)
+    certify_batch(model, x, SIGMA, settings, num_classes=num_classes, generator=generators)
 
 
 def cohen_loop(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int, python_count: bool) -> None:

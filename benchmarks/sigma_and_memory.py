@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from ddrs.memory import memory_certify
 from ddrs.models import build_model
 from ddrs.seeds import Stream, input_generators
+from ddrs.settings import Algorithm1Settings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import sample_counts
 
@@ -45,15 +46,16 @@ def model_and_inputs(arch: str, dataset: str, shape: tuple[int, ...], batch: int
 def algorithm1_per_input(model, x, steps: int) -> tuple[float, float]:
     """Seconds per input per step (the default, released objective): all of ``x`` in one batch, and one at a time."""
     gens = input_generators(0, range(len(x)), Stream.OPTIMIZE, CPU)
+    settings = Algorithm1Settings(sigma0=0.25, steps=(steps,))
 
     def batched():
-        optimize_sigma(model, x, 0.25, steps=[steps], generator=gens)
+        optimize_sigma(model, x, settings, generator=gens)
 
     def one_at_a_time():
         for i in range(len(x)):
-            optimize_sigma(model, x[i : i + 1], 0.25, steps=[steps], generator=[gens[i]])
+            optimize_sigma(model, x[i : i + 1], settings, generator=[gens[i]])
 
-    optimize_sigma(model, x[:2], 0.25, steps=[1], generator=gens[:2])  # warm-up
+    optimize_sigma(model, x[:2], Algorithm1Settings(sigma0=0.25, steps=(1,)), generator=gens[:2])  # warm-up
     return seconds(batched) / len(x) / steps, seconds(one_at_a_time) / len(x) / steps
 
 

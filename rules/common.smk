@@ -5,6 +5,7 @@ import re
 
 from ddrs.experiments import Experiment, Run
 from ddrs.methods import METHODS, get_method
+from ddrs.targets import CATALOGUE, REPORTED
 
 EXP = Experiment(config)
 LAYOUT = EXP.layout
@@ -38,14 +39,6 @@ def run_of(wildcards):
     return Run(
         wildcards.dataset, wildcards.method, wildcards.mode, float(wildcards.sigma)
     )
-
-
-def logs_of(records):
-    return [record.log for record in records]
-
-
-def benchmarks_of(records):
-    return sorted({path for record in records for path in record.benchmarks})
 
 
 def data_marker(wildcards):
@@ -131,7 +124,11 @@ def grid_search_args(wildcards):
 
 
 def certify_runtime(wildcards):
-    return 60 * 12 if wildcards.dataset == "imagenet" else 60
+    return EXP.runtime("certify", wildcards.dataset)
+
+
+def train_runtime(wildcards):
+    return EXP.runtime("train", wildcards.dataset)
 
 
 def gradient_norm_args(wildcards):
@@ -141,15 +138,3 @@ def gradient_norm_args(wildcards):
         f"--method {wildcards.method} --seed {config['seed']} --device {config['device']} "
         f"--precision {config['precision']} --skip {config['sun2024'].get('gradient_norm_skip', 1)}"
     )
-
-
-# --- figures ---
-
-
-def showcase_dir(wildcards):
-    return EXP.run_dir(EXP.showcase(wildcards.dataset))
-
-
-def showcase_k(wildcards):
-    showcase = EXP.showcase(wildcards.dataset)
-    return EXP.k_grid(showcase.dataset, showcase.method, showcase.mode)[-1]

@@ -21,7 +21,7 @@ rule train:
     threads: THREADS
     resources:
         mem_mb=4000,
-        runtime=lambda wc: 60 * 24 if wc.dataset in ("cifar10", "imagenet") else 30,
+        runtime=train_runtime,
         gpu=GPUS,
     params:
         options=train_options,

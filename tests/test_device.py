@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from ddrs.device import autocast, make_generator, select_device
+from ddrs.settings import CertifySettings
 from ddrs.smoothing import certify_batch
 
 
@@ -47,8 +48,8 @@ def test_a_bf16_base_classifier_certifies_like_fp32_far_from_the_boundary():
     x = torch.tensor([[3.0, 0.0], [-3.0, 0.0]])
     results = {
         precision: certify_batch(
-            model, x, 0.5, num_classes=2, noise="gaussian", n0=50, n=2000, alpha=0.001,
-            batch_size=500, generator=make_generator(0, torch.device("cpu")), precision=precision,
+            model, x, 0.5, CertifySettings(n0=50, n=2000, alpha=0.001, batch_size=500, precision=precision),
+            num_classes=2, generator=make_generator(0, torch.device("cpu")),
         )
         for precision in ("fp32", "bf16")
     }  # fmt: skip

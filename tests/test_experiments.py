@@ -15,6 +15,7 @@ from ddrs.data import DATASETS
 from ddrs.experiments import Experiment, Layout, Run
 from ddrs.methods import METHODS
 from ddrs.models import ARCHS
+from ddrs.targets import CATALOGUE
 from ddrs.training import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,7 +197,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert {"consistency_mnist5k", "methods_mnist5k", "easy_focus_ablation_mnist5k", "gradient_norms_mnist5k"} <= tables
     assert "pa_ecdf_methods_mnist5k" in {Path(path).stem for path in exp.figures()}
     # Jeong & Shin Table 2: per σ, the six methods' fixed-σ models
-    consistency = exp.study_records("consistency_mnist5k")
+    consistency = exp.target_records("consistency_mnist5k")
     assert [r.name for r in consistency if r.sigma0 == 0.5] == [
         "Cohen",
         "Consistency",
@@ -206,7 +207,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "MACER",
     ]
     # Sun et al. Table 3: the eight on/off combinations of the three components, at σ = 0.5
-    ablation = exp.study_records("easy_focus_ablation_mnist5k")
+    ablation = exp.target_records("easy_focus_ablation_mnist5k")
     assert len(ablation) == 8 and {r.sigma0 for r in ablation} == {0.5}
     assert ablation[0].name == "EasyFocus (none)" and ablation[-1].name == "EasyFocus (discard+reweigh+attack)"
     # all components on is easy_focus itself: its row is easy_focus's log, trained once
@@ -221,7 +222,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "reweigh": False,
         "attack": True,
     }
-    assert [r.method for r in exp.gradient_norm_runs("mnist5k")] == [
+    assert [r.method for r in exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "mnist5k")] == [
         "cohen",
         "macer",
         "smoothadv",
@@ -231,7 +232,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     # with attack off in the config, easy_focus is its discard+reweigh variant and all-on trains apart
     no_attack = config()
     no_attack["train"]["easy_focus"]["attack"] = False
-    rows = {r.name: r.log for r in Experiment(no_attack).study_records("easy_focus_ablation_mnist5k")}
+    rows = {r.name: r.log for r in Experiment(no_attack).target_records("easy_focus_ablation_mnist5k")}
     assert rows["EasyFocus (discard+reweigh)"] == ablation[-1].log
     assert "easy_focus.discard+reweigh+attack/" in rows["EasyFocus (discard+reweigh+attack)"]
     # Jeong & Shin's per-σ λ: 10 at σ = 0.25, 5 above
@@ -265,13 +266,56 @@ FROM_OPTIMIZE_SIGMA = {"sigma_objective", "sigma_clamp"}
 NOT_IN_WORKFLOW = {"precision", "uniform_convention"}
 
 
-def test_schema_allows_exactly_the_registered_methods_datasets_and_architectures():
-    properties = SCHEMA["properties"]
-    assert properties["methods"]["items"]["enum"] == list(METHODS)
-    assert properties["datasets"]["propertyNames"]["enum"] == list(DATASETS)
-    assert SCHEMA["$defs"]["dataset"]["properties"]["arch"]["enum"] == list(ARCHS)
+def enums(node, path=""):
+    """Every ``enum`` list of the schema, by where it stands."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "enum":
+                yield path, value
+            else:
+                yield from enums(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from enums(value, f"{path}/{index}")
+
+
+def test_every_enum_of_the_schema_is_a_registry():
+    """The schema restates the registries; each of its lists must equal the one it restates."""
+    from ddrs.experiments.grid import SOURCES
+    from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+    from ddrs.training.config import C_A_RULES
+
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
-    assert properties["grid_search"]["properties"]["method"]["enum"] == gaussian
+    registries = {
+        "/properties/methods/items": list(METHODS),
+        "/properties/datasets/propertyNames": list(DATASETS),
+        "/properties/grid_search/properties/datasets/items": list(DATASETS),
+        "/properties/grid_search/properties/method": gaussian,
+        "/$defs/dataset/properties/arch": list(ARCHS),
+        "/$defs/dataset/properties/source": list(SOURCES),
+        "/$defs/dataset/if/properties/source": [s for s in SOURCES if s != "logs"],
+        "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
+        "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
+        "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
+        "/properties/precision": list(PRECISIONS),
+        "/$defs/train/properties/c_a": list(C_A_RULES),
+    }
+    found = dict(enums(SCHEMA))
+    divergences = {path: values for path, values in found.items() if path.endswith("/divergence")}
+    assert {path: found[path] for path in registries} == registries
+    assert set(found) - set(registries) == set(divergences), "an enum the test does not know"
+    # the consistency regularizer's divergences (Jeong & Shin 2020, Table 4): each accepted, others not
+    import torch
+
+    from ddrs.training.consistency import consistency_term
+
+    logits = torch.zeros(2, 3, 4)
+    for values in divergences.values():
+        assert values == ["kl", "ce", "mse"]
+        for value in values:
+            consistency_term(logits, value)
+    with pytest.raises(ValueError, match="unknown divergence"):
+        consistency_term(logits, "js")
 
 
 def test_schema_train_section_is_keyed_by_train_config_fields_and_method_params():

@@ -183,22 +183,13 @@ def test_memory_log_refuses_an_idx_outside_the_images(tmp_path):
 
 def certify_digits_log(model, dataset, path, count=60, scale=0.5):
     """A small data-dependent-style certification log of the digits model, written by ddrs.smoothing."""
+    from ddrs.settings import CertifySettings
     from ddrs.smoothing import certify_batch
 
     x = torch.stack([dataset[i][0] for i in range(count)])
     labels = [dataset[i][1] for i in range(count)]
-    result = certify_batch(
-        model,
-        x,
-        scale,
-        num_classes=10,
-        noise="gaussian",
-        n0=20,
-        n=200,
-        alpha=0.001,
-        batch_size=2000,
-        generator=torch.Generator().manual_seed(0),
-    )
+    settings = CertifySettings(noise="gaussian", n0=20, n=200, alpha=0.001, batch_size=2000)
+    result = certify_batch(model, x, scale, settings, num_classes=10, generator=torch.Generator().manual_seed(0))
     frame = pd.DataFrame(
         {
             "idx": range(count),

@@ -11,7 +11,7 @@ from scipy.stats import norm
 from torch import nn
 
 from ddrs.noise import get_noise
-from ddrs.settings import SIGMA_OBJECTIVES
+from ddrs.settings import SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
 from ddrs.sigma import (
     expected_softmax,
     grid_for_budget,
@@ -24,6 +24,16 @@ from ddrs.sigma_log import grid_search_dataset, optimize_dataset
 from ddrs.smoothing import lower_confidence_bound
 
 GAUSSIAN = get_noise("gaussian")
+
+
+def algorithm1(model, x, sigma0, c_a=None, *, generator, **settings):
+    """Algorithm 1 with its settings spelled as keywords (the tests' shorthand)."""
+    return optimize_sigma(model, x, Algorithm1Settings(sigma0=sigma0, **settings), c_a, generator=generator)
+
+
+def grid_search(model, x, c_a=None, *, generator, **settings):
+    """The Appendix-B grid search with its settings spelled as keywords."""
+    return grid_search_sigma(model, x, GridSearchSettings(sigma0=1.0, **settings), c_a, generator=generator)
 
 
 class Disc(nn.Module):
@@ -79,7 +89,7 @@ def test_optimiser_reaches_the_brute_force_maximiser_on_a_toy_problem(objective)
     grid = torch.linspace(0.05, 1.0, 96)
     brute = monte_carlo_objective(model, TOY_X, TOY_CA, grid, n, objective=objective)
     best_scale, best_value = grid[brute.argmax(dim=0)], brute.max(dim=0).values
-    sigma = optimize_sigma(
+    sigma = algorithm1(
         model,
         TOY_X,
         0.1,
@@ -103,7 +113,7 @@ def test_uniform_noise_optimises_the_half_width_of_eq4():
     # c_A held: under the released objective the third point's λ·|E_0 − E_1| has a second, larger
     # maximum at the grid's edge once class 1 takes over, which ascent from 0.1 rightly never reaches
     brute = monte_carlo_objective(Disc(), TOY_X, TOY_CA, grid, 32, noise=uniform)
-    lam = optimize_sigma(
+    lam = algorithm1(
         Disc(),
         TOY_X,
         0.1,
@@ -120,7 +130,7 @@ def test_uniform_noise_optimises_the_half_width_of_eq4():
 
 def test_grid_search_picks_the_best_grid_point_with_many_samples():
     grid = grid_for_budget(0.05, 1.0, n=1, budget=20)
-    chosen = grid_search_sigma(Disc(), TOY_X, grid=grid, n=4096, generator=generators(2, 3))
+    chosen = grid_search(Disc(), TOY_X, grid=grid, n=4096, generator=generators(2, 3))
     brute = monte_carlo_objective(Disc(), TOY_X, TOY_CA, grid, 4096, groups=8, objective="released")
     assert torch.all(torch.isin(chosen, grid.float()))
     best = brute.max(dim=0).values
@@ -139,10 +149,10 @@ def test_snapshots_equal_separate_runs_to_each_k(digits_model, digits_data, obje
     x = torch.stack([digits_data["test"][i][0] for i in range(4)])
     c_a = held(objective, digits_model(x).argmax(dim=1))
     kwargs = dict(n=2, lr=0.01, objective=objective)
-    together = optimize_sigma(digits_model, x, 0.25, c_a, steps=[0, 3, 7], generator=generators(3, 4), **kwargs)
+    together = algorithm1(digits_model, x, 0.25, c_a, steps=[0, 3, 7], generator=generators(3, 4), **kwargs)
     assert torch.equal(together[0], torch.full((4,), 0.25))
     for row, k in enumerate([3, 7]):
-        alone = optimize_sigma(digits_model, x, 0.25, c_a, steps=[k], generator=generators(3, 4), **kwargs)
+        alone = algorithm1(digits_model, x, 0.25, c_a, steps=[k], generator=generators(3, 4), **kwargs)
         assert torch.equal(together[row + 1], alone[0])
     assert not torch.equal(together[1], together[2])
 
@@ -152,12 +162,10 @@ def test_batched_equals_one_input_at_a_time(digits_model, digits_data, objective
     x = torch.stack([digits_data["test"][i][0] for i in range(5)])
     c_a = digits_model(x).argmax(dim=1)
     kwargs = dict(steps=[10], n=3, lr=0.01, objective=objective)
-    batched = optimize_sigma(digits_model, x, 0.25, held(objective, c_a), generator=generators(4, 5), **kwargs)[0]
+    batched = algorithm1(digits_model, x, 0.25, held(objective, c_a), generator=generators(4, 5), **kwargs)[0]
     single = torch.cat(
         [
-            optimize_sigma(digits_model, x[i : i + 1], 0.25, held(objective, c_a[i : i + 1]), generator=[g], **kwargs)[
-                0
-            ]
+            algorithm1(digits_model, x[i : i + 1], 0.25, held(objective, c_a[i : i + 1]), generator=[g], **kwargs)[0]
             for i, g in enumerate(generators(4, 5))
         ]
     )
@@ -169,7 +177,7 @@ def test_model_parameters_and_mode_are_untouched(digits_data):
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.BatchNorm1d(10)).train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     x = torch.stack([digits_data["test"][i][0] for i in range(3)])
-    optimize_sigma(model, x, 0.25, steps=[5], lr=0.1, generator=generators(5, 3))
+    algorithm1(model, x, 0.25, steps=[5], lr=0.1, generator=generators(5, 3))
     assert model.training
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -178,7 +186,7 @@ def test_model_parameters_and_mode_are_untouched(digits_data):
 def test_fixed_class_sigma_stays_at_its_lower_bound_when_more_noise_only_hurts_c_a():
     # far outside the disc, class 0 gets (clamped) probability ~0: R = σ/2·(Φ⁻¹(ε) − Φ⁻¹(1 − ε)) < 0 falls with σ
     x = torch.tensor([[3.0, 0.0]])
-    sigma = optimize_sigma(
+    sigma = algorithm1(
         Disc(),
         x,
         0.05,
@@ -214,7 +222,7 @@ def test_released_objective_raises_a_saturated_input_by_the_clamped_rate_every_s
     # ψ is one-hot: beyond the clamp, Φ⁻¹(E_A) − Φ⁻¹(E_B) (E_A − E_B for uniform, Eq. 4) is a
     # constant with zero gradient, so only the σ/2 (λ) factor acts: σ += lr·rate at every step
     x = torch.zeros(4, 3, dtype=torch.float64)
-    sigma = optimize_sigma(Saturated(), x, 0.12, steps=range(11), lr=1e-3, noise=noise, generator=generators(7, 4))
+    sigma = algorithm1(Saturated(), x, 0.12, steps=range(11), lr=1e-3, noise=noise, generator=generators(7, 4))
     assert sigma.diff(dim=0).flatten().tolist() == pytest.approx([1e-3 * rate] * 40, rel=1e-6)
 
 
@@ -226,7 +234,7 @@ def test_released_objective_reproduces_the_jumps_of_appendix_h():
     x, c_a = torch.zeros(1, 3), torch.zeros(1, dtype=torch.long)
 
     def first_steps(objective, steps, held_class=None, clamp=None):
-        sigma = optimize_sigma(
+        sigma = algorithm1(
             Saturated(),
             x,
             0.12,
@@ -271,11 +279,11 @@ def test_released_picks_the_top_two_classes_at_every_step_and_fixed_class_holds_
     model, lr, clamp = ScaleSwitch(0.5924), 0.01, 0.02
     x, c_a = torch.zeros(1, 100_000), torch.zeros(1, dtype=torch.long)
     steps = list(range(11))
-    released = optimize_sigma(model, x, 0.5, steps=steps, lr=lr, clamp=clamp, generator=generators(9, 1))[:, 0]
+    released = algorithm1(model, x, 0.5, steps=steps, lr=lr, clamp=clamp, generator=generators(9, 1))[:, 0]
     assert released.tolist() == pytest.approx([0.5 + k * lr * RELEASED_GAUSSIAN_RATE for k in steps], rel=1e-6)
     top = [model(GAUSSIAN.perturb(x, s, torch.Generator().manual_seed(0))).argmax().item() for s in released.tolist()]
     assert top == [0] * 5 + [1] * 6
-    fixed = optimize_sigma(
+    fixed = algorithm1(
         model, x, 0.5, c_a, steps=steps, lr=lr, objective="fixed_class", clamp=clamp, generator=generators(9, 1)
     )[:, 0]
     assert fixed[:6].tolist() == pytest.approx(released[:6].tolist(), rel=1e-6)  # identical while class 0 leads
@@ -305,20 +313,20 @@ def test_bad_arguments_are_named():
     x = torch.zeros(2, 2)
     c_a = torch.zeros(2, dtype=torch.long)
     with pytest.raises(ValueError, match="sigma0"):
-        optimize_sigma(Disc(), x, 0.0, steps=[1], generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.0, steps=[1], generator=generators(0, 2))
     with pytest.raises(ValueError, match="K must be an integer >= 0"):
-        optimize_sigma(Disc(), x, 0.1, steps=[-1], generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.1, steps=[-1], generator=generators(0, 2))
     with pytest.raises(ValueError, match="unknown noise"):
-        optimize_sigma(Disc(), x, 0.1, steps=[1], noise="laplace", generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.1, steps=[1], noise="laplace", generator=generators(0, 2))
     with pytest.raises(ValueError, match="generators for 2 inputs"):
-        optimize_sigma(Disc(), x, 0.1, steps=[1], generator=generators(0, 3))
+        algorithm1(Disc(), x, 0.1, steps=[1], generator=generators(0, 3))
     with pytest.raises(ValueError, match=r"unknown objective 'top1'; choose one of \['fixed_class', 'released'\]"):
-        optimize_sigma(Disc(), x, 0.1, steps=[1], objective="top1", generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.1, steps=[1], objective="top1", generator=generators(0, 2))
     with pytest.raises(ValueError, match=r"clamp must lie in \(0, 0.5\), got 0.5"):
-        grid_search_sigma(Disc(), x, grid=[0.1], n=1, clamp=0.5, generator=generators(0, 2))
+        grid_search(Disc(), x, grid=[0.1], n=1, clamp=0.5, generator=generators(0, 2))
     with pytest.raises(ValueError, match="'released' takes the top two classes.*pass c_a=None"):
-        optimize_sigma(Disc(), x, 0.1, c_a, steps=[1], generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.1, c_a, steps=[1], generator=generators(0, 2))
     with pytest.raises(ValueError, match="'fixed_class' needs c_a"):
-        optimize_sigma(Disc(), x, 0.1, steps=[1], objective="fixed_class", generator=generators(0, 2))
+        algorithm1(Disc(), x, 0.1, steps=[1], objective="fixed_class", generator=generators(0, 2))
     with pytest.raises(ValueError, match=r"c_a has shape \(1,\), expected \(2,\)"):
-        grid_search_sigma(Disc(), x, c_a[:1], grid=[0.1], n=1, objective="fixed_class", generator=generators(0, 2))
+        grid_search(Disc(), x, c_a[:1], grid=[0.1], n=1, objective="fixed_class", generator=generators(0, 2))

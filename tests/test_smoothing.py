@@ -8,6 +8,7 @@ from scipy.stats import beta, binom, norm
 from statsmodels.stats.proportion import proportion_confint
 from torch import nn
 
+from ddrs.settings import CertifySettings
 from ddrs.smoothing import (
     ABSTAIN,
     Smooth,
@@ -16,6 +17,12 @@ from ddrs.smoothing import (
     predict_batch,
     sample_counts,
 )
+
+
+def certify_with(model, x, scale, *, num_classes, generator, **settings):
+    """CERTIFY for a batch with its settings spelled as keywords (the tests' shorthand)."""
+    return certify_batch(model, x, scale, CertifySettings(**settings), num_classes=num_classes, generator=generator)
+
 
 DIM = 10
 
@@ -55,7 +62,7 @@ def test_gaussian_certificates_are_sound_and_useful_for_a_linear_classifier():
     w = torch.randn(DIM, generator=torch.Generator().manual_seed(1))
     distance = torch.linspace(-1.5, 1.5, TRIALS, dtype=torch.float64) * sigma  # p_A up to Φ(3)
     x = points_at_margins(w, b, distance * w.double().norm(), seed=2)
-    result = certify_batch(
+    result = certify_with(
         linear_classifier(w, b),
         x,
         sigma,
@@ -86,7 +93,7 @@ def test_uniform_certificates_are_sound_and_tight_for_an_axis_aligned_classifier
     w[0] = 1.0
     margin = torch.linspace(-0.95, 0.95, TRIALS, dtype=torch.float64) * lam
     x = points_at_margins(w, b, margin, seed=3)
-    result = certify_batch(
+    result = certify_with(
         linear_classifier(w, b),
         x,
         lam,
@@ -113,7 +120,7 @@ def test_uniform_certificates_stay_below_the_l1_distance_for_a_general_hyperplan
     w = torch.randn(DIM, generator=torch.Generator().manual_seed(4))
     distance = torch.linspace(-1.0, 1.0, 400, dtype=torch.float64) * lam
     x = points_at_margins(w, b, distance * w.abs().max(), seed=5)
-    result = certify_batch(
+    result = certify_with(
         linear_classifier(w, b),
         x,
         lam,
@@ -174,7 +181,7 @@ def test_smooth_has_cohens_interface_and_agrees_with_certify_batch():
     smooth = Smooth(model, num_classes=2, sigma=0.25)
     prediction, radius = smooth.certify(x, 100, 2000, 0.001, 400, generator=torch.Generator().manual_seed(7))
     assert isinstance(prediction, int) and isinstance(radius, float)
-    batch = certify_batch(
+    batch = certify_with(
         model,
         x[None],
         0.25,
@@ -197,9 +204,9 @@ def test_batched_certify_equals_one_input_at_a_time_with_the_same_seeds():
     x = torch.rand(5, 3, 2, 2, generator=torch.Generator().manual_seed(1))
     scales = torch.tensor([0.1, 0.3, 0.5, 0.7, 1.0])
     settings = dict(num_classes=3, noise="gaussian", n0=30, n=170, alpha=0.01, batch_size=64)
-    together = certify_batch(model, x, scales, generator=generators(range(5)), **settings)
+    together = certify_with(model, x, scales, generator=generators(range(5)), **settings)
     for i in range(5):
-        alone = certify_batch(model, x[i : i + 1], scales[i].item(), generator=generators([i]), **settings)
+        alone = certify_with(model, x[i : i + 1], scales[i].item(), generator=generators([i]), **settings)
         assert together.predict[i] == alone.predict[0]
         assert together.p_a_lower[i] == alone.p_a_lower[0]
         assert together.radius[i] == alone.radius[0]
@@ -210,7 +217,7 @@ def test_per_input_scales_give_each_input_its_own_radius():
     x = torch.full((3, 4), 0.5)
     x[:, 0] = torch.tensor([0.9, 0.9, 0.9])
     scales = torch.tensor([0.1, 0.2, 0.4])
-    result = certify_batch(
+    result = certify_with(
         model,
         x,
         scales,
@@ -268,4 +275,4 @@ def test_certify_batch_rejects_bad_arguments(change, message):
     settings.update(change)
     scale = settings.pop("scale")
     with pytest.raises(ValueError, match=message):
-        certify_batch(Threshold(), torch.zeros(2, 4), scale, generator=None, **settings)
+        certify_with(Threshold(), torch.zeros(2, 4), scale, generator=None, **settings)

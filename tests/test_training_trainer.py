@@ -85,14 +85,14 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
     calls = []
     real_optimize = data_dependent.optimize_sigma
 
-    def spy(model, x, sigma0, c_a, **kwargs):
+    def spy(model, x, settings, c_a, **kwargs):
         if objective == "released":
-            assert c_a is None and kwargs["objective"] == "released"
+            assert c_a is None and settings.objective == "released"
         elif c_a_rule == "clean":
             with torch.no_grad():
                 assert torch.equal(c_a, model(x).argmax(dim=1))
-        calls.append(kwargs)
-        return real_optimize(model, x, sigma0, c_a, **kwargs)
+        calls.append(settings)
+        return real_optimize(model, x, settings, c_a, **kwargs)
 
     monkeypatch.setattr(data_dependent, "optimize_sigma", spy)
     config = _config(
@@ -117,7 +117,7 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
     monkeypatch.setattr(trainer_module, "load_dataset", poisoned)
     dirty = train(config, tmp_path / "dirty.pt", progress=False)
 
-    assert len(calls) == 2 and all(call["steps"] == [1] and call["n"] == 1 for call in calls)
+    assert len(calls) == 2 and all(call.steps == (1,) and call.n == 1 for call in calls)
     assert torch.equal(load_sigma_table(clean), load_sigma_table(dirty))
     assert not torch.all(load_sigma_table(clean) == 0.25)
     weights_clean, weights_dirty = _state(clean)[0], _state(dirty)[0]

@@ -36,7 +36,7 @@ def test_the_default_target_builds_every_table_and_figure(tmp_path):
     assert counts["appendix_h_table"] == 3
     assert counts["appendix_b_table"] == counts["appendix_f_table"] == counts["memory_summary"] == 1
     assert counts["certified_accuracy_figure"] == counts["k_sweep_figure"] == 3
-    assert counts["p_a_figure"] == 2
+    assert counts["pa_ecdf_figure"] == counts["easy_hard_figure"] == 1
     assert counts["train"] == 3 * 2 * 3 + 3  # three methods x fs/ds x σ, plus uniform noise
     assert counts["grid_search_sigma"] == 3 * 4  # σ x n in {1, 2, 4, 10}
 
@@ -135,6 +135,7 @@ def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     # paper's rows), plus the ablation variants of ACR-focused training at σ = 0.5 but the one
     # with all components on, which is easy_focus's own fixed-σ model
     assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7
-    assert counts["study_table"] == 3  # consistency_cifar10, methods_cifar10, easy_focus_ablation_cifar10
+    # Jeong & Shin Table 2, Sun et al. Tables 2 and 3
+    assert counts["consistency_table"] == counts["methods_table"] == counts["easy_focus_ablation_table"] == 1
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1
-    assert counts["best_table"] == 7 and counts["p_a_methods_figure"] == 1
+    assert counts["best_table"] == 7 and counts["pa_ecdf_methods_figure"] == 1

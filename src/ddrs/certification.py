@@ -110,19 +110,7 @@ def certify_dataset(
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
             generators = input_generators(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(
-                model,
-                x,
-                scale,
-                num_classes=num_classes,
-                noise=noise,
-                n0=settings.n0,
-                n=settings.n,
-                alpha=settings.alpha,
-                batch_size=settings.batch_size,
-                generator=generators,
-                precision=settings.precision,
-            )
+            result = certify_batch(model, x, scale, settings, num_classes=num_classes, generator=generators)
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,

@@ -34,7 +34,7 @@ writes the σ log is :mod:`ddrs.sigma_log`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -42,7 +42,7 @@ from torch import Tensor, nn
 from ddrs.device import autocast
 from ddrs.noise import SmoothingNoise, get_noise
 from ddrs.seeds import Generators
-from ddrs.settings import GRID_BUDGET, check_steps, resolve_clamp
+from ddrs.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
 from ddrs.smoothing import sample_counts
 
 
@@ -150,39 +150,28 @@ def smoothed_top_class(
 def optimize_sigma(
     model: nn.Module,
     x: Tensor,
-    sigma0: float | Tensor,
+    settings: Algorithm1Settings,
     c_a: Tensor | None = None,
     *,
-    steps: Sequence[int],
-    n: int = 1,
-    lr: float = 1e-4,
-    objective: str = "released",
-    clamp: float | None = None,
-    noise: str | SmoothingNoise = "gaussian",
     generator: Generators,
-    min_scale: float = 1e-3,
-    max_scale: float | None = None,
-    precision: str = "fp32",
+    sigma0: float | Tensor | None = None,
 ) -> Tensor:
     """OptimizeSigma (DDRS Algorithm 1) for a batch: σ after every K in ``steps``, shape ``(len(steps), B)``.
 
     Stochastic gradient ascent σ ← σ + lr·∇R(σ) on Eq. 3 (Eq. 4: λ for uniform noise) with the
-    reparameterisation ε = σ·ε̂ and ``n`` fresh draws of ε̂ per step, starting at ``sigma0`` (a
-    number, or one value per input as in Algorithm 2). ``objective`` and ``clamp`` choose E_A
+    reparameterisation ε = σ·ε̂ and ``n`` fresh draws of ε̂ per step, starting at ``settings.sigma0``
+    or at ``sigma0`` when given (one value per input, as in Algorithm 2). ``settings``
+    (:class:`~ddrs.settings.Algorithm1Settings`, checked when built) hold ``steps``, ``n``, ``lr``,
+    ``noise``, the bounds and ``precision``; its ``objective`` and ``clamp`` choose E_A
     and E_B (:func:`radius_objective`): ``released`` (default, Appendix A) re-picks the top two
     classes of ψ at every step and takes ``c_a=None``; ``fixed_class`` (Eq. 2/3) holds ``c_a``.
     After each step σ is projected onto [``min_scale``, ``max_scale``]. One run to max(steps)
     yields every snapshot; K = 0 is σ₀. Only σ receives gradients: the model runs in eval mode
     and its parameters are untouched.
     """
-    noise = _noise(noise)
-    steps = check_steps(steps)
-    clamp = resolve_clamp(objective, clamp)
+    noise, steps, objective, clamp = _noise(settings.noise), list(settings.steps), settings.objective, settings.clamp
+    sigma0 = settings.sigma0 if sigma0 is None else sigma0
     _check_positive("sigma0", sigma0)
-    _check_positive("lr", lr)
-    _check_positive("min_scale", min_scale)
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
     batch = len(x)
     _check_c_a(objective, c_a, batch)
     c_a = None if c_a is None else c_a.to(x.device)
@@ -194,12 +183,12 @@ def optimize_sigma(
                 snapshots[steps.index(k)] = scale
             if k == steps[-1]:
                 break
-            unit = unit_noise(noise, generator, batch, n, x)
+            unit = unit_noise(noise, generator, batch, settings.n, x)
             scale_var = scale.detach().requires_grad_(True)
-            psi = expected_softmax(model, x, scale_var, unit, precision)
+            psi = expected_softmax(model, x, scale_var, unit, settings.precision)
             radius = radius_objective(psi, scale_var, noise, objective=objective, clamp=clamp, c_a=c_a)
             (gradient,) = torch.autograd.grad(radius.sum(), scale_var)
-            scale = (scale + lr * gradient).clamp(min=min_scale, max=max_scale)
+            scale = (scale + settings.lr * gradient).clamp(min=settings.min_scale, max=settings.max_scale)
     return snapshots
 
 
@@ -216,28 +205,20 @@ def grid_for_budget(low: float, high: float, n: int, budget: int = GRID_BUDGET) 
 def grid_search_sigma(
     model: nn.Module,
     x: Tensor,
+    settings: GridSearchSettings,
     c_a: Tensor | None = None,
     *,
-    grid: Sequence[float] | Tensor,
-    n: int,
-    objective: str = "released",
-    clamp: float | None = None,
-    noise: str | SmoothingNoise = "gaussian",
     generator: Generators,
-    precision: str = "fp32",
 ) -> Tensor:
     """Appendix B baseline (Eq. 5): the grid scale with the largest Monte-Carlo objective, shape ``(B,)``.
 
-    Each grid point is scored with ``n`` fresh draws of ε̂ per input, on the objective Algorithm 1
-    ascends (same ``objective``, ``clamp`` and ``c_a`` rules as :func:`optimize_sigma`); ties go to
-    the smaller scale.
+    Each scale of ``settings.grid`` (:class:`~ddrs.settings.GridSearchSettings`, checked when
+    built) is scored with ``n`` fresh draws of ε̂ per input, on the objective Algorithm 1 ascends
+    (same ``objective``, ``clamp`` and ``c_a`` rules as :func:`optimize_sigma`); ties go to the
+    smaller scale.
     """
-    noise = _noise(noise)
-    clamp = resolve_clamp(objective, clamp)
-    grid = torch.as_tensor(grid, dtype=x.dtype, device=x.device)
-    if grid.ndim != 1 or len(grid) == 0:
-        raise ValueError("grid must be a non-empty list of scales")
-    _check_positive("every grid scale", grid)
+    noise, n, objective, clamp = _noise(settings.noise), settings.n, settings.objective, settings.clamp
+    grid = torch.as_tensor(settings.grid, dtype=x.dtype, device=x.device)
     batch = len(x)
     _check_c_a(objective, c_a, batch)
     c_a = None if c_a is None else c_a.to(x.device)
@@ -246,7 +227,7 @@ def grid_search_sigma(
     with _eval_mode(model), torch.no_grad():
         for value in grid:
             scale = value.expand(batch)
-            psi = expected_softmax(model, x, scale, unit_noise(noise, generator, batch, n, x), precision)
+            psi = expected_softmax(model, x, scale, unit_noise(noise, generator, batch, n, x), settings.precision)
             radius = radius_objective(psi, scale, noise, objective=objective, clamp=clamp, c_a=c_a).float()
             better = radius > best_value
             best_value = torch.where(better, radius, best_value)

@@ -148,22 +148,7 @@ def optimize_dataset(
     """
 
     def solve(x, c_a, generators):
-        return optimize_sigma(
-            model,
-            x,
-            settings.sigma0,
-            _held_class(settings, c_a),
-            steps=settings.steps,
-            n=settings.n,
-            lr=settings.lr,
-            objective=settings.objective,
-            clamp=settings.clamp,
-            noise=settings.noise,
-            generator=generators,
-            min_scale=settings.min_scale,
-            max_scale=settings.max_scale,
-            precision=settings.precision,
-        )
+        return optimize_sigma(model, x, settings, _held_class(settings, c_a), generator=generators)
 
     columns = [sigma_column(k) for k in settings.steps]
     return _run_dataset(
@@ -194,18 +179,7 @@ def grid_search_dataset(
     """Run the Appendix B grid search on every idx and write the σ log (one ``sigma_grid_n{n}`` column)."""
 
     def solve(x, c_a, generators):
-        return grid_search_sigma(
-            model,
-            x,
-            _held_class(settings, c_a),
-            grid=settings.grid,
-            n=settings.n,
-            objective=settings.objective,
-            clamp=settings.clamp,
-            noise=settings.noise,
-            generator=generators,
-            precision=settings.precision,
-        ).unsqueeze(0)
+        return grid_search_sigma(model, x, settings, _held_class(settings, c_a), generator=generators).unsqueeze(0)
 
     return _run_dataset(
         model,

@@ -22,7 +22,7 @@ from ddrs.device import autocast
 from ddrs.logs import ABSTAIN
 from ddrs.noise import SmoothingNoise, get_noise
 from ddrs.seeds import Generators
-from ddrs.settings import validate_certify_args
+from ddrs.settings import CertifySettings, validate_certify_args
 
 
 class CertifyResult(NamedTuple):
@@ -156,15 +156,10 @@ def certify_batch(
     model: nn.Module,
     x: Tensor,
     scale: Tensor | float,
+    settings: CertifySettings,
     *,
     num_classes: int,
-    noise: str | SmoothingNoise,
-    n0: int,
-    n: int,
-    alpha: float,
-    batch_size: int,
     generator: Generators | None,
-    precision: str = "fp32",
 ) -> CertifyResult:
     """CERTIFY (Cohen et al. 2019, §3.2.2) for a batch of inputs, each with its own scale.
 
@@ -172,9 +167,11 @@ def certify_batch(
     draws; abstain when p̲_A < ½, else certify ``noise.radius(p̲_A, scale)`` (Theorem 1 with
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
+    ``settings`` (:class:`~ddrs.settings.CertifySettings`, checked when built) give the noise,
+    ``n0``, ``n``, ``alpha``, ``batch_size`` and ``precision``.
     """
-    validate_certify_args(n0=n0, n=n, alpha=alpha, batch_size=batch_size)
-    noise = get_noise(noise) if isinstance(noise, str) else noise
+    noise, n0, n, alpha = get_noise(settings.noise), settings.n0, settings.n, settings.alpha
+    batch_size, precision = settings.batch_size, settings.precision
     scales = _scales(scale, x)
     selection = sample_counts(model, x, scales, n0, noise, batch_size, generator, precision)
     if selection.shape[1] != num_classes:
@@ -254,18 +251,9 @@ class Smooth:
         :return: ``(predicted class, certified radius)``; on abstention ``(Smooth.ABSTAIN, 0.0)``.
         """
         self.base_classifier.eval()
-        result = certify_batch(
-            self.base_classifier,
-            x.unsqueeze(0),
-            self.sigma,
-            num_classes=self.num_classes,
-            noise=self.noise,
-            n0=n0,
-            n=n,
-            alpha=alpha,
-            batch_size=batch_size,
-            generator=generator,
-        )
+        settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, batch_size=batch_size)
+        model, classes = self.base_classifier, self.num_classes
+        result = certify_batch(model, x.unsqueeze(0), self.sigma, settings, num_classes=classes, generator=generator)
         return int(result.predict[0]), float(result.radius[0])
 
     def predict(

@@ -332,3 +332,12 @@ def log_table(
 
 def _source(log) -> str:
     return "<DataFrame>" if isinstance(log, pd.DataFrame) else str(log)
+
+
+def gradient_norms_table(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """Sun et al. (2024) Table 1: the ``ddrs gradient-norms`` rows of each model, methods by display name."""
+    from ddrs.analysis.records import display_name
+
+    rows = pd.concat([pd.read_csv(path, sep="\t") for path in paths], ignore_index=True)
+    rows.insert(0, "variant", rows.pop("method").map(display_name))
+    return rows

@@ -41,6 +41,10 @@ class DatasetInfo:
     arrays: ArrayLoader | None = None
     #: for datasets downloaded to / found under ``root``
     torchvision: TorchvisionLoader | None = None
+    #: the run time a workflow job asks for (minutes): training one model, and one certification or
+    #: σ-optimisation pass over the test subset (the SLURM profile turns them into --time)
+    train_minutes: int = 30
+    certify_minutes: int = 60
 
     def __post_init__(self):
         if (self.arrays is None) == (self.torchvision is None):
@@ -65,6 +69,7 @@ DATASETS: dict[str, DatasetInfo] = {
             (0.4914, 0.4822, 0.4465),
             (0.2023, 0.1994, 0.2010),
             torchvision=torchvision_sets.cifar10,
+            train_minutes=24 * 60,
         ),
         DatasetInfo(
             "imagenet",
@@ -73,6 +78,8 @@ DATASETS: dict[str, DatasetInfo] = {
             (0.485, 0.456, 0.406),
             (0.229, 0.224, 0.225),
             torchvision=torchvision_sets.imagenet,
+            train_minutes=24 * 60,
+            certify_minutes=12 * 60,
         ),
     )
 }

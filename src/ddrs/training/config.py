@@ -24,6 +24,7 @@ method's hyper-parameters (:mod:`ddrs.methods`); an unknown key is an error nami
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 from collections.abc import Mapping
@@ -34,7 +35,14 @@ from typing import Any
 import yaml
 
 from ddrs.methods import METHODS, TRAIN_MODES, get_method
-from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS, resolve_clamp, uniform_half_width
+from ddrs.settings import (
+    PRECISIONS,
+    SIGMA_OBJECTIVES,
+    UNIFORM_CONVENTIONS,
+    Algorithm1Settings,
+    resolve_clamp,
+    uniform_half_width,
+)
 
 C_A_RULES = ("clean", "smoothed")
 #: what one SGD step sees: ``batch_size`` inputs with their m noisy copies each, or the authors'
@@ -172,6 +180,22 @@ class TrainConfig:
     @property
     def min_scale(self) -> float:
         return self.library_scale(self.min_sigma)
+
+    @functools.cached_property
+    def algorithm1(self) -> Algorithm1Settings:
+        """Algorithm 1 as Algorithm 2 runs it on each batch (DDRS §3.5): ``k`` steps of ``sigma_lr``
+        from the stored scales, with this config's n, objective, clamp, noise, lower bound and precision."""
+        return Algorithm1Settings(
+            sigma0=self.initial_scale,
+            steps=(self.k,),
+            n=self.n,
+            lr=self.sigma_lr,
+            objective=self.sigma_objective,
+            clamp=self.sigma_clamp,
+            noise=self.noise_name,
+            min_scale=self.min_scale,
+            precision=self.precision,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

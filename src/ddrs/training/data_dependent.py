@@ -141,19 +141,5 @@ def optimize_batch_scale(
             generator=generator,
             precision=config.precision,
         )
-    snapshots = optimize_sigma(
-        model,
-        x,
-        scale,
-        c_a,
-        steps=[config.k],
-        n=config.n,
-        lr=config.sigma_lr,
-        objective=config.sigma_objective,
-        clamp=config.sigma_clamp,
-        noise=config.noise_name,
-        generator=generator,
-        min_scale=config.min_scale,
-        precision=config.precision,
-    )
+    snapshots = optimize_sigma(model, x, config.algorithm1, c_a, generator=generator, sigma0=scale)
     return snapshots[-1].detach()

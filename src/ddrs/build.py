@@ -1,0 +1,67 @@
+"""Run one catalogue entry (:mod:`ddrs.targets`): call its builder and write what it returns.
+
+What is written follows from the result's type: a DataFrame is a table (CSV, Markdown, LaTeX), a
+:class:`~ddrs.analysis.tables.BestTable` also writes its winners, a Figure its PNG and PDF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import singledispatch
+from importlib import import_module
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ddrs.analysis.render import write_table
+from ddrs.analysis.tables import BestTable
+from ddrs.io import atomic_path
+from ddrs.plots import save_figure
+from ddrs.targets import CATALOGUE
+
+
+def build(name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, str]) -> None:
+    """Build entry ``name`` with :meth:`ddrs.targets.Target.arguments`' ``arguments`` into ``outputs`` (by kind)."""
+    module, function = CATALOGUE[name].builder.split(":")
+    result = getattr(import_module(module), function)(**arguments["builder"])
+    write(result, outputs, **arguments["render"])
+
+
+@singledispatch
+def write(result: Any, outputs: Mapping[str, str], **render: Any) -> None:
+    raise TypeError(f"a builder returned {type(result).__name__}; expected a DataFrame, BestTable, Figure or tuple")
+
+
+@write.register
+def _(frame: pd.DataFrame, outputs: Mapping[str, str], *, measured: Sequence[str] = (), **render: Any) -> None:
+    write_table(shown(frame, measured, render.get("decimals", 1)), outputs["csv"], **render)
+    if measured:
+        with atomic_path(outputs["csv"]) as tmp:
+            frame.to_csv(tmp, index=False)  # the CSV keeps full precision
+
+
+def shown(frame: pd.DataFrame, measured: Sequence[str], decimals: int) -> pd.DataFrame:
+    """``frame`` with its ``measured`` columns as text to ``decimals`` places (Markdown and LaTeX)."""
+    missing = sorted(set(measured) - set(frame.columns))
+    if missing:
+        raise ValueError(f"measured columns {missing} are not in the table; it has {list(frame.columns)}")
+    text = {c: [("" if pd.isna(v) else f"{v:.{decimals}f}") for v in frame[c]] for c in measured}
+    return frame.assign(**text)
+
+
+@write.register
+def _(best: BestTable, outputs: Mapping[str, str], **render: Any) -> None:
+    write_table(best.table, outputs["csv"], **render)
+    best.winners.to_csv(outputs["winners"], index=False)
+
+
+@write.register
+def _(figure: Figure, outputs: Mapping[str, str], **render: Any) -> None:
+    save_figure(figure, outputs["png"])
+
+
+@write.register
+def _(results: tuple, outputs: Mapping[str, str], **render: Any) -> None:
+    for result in results:
+        write(result, outputs, **render)

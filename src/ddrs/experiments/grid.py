@@ -1,0 +1,182 @@
+"""The run grid of a validated config (no torch): which base classifiers exist, their σ₀ and K
+grids, where their files live, what each trains with and what each job asks of the machine.
+
+Rows follow the paper: Method (fixed σ₀ for training and certification), Method-DS (fixed-σ
+training, Algorithm 1 + memory certification at every K) and Method-DS² (Algorithm 2 training,
+Algorithm 1 + memory certification), per training method of :mod:`ddrs.methods`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ddrs.data import DATASETS
+from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
+from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_params
+from ddrs.settings import uniform_half_width
+
+#: where each noise's σ grid and radius grid live in a dataset's config
+SIGMA_KEY = {"gaussian": "sigmas", "uniform": "uniform_sigmas"}
+RADII_KEY = {2: "radii", 1: "l1_radii"}
+#: where a dataset's models come from: trained here, imported from published checkpoints (fixed-σ
+#: models; DDRS §4, ImageNet), or none at all: its certification logs are given
+SOURCES = ("train", "published", "logs")
+
+
+def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``train`` section with ``override``'s keys over ``base``'s; method sections merge field by field."""
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = {**merged.get(key, {}), **value} if key in METHODS else value
+    return merged
+
+
+class RunGrid:
+    """The base classifiers of one validated config (``config/schema/config.schema.yaml``)."""
+
+    def __init__(self, config: Mapping[str, Any]):
+        self.config = config
+        self.layout = Layout(config["results"])
+        self.datasets: Mapping[str, Mapping[str, Any]] = config["datasets"]
+        self.methods: list[str] = list(config["methods"])
+        self.grid = config["grid_search"]
+
+    def is_published(self, dataset: str) -> bool:
+        """Fixed-σ models are imported from published checkpoints (DDRS §4: ImageNet)."""
+        return self.datasets[dataset]["source"] == "published"
+
+    def is_logs(self, dataset: str) -> bool:
+        """The dataset's certification logs are given (e.g. published ones), not computed."""
+        return self.datasets[dataset]["source"] == "logs"
+
+    def k_grid(self, dataset: str, method: str, mode: str) -> list[int]:
+        """Algorithm 1's snapshot steps K of one (dataset, method, training mode): the dataset's
+        grid, or its ``k_by_method`` entry (Appendix H: Cohen-DS² on CIFAR-10 runs to K = 1500)."""
+        spec = self.datasets[dataset]
+        grid = spec.get("k_by_method", {}).get(method, {}).get(mode)
+        return sorted(grid or spec.get("k", self.config["optimize_sigma"]["k"]))
+
+    def k_grid_groups(self) -> list[KGridGroup]:
+        """One :class:`KGridGroup` per distinct K grid: each dataset's own, and its ``k_by_method`` entries."""
+        groups = []
+        for dataset, spec in self.datasets.items():
+            if self.is_logs(dataset):
+                continue
+            own = spec.get("k_by_method", {})
+            for method, grids in own.items():
+                for mode, grid in grids.items():
+                    groups.append(KGridGroup(f"{dataset}_{method}_{mode}", tuple(sorted(grid)), dataset, mode, method))
+            others = [
+                "".join(f"(?<!/{method}/)" for method in own if mode in own[method]) + mode for mode in TRAIN_MODES
+            ]
+            default = spec.get("k", self.config["optimize_sigma"]["k"])
+            groups.append(KGridGroup(dataset, tuple(sorted(default)), dataset, "|".join(others)))
+        return groups
+
+    def algorithm1_n(self, method: str) -> int:
+        """Noise draws per Algorithm 1 step for a method's models, in certification and in
+        Algorithm 2 training (DDRS §4: n = 1; §4.3: n = 8 for MACER)."""
+        options = self.config["optimize_sigma"]
+        return options.get("n_by_method", {}).get(method, options["n"])
+
+    def equal_budget_k(self, method: str) -> int:
+        """Appendix B: the K at which Algorithm 1 spends the grid search's budget, 2·n·K = budget."""
+        n = self.algorithm1_n(method)
+        k, rest = divmod(self.grid["budget"], 2 * n)
+        if rest:
+            raise ValueError(f"grid_search.budget {self.grid['budget']} is not 2·n·K for Algorithm 1's n = {n}")
+        return k
+
+    def sigmas(self, dataset: str, method: str) -> list[float]:
+        """The σ₀ grid of a (dataset, method): the grid of the method's noise; for a published
+        dataset only the σ₀ it names a checkpoint for."""
+        spec = self.datasets[dataset]
+        sigmas = list(spec.get(SIGMA_KEY[get_method(method).noise], []))
+        if self.is_published(dataset):
+            named = spec.get("checkpoints", {}).get(method, {})
+            return [s for s in sigmas if scale_label(s) in named]
+        return sigmas
+
+    def datasets_of(self, method: str) -> list[str]:
+        """The datasets with a σ grid for the method's noise."""
+        key = SIGMA_KEY[get_method(method).noise]
+        return [d for d, spec in self.datasets.items() if spec.get(key)]
+
+    def full_methods(self) -> list[str]:
+        """Configured methods with all three rows (Method, -DS, -DS²): Appendix H and the figures."""
+        return [m for m in self.methods if get_method(m).train_modes == TRAIN_MODES]
+
+    def radii(self, norm: int) -> dict[str, list[float]]:
+        """The radius grid of each configured dataset for ℓ2 (``radii``) or ℓ1 (``l1_radii``) tables."""
+        key = RADII_KEY[norm]
+        return {d: spec[key] for d, spec in self.datasets.items() if key in spec}
+
+    def uniform_convention(self, dataset: str) -> str:
+        """How a dataset's ``uniform_sigmas`` are read: the dataset's own key, else ``uniform.convention``."""
+        return self.datasets[dataset].get("uniform_convention", self.config["uniform"]["convention"])
+
+    def smoothing_scale(self, dataset: str, method: str, sigma: float | str) -> float:
+        """The scale handed to the library: σ for Gaussian noise, the half-width λ for uniform
+        noise (λ = σ√3 under Yang et al.'s ``yang_std`` convention, DDRS Table 4)."""
+        if get_method(method).noise == "uniform":
+            return uniform_half_width(sigma, self.uniform_convention(dataset))
+        return float(sigma)
+
+    def run_dir(self, run: Run) -> str:
+        """Where a base classifier's files are: the results tree, or the given logs' directory."""
+        if self.is_logs(run.dataset):
+            _, method, mode, sigma = run.wildcards
+            return f"{self.datasets[run.dataset]['logs']}/{method}/{mode}/sigma{sigma}"
+        return self.layout.run_dir(*run.wildcards)
+
+    def runtime(self, stage: str, dataset: str) -> int:
+        """Minutes a job of ``stage`` (``train`` or ``certify``) asks for on ``dataset``: the
+        dataset registry's estimate (:class:`ddrs.data.registry.DatasetInfo`)."""
+        info = DATASETS[dataset]
+        return {"train": info.train_minutes, "certify": info.certify_minutes}[stage]
+
+    def trains_alike(self, a: Run, b: Run) -> bool:
+        """Whether two runs train the same model: equal options, method hyper-parameters resolved."""
+
+        def resolved(run: Run) -> dict[str, Any]:
+            options = self.train_options(run)
+            method = get_method(run.method)
+            return {**options, method.name: method.make_params(options.get(method.name))}
+
+        return resolved(a) == resolved(b)
+
+    def train_options(self, run: Run) -> dict[str, Any]:
+        """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
+
+        The config's ``train`` section, overridden by the dataset's own ``train`` section and its
+        ``train_by_sigma`` entry for the run's σ₀ (method sections merged field by field), with
+        the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
+        :meth:`smoothing_scale`); of the method sections only the run's own. Algorithm 2 runs
+        Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
+        ``n_by_method`` names the method, its n.
+        """
+        spec = self.datasets[run.dataset]
+        train = merge_train(self.config["train"], spec.get("train", {}))
+        train = merge_train(train, spec.get("train_by_sigma", {}).get(scale_label(run.sigma), {}))
+        options = {key: value for key, value in train.items() if key not in METHODS}
+        method = get_method(run.method).name
+        switches = variant_params(run.method)
+        if method in self.config["optimize_sigma"].get("n_by_method", {}):
+            options["n"] = self.algorithm1_n(method)
+        if method in train or switches:
+            options[method] = {**train.get(method, {}), **switches}
+        options.update(
+            dataset=run.dataset,
+            arch=self.datasets[run.dataset]["arch"],
+            method=method,
+            train_mode=run.mode,
+            sigma=self.smoothing_scale(run.dataset, run.method, run.sigma),
+            seed=self.config["seed"],
+            device=self.config["device"],
+            data_root=self.config["data_root"],
+            sigma_objective=self.config["optimize_sigma"]["objective"],
+        )
+        if "clamp" in self.config["optimize_sigma"]:
+            options["sigma_clamp"] = self.config["optimize_sigma"]["clamp"]
+        return options

@@ -1,0 +1,92 @@
+"""Names of things in the results tree: a model's wildcards, every path, the K-grid rule groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def scale_label(value: float | str) -> str:
+    """How a scale is spelled in paths and wildcards: 0.12, 0.25, 1."""
+    return f"{float(value):g}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every path of the results tree, spelled once.
+
+    Each method takes its fields as strings, so passing Snakemake wildcards (``"{dataset}"``)
+    gives the rules' path patterns and passing values gives the files.
+    """
+
+    results: str
+
+    def run_dir(self, dataset: str, method: str, mode: str, sigma: str) -> str:
+        """One base classifier's directory: model, training log, σ logs, certification logs."""
+        return f"{self.results}/{dataset}/{method}/{mode}/sigma{sigma}"
+
+    def model(self, dataset: str, method: str, mode: str, sigma: str) -> str:
+        """The base classifier's checkpoint."""
+        return f"{self.run_dir(dataset, method, mode, sigma)}/model.pt"
+
+    @staticmethod
+    def job(dataset: str, method: str, mode: str, sigma: str) -> str:
+        """One base classifier's name in log and benchmark file names."""
+        return f"{dataset}_{method}_{mode}_sigma{sigma}"
+
+    def benchmark(self, stage: str, name: str) -> str:
+        """Snakemake's ``benchmark:`` file of a job."""
+        return f"{self.results}/benchmarks/{stage}/{name}.tsv"
+
+    def log(self, stage: str, name: str) -> str:
+        """A job's standard error."""
+        return f"{self.results}/logs/{stage}/{name}.log"
+
+    def table(self, name: str, ext: str = "csv") -> str:
+        """A table (CSV, with ``md`` and ``tex`` renderings beside it)."""
+        return f"{self.results}/tables/{name}.{ext}"
+
+    def figure(self, name: str, ext: str = "png") -> str:
+        """A figure (PNG, with a ``pdf`` beside it)."""
+        return f"{self.results}/figures/{name}.{ext}"
+
+    def data_marker(self, dataset: str) -> str:
+        """Written by ``prepare_data`` once the dataset is downloaded and verified."""
+        return f"{self.results}/data/{dataset}.json"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One base classifier: dataset, training method, training mode (fs / ds) and σ₀."""
+
+    dataset: str
+    method: str
+    mode: str
+    sigma: float
+
+    @property
+    def wildcards(self) -> tuple[str, str, str, str]:
+        return self.dataset, self.method, self.mode, scale_label(self.sigma)
+
+
+@dataclass(frozen=True)
+class KGridGroup:
+    """The models that share one K grid, as wildcard constraints: one data-dependent certification
+    rule each, since a Snakemake rule's outputs (one log per K) are fixed for the rule.
+
+    ``mode`` excludes the methods that have a grid of their own with fixed-width lookbehinds on the
+    path (``fs|(?<!/cohen/)ds``: any fs model, and ds models except Cohen's), so every model
+    matches exactly one group.
+    """
+
+    name: str
+    ks: tuple[int, ...]
+    dataset: str
+    mode: str
+    method: str | None = None
+
+    def pattern(self, layout: Layout) -> str:
+        """The regex of these models' directories under ``layout`` (what Snakemake matches)."""
+        return (
+            layout.run_dir(f"(?:{self.dataset})", f"(?:{self.method or '[^/]+'})", f"(?:{self.mode})", "[0-9.]+")
+            + "/certify_K[0-9]+\\.tsv"
+        )

@@ -1,0 +1,194 @@
+"""The records of a run grid (no torch): which certification logs exist and which of them each
+paper table or figure reads (:class:`~ddrs.analysis.records.LogRecord` lists).
+
+The queries here are the vocabulary of the target catalogue (:mod:`ddrs.targets`): each catalogue
+entry picks its logs with one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ddrs.analysis.records import LogRecord, display_name
+from ddrs.experiments.grid import RunGrid
+from ddrs.experiments.layout import Run
+from ddrs.methods import get_method
+
+
+class Records(RunGrid):
+    """The certification logs of the run grid, and the queries that pick a table's or figure's."""
+
+    def _records(self, runs: Sequence[Run], file: str, **setting) -> list[LogRecord]:
+        """``file`` of each run as a record (a given log only if its file is there)."""
+        records = [
+            LogRecord(
+                log=f"{self.run_dir(run)}/{file.format(**setting)}",
+                dataset=run.dataset,
+                method=run.method,
+                train_mode=run.mode,
+                sigma0=run.sigma,
+                **setting,
+            )
+            for run in runs
+        ]
+        return [r for r in records if not self.is_logs(r.dataset) or Path(r.log).is_file()]
+
+    def _runs(self, dataset: str, method: str, mode: str) -> list[Run]:
+        return [Run(dataset, method, mode, s) for s in self.sigmas(dataset, method)]
+
+    def fixed_records(self, dataset: str, method: str) -> list[LogRecord]:
+        """Fixed-σ certification of fixed-σ-trained models: the Method rows."""
+        return self._records(self._runs(dataset, method, "fs"), "certify_fixed.tsv", certify_mode="fs")
+
+    def ds_records(self, dataset: str, method: str, mode: str) -> list[LogRecord]:
+        """Memory-certified data-dependent logs: Method-DS (mode fs) and Method-DS² (mode ds)."""
+        return [
+            record
+            for run in self._runs(dataset, method, mode)
+            for k in self.k_grid(dataset, method, mode)
+            for record in self._records(
+                [run],
+                "memory_K{K}.tsv",
+                certify_mode="ds",
+                K=k,
+                benchmarks=(self.layout.benchmark("optimize_sigma", self.layout.job(*run.wildcards)),),
+            )
+        ]
+
+    def grid_records(self, dataset: str, method: str) -> list[LogRecord]:
+        """Appendix B: the grid-search baseline at Algorithm 1's evaluation budget."""
+        return [
+            record
+            for run in self._runs(dataset, method, "fs")
+            for n in self.grid["n"]
+            for record in self._records([run], "memory_grid_n{samples}.tsv", certify_mode="gds", samples=n)
+        ]
+
+    def method_records(self, method: str) -> list[LogRecord]:
+        """Everything a method's table (or its Appendix H) reads, over all configured datasets:
+        Method, then Method-DS and Method-DS² for each training mode the method has."""
+        records = []
+        for dataset in self.datasets_of(method):
+            records += self.fixed_records(dataset, method)
+            for mode in get_method(method).train_modes:
+                records += self.ds_records(dataset, method, mode)
+        return records
+
+    def grid_datasets(self) -> list[str]:
+        """The datasets of the Appendix-B comparison (every computed ℓ2 dataset unless the config names some)."""
+        if not self.grid["enabled"]:
+            return []
+        chosen = self.grid.get("datasets")
+        return [
+            d for d in self.datasets_of(self.grid["method"]) if not self.is_logs(d) and (chosen is None or d in chosen)
+        ]
+
+    def appendix_b_records(self) -> list[LogRecord]:
+        """Appendix B: fixed σ, the grid search at every n, and Algorithm 1 (Method-DS) at the same
+        budget of base-classifier evaluations (2·n·K = budget, not the best K)."""
+        method = self.grid["method"]
+        k = self.equal_budget_k(method)
+        records = []
+        for dataset in self.grid_datasets():
+            records += self.fixed_records(dataset, method)
+            records += self.grid_records(dataset, method)
+            records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
+        return records
+
+    def all_records(self) -> list[LogRecord]:
+        """Every certification log of the configured experiment grid."""
+        records = [record for method in self.methods for record in self.method_records(method)]
+        return records + [r for d in self.grid_datasets() for r in self.grid_records(d, self.grid["method"])]
+
+    def computed_records(self) -> list[LogRecord]:
+        """The logs this run computes (Appendix F and the memory summary describe these)."""
+        return [r for r in self.all_records() if not self.is_logs(r.dataset)]
+
+    def runs(self) -> list[Run]:
+        """Every base classifier the grid trains or imports, in order of first use."""
+        studies = [r for d in self.datasets for r in self.ablation_records(d)]
+        runs = {
+            Run(r.dataset, r.method, r.train_mode, r.sigma0): None
+            for r in self.all_records() + self.appendix_b_records() + studies
+            if not self.is_logs(r.dataset)
+        }
+        return list(runs)
+
+    def table_methods(self, table: str) -> list[str]:
+        """The configured methods whose rows feed a DDRS-style table (Tables 1–4, …)."""
+        methods = [m for m in self.methods if get_method(m).table == table]
+        if not methods:
+            raise ValueError(f"no configured method feeds table {table!r}")
+        return methods
+
+    def table_records(self, table: str) -> list[LogRecord]:
+        return [r for m in self.table_methods(table) for r in self.method_records(m)]
+
+    def study_records(self, methods: Sequence[str], dataset: str) -> list[LogRecord]:
+        """A seed paper's per-σ comparison: fixed-σ certification of each configured method of
+        ``methods``, in that order (Jeong & Shin 2020, Table 2; Sun et al. 2024, Table 2)."""
+        return [r for m in methods if m in self.methods for r in self.fixed_records(dataset, m)]
+
+    def ablation_records(self, dataset: str) -> list[LogRecord]:
+        """Sun et al. (2024), Table 3: every ablation variant of each configured method that has
+        one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``.
+
+        The variant that trains exactly as its method does (all components on, unless the config
+        switches one off) is the method's own model: its row is the method's log under the
+        variant's name, so the model is not trained twice.
+        """
+        sigmas = self.config.get("sun2024", {}).get("ablation_sigmas", [])
+        records = []
+        for method in self.methods:
+            own = {r.sigma0: r for r in self.fixed_records(dataset, method)}
+            for variant in get_method(method).variants():
+                for record in self.fixed_records(dataset, variant):
+                    if record.sigma0 not in sigmas:
+                        continue
+                    same_model = record.sigma0 in own and self.trains_alike(
+                        Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0)
+                    )
+                    records.append(replace(own[record.sigma0], variant=display_name(variant)) if same_model else record)
+        return records
+
+    def gradient_norm_runs(self, methods: Sequence[str], dataset: str) -> list[Run]:
+        """Sun et al. (2024), Table 1: each configured method's fixed-σ model at ``sun2024.gradient_norm_sigma``."""
+        sigma = self.config.get("sun2024", {}).get("gradient_norm_sigma")
+        return [Run(dataset, m, "fs", sigma) for m in methods if m in self.methods and sigma in self.sigmas(dataset, m)]
+
+    def figure_datasets(self) -> list[str]:
+        """Computed datasets with a full method: the figures need their σ logs and test images."""
+        return [d for d in self.datasets if not self.is_logs(d) and any(self.sigmas(d, m) for m in self.full_methods())]
+
+    def showcase(self, dataset: str) -> Run:
+        """The model the single-setting figures show: the first full method's fixed-σ model at the
+        middle σ₀ (its largest K gives σ*ₓ)."""
+        method = next(m for m in self.full_methods() if self.sigmas(dataset, m))
+        sigmas = self.sigmas(dataset, method)
+        return Run(dataset, method, "fs", sigmas[len(sigmas) // 2])
+
+    def showcase_k(self, dataset: str) -> int:
+        """The showcase model's largest K: the σ*ₓ the single-setting figures show."""
+        showcase = self.showcase(dataset)
+        return self.k_grid(dataset, showcase.method, showcase.mode)[-1]
+
+    def showcase_records(self, dataset: str) -> list[LogRecord]:
+        """Method, Method-DS and Method-DS² of every full method at the showcase σ₀ and largest K."""
+        sigma, k = self.showcase(dataset).sigma, self.showcase_k(dataset)
+        return [
+            r
+            for m in self.full_methods()
+            for r in self.method_records(m)
+            if r.dataset == dataset and r.sigma0 == sigma and (r.K is None or r.K == k)
+        ]
+
+    def method_dataset_records(self, method: str, dataset: str) -> list[LogRecord]:
+        """Figures 3–5: one method's rows on one dataset."""
+        return [r for r in self.method_records(method) if r.dataset == dataset]
+
+    def k_sweep_records(self, method: str, dataset: str) -> list[LogRecord]:
+        """Figure 7: Method-DS² at the smallest σ₀, one line per K (the paper's CIFAR-10 panel)."""
+        sigma = self.sigmas(dataset, method)[0]
+        return [r for r in self.ds_records(dataset, method, "ds") if r.sigma0 == sigma]

@@ -1,0 +1,206 @@
+"""The target catalogue (ddrs.targets) and its runner (ddrs.build): every entry is complete, every
+output has exactly one rule, a new entry needs nothing else, and builders' results are written
+by their type."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from ddrs.analysis.tables import BestTable
+from ddrs.build import build, write
+from ddrs.experiments import Experiment, Records, RunGrid
+from ddrs.experiments.layout import Run
+from ddrs.targets import CATALOGUE, REPORTED, Target, best_tables
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = ["config.yaml", "digits.yaml", "paper.yaml", "seed_papers.yaml"]
+
+
+def experiment(name: str) -> Experiment:
+    return Experiment(yaml.safe_load((REPO / "config" / name).read_text()))
+
+
+@pytest.mark.parametrize("target", CATALOGUE.values(), ids=lambda target: target.name)
+def test_every_entry_names_a_builder_a_caption_and_its_outputs(target):
+    module, function = target.builder.split(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    assert (REPO / "report" / f"{target.caption}.rst").is_file()
+    assert set(target.outputs) & set(REPORTED), "nothing of it would show in the report"
+    assert target.records is not None or target.files is not Target.files, "it reads no input"
+
+
+def rule_patterns(exp: Experiment) -> dict[str, str]:
+    """What the generated rules ask Snakemake to match: each entry's pattern under its constraints."""
+    patterns = {}
+    for target in CATALOGUE.values():
+        constraints = target.constraints(exp)
+        regex = re.escape(target.pattern)
+        for wildcard in target.wildcard_names:
+            regex = regex.replace(re.escape(f"{{{wildcard}}}"), f"(?:{constraints[wildcard]})", 1)
+        patterns[target.name] = regex
+    return patterns
+
+
+def assert_one_rule_per_output(exp: Experiment) -> None:
+    patterns, outputs = rule_patterns(exp), exp.targets()
+    assert len({output for _, _, output in outputs}) == len(outputs)
+    for target, wildcards, output in outputs:
+        assert [n for n, regex in patterns.items() if re.fullmatch(regex, output)] == [target.name], output
+        assert set(wildcards) == set(target.wildcard_names)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_output_matches_exactly_one_rule(name):
+    assert_one_rule_per_output(experiment(name))
+
+
+def test_the_seed_papers_studies_name_their_methods_in_their_entries():
+    exp = experiment("config.yaml")
+    consistency = CATALOGUE["consistency_table"]
+    assert consistency.methods == ("cohen", "consistency", "smoothadv", "smoothadv_consistency", "stability", "macer")
+    assert [r.method for r in exp.target_records("consistency_mnist5k") if r.sigma0 == 0.5] == list(consistency.methods)
+    # an entry asking for other methods gets them, with no other change
+    narrower = replace(consistency, methods=("macer", "cohen"))
+    assert [r.method for r in narrower.query(exp, {"dataset": "mnist5k"}) if r.sigma0 == 0.5] == ["macer", "cohen"]
+    assert CATALOGUE["methods_table"].methods == CATALOGUE["pa_ecdf_methods_figure"].methods
+    # without any of its `requires` methods configured, a study is not built
+    cfg = dict(exp.config, methods=["cohen", "smoothadv", "macer", "uniform"])
+    assert not {"consistency_mnist5k", "methods_mnist5k"} & {output for _, _, output in Experiment(cfg).targets()}
+
+
+def test_a_new_table_is_one_entry(monkeypatch):
+    """One entry plus its builder: the experiment lists it, its rule's inputs and arguments follow."""
+    entry = Target(
+        "fixed_only",
+        "fixed_only_{dataset}",
+        "ddrs.analysis.tables:per_sigma_table",
+        "study_table",
+        "Seed papers",
+        instances=lambda exp, t: [{"dataset": d} for d in exp.datasets],
+        records=lambda exp, t, dataset: exp.fixed_records(dataset, "cohen"),
+        params=lambda exp, t, dataset: {"radii": [0.0, 0.5]},
+        decimals=2,
+    )
+    monkeypatch.setitem(CATALOGUE, entry.name, entry)
+    exp = experiment("digits.yaml")
+    assert "results/tables/fixed_only_digits.csv" in exp.tables()
+    inputs = entry.inputs(exp, {"dataset": "digits"})
+    assert inputs == [f"results/digits/cohen/fs/sigma{s}/certify_fixed.tsv" for s in ("0.12", "0.25", "0.5")]
+    arguments = entry.arguments(exp, {"dataset": "digits"})
+    assert arguments["builder"]["radii"] == [0.0, 0.5] and len(arguments["builder"]["records"]) == 3
+    assert arguments["render"] == {"decimals": 2, "bold": True}
+
+
+def test_a_table_per_best_table_is_one_entry_beside_them(monkeypatch):
+    """Issue 19's paired comparisons, one table per DDRS-style table: ``comparisons_{table}``
+    shares the wildcard ``{table}`` with Tables 1–4 and still never matches their files."""
+    entry = Target(
+        "comparisons_table",
+        "comparisons_{table}",
+        "ddrs.analysis.tables:per_setting_table",
+        "best_table",
+        "Paired comparisons",
+        instances=lambda exp, t: [{"table": name} for name in best_tables(exp)],
+        records=lambda exp, t, table: exp.table_records(table),
+    )
+    monkeypatch.setitem(CATALOGUE, entry.name, entry)
+    exp = experiment("config.yaml")
+    assert {"results/tables/comparisons_table1.csv", "results/tables/table1.csv"} <= set(exp.tables())
+    assert entry.inputs(exp, {"table": "table1"}) == [r.log for r in exp.table_records("table1")]
+    assert_one_rule_per_output(exp)
+
+
+def test_appendix_f_reads_the_benchmarks_and_the_comparison_the_tables_it_compares():
+    exp = experiment("paper.yaml")
+    appendix_f = CATALOGUE["appendix_f_table"].inputs(exp, {})
+    assert "results/benchmarks/optimize_sigma/cifar10_cohen_ds_sigma0.5.tsv" in appendix_f
+    assert not any("memory_grid" in path for path in appendix_f)  # Appendix F leaves the grid search out
+    tables = CATALOGUE["paper_comparison"].arguments(exp, {})["builder"]["tables"]
+    appendix_h = ["appendix_h_cohen", "appendix_h_smoothadv", "appendix_h_macer"]
+    assert list(tables) == ["table1", "table2", "table3", "table4", *appendix_h]
+
+
+def test_the_catalogue_and_the_design_load_without_torch_or_matplotlib():
+    code = "import sys, ddrs.targets, ddrs.experiments; print('torch' in sys.modules, 'matplotlib' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
+
+
+def test_unknown_target_name_is_an_error():
+    with pytest.raises(ValueError, match="'table9' is not a table or figure"):
+        experiment("digits.yaml").target_records("table9")
+
+
+def test_build_writes_what_the_builder_returns_by_its_type(tmp_path, monkeypatch):
+    frame = pd.DataFrame({"dataset": ["d", "d"], "variant": ["A", "B"], "0.00": [50.0, 60.0], "ACR": [0.1234, 0.2]})
+    best = BestTable(frame, pd.DataFrame({"metric": ["ACR"], "value": [0.2]}))
+    outputs = {kind: str(tmp_path / f"t.{kind}") for kind in ("csv", "md", "tex")}
+    outputs["winners"] = str(tmp_path / "w.csv")
+    write(best, outputs, decimals=2, bold=False)
+    assert pd.read_csv(outputs["csv"])["ACR"].tolist() == [0.1234, 0.2]
+    assert "50.00" in Path(outputs["md"]).read_text() and pd.read_csv(outputs["winners"])["value"].tolist() == [0.2]
+    with pytest.raises(TypeError, match="a builder returned int"):
+        write(3, outputs)
+    module = type(sys)("fake_builders")
+    module.table = lambda records, factor: frame.assign(ACR=frame["ACR"] * factor)
+    monkeypatch.setitem(sys.modules, "fake_builders", module)
+    monkeypatch.setitem(CATALOGUE, "fake", Target("fake", "fake", "fake_builders:table", "study_table", "x"))
+    build("fake", {"builder": {"records": [], "factor": 10}, "render": {}}, outputs)
+    assert pd.read_csv(outputs["csv"])["ACR"].tolist() == [1.234, 2.0]
+
+
+def test_the_run_grid_and_the_records_stand_alone():
+    cfg = yaml.safe_load((REPO / "config" / "digits.yaml").read_text())
+    grid = RunGrid(cfg)
+    assert grid.sigmas("digits", "cohen") == [0.12, 0.25, 0.5]
+    assert grid.train_options(Run("digits", "cohen", "fs", 0.25))["sigma"] == 0.25
+    records = Records(cfg)
+    first = records.fixed_records("digits", "cohen")[0]
+    assert first.log == "results/digits/cohen/fs/sigma0.12/certify_fixed.tsv"
+    assert [r.K for r in records.ds_records("digits", "cohen", "ds")][:3] == [50, 100, 200]
+
+
+def test_job_run_times_come_from_the_dataset_registry():
+    grid = experiment("paper.yaml")
+    assert grid.runtime("certify", "imagenet") == 12 * 60 and grid.runtime("certify", "cifar10") == 60
+    assert grid.runtime("train", "cifar10") == 24 * 60 and grid.runtime("train", "digits") == 30
+    rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    named = re.search(r"[\"'](imagenet|cifar10|mnist|mnist5k|digits)[\"']", rules)
+    assert not named, f"a rule decides by a dataset's name: {named}"
+
+
+def test_measured_columns_print_to_the_entrys_decimals_and_the_csv_keeps_full_precision(tmp_path):
+    """Appendix F and the gradient norms printed 17 digits (0.024722660725001334) in Markdown and LaTeX."""
+    frame = pd.DataFrame(
+        {"variant": ["Cohen", "MACER"], "sigma": [0.5, 0.5], "easy_grad_norm": [0.024722660725001334, 1.5]}
+    )
+    outputs = {kind: str(tmp_path / f"g.{kind}") for kind in ("csv", "md", "tex")}
+    write(frame, outputs, decimals=4, bold=False, measured=("easy_grad_norm",))
+    assert "0.024722660725001334" in Path(outputs["csv"]).read_text()
+    for kind in ("md", "tex"):
+        text = Path(outputs[kind]).read_text()
+        assert "0.0247" in text and "1.5000" in text and "0.02472266" not in text, kind
+    with pytest.raises(ValueError, match=r"measured columns \['seconds'\] are not in the table"):
+        write(frame, outputs, decimals=4, measured=("seconds",))
+
+
+def test_the_measured_columns_of_the_catalogue_are_its_builders_columns():
+    from ddrs.analysis.records import LogRecord
+    from ddrs.analysis.tables import runtime_table
+    from ddrs.training.gradient_norms import SUMMARY_COLUMNS
+
+    log = pd.DataFrame({"idx": [0], "label": [1], "predict": [1], "radius": [0.5], "correct": [1], "time": [0.1]})
+    runtime = runtime_table([LogRecord(log, "digits", "cohen", sigma0=0.25)])
+    assert set(CATALOGUE["appendix_f_table"].measured) <= set(runtime.columns)
+    assert set(CATALOGUE["gradient_norms_table"].measured) <= set(SUMMARY_COLUMNS)
+    render = CATALOGUE["appendix_f_table"].arguments(experiment("digits.yaml"), {})["render"]
+    assert render == {"decimals": 4, "bold": False, "measured": ("certify_s", "extra_s", "total_s")}
