@@ -118,7 +118,7 @@ def test_certify_then_table_end_to_end(digits_checkpoint, tmp_path, capsys):
     expected_at_0 = 100 * log["correct"].mean()
     expected_at_025 = 100 * ((log["correct"] == 1) & (log["radius"] >= 0.25)).mean()
     assert table.loc["cohen", ["0.00", "0.25"]].tolist() == pytest.approx([expected_at_0, expected_at_025])
-    assert table.loc["cohen", "ACR"] == pytest.approx((log["radius"] * log["correct"]).mean())
+    assert table.loc["cohen", "ACR_per_log"] == pytest.approx((log["radius"] * log["correct"]).mean())
     assert "| cohen" in capsys.readouterr().out
 
 

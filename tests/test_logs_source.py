@@ -53,4 +53,4 @@ def test_the_table_rules_tabulate_given_logs(tmp_path):
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")
     # envelope over σ: at r = 0.5, σ = 0.25 certifies idx 0 and 200 (wrong) → 25%; σ = 0.5: idx 0, 200 → 50%
     assert table[["variant", "0.00", "0.50", "1.00"]].values.tolist() == [["Cohen", 100.0, 50.0, 25.0]]
-    assert table["ACR"].item() == (1.4 + 0.2 + 0.6 + 0.1) / 4
+    assert table["ACR_per_log"].item() == (1.4 + 0.2 + 0.6 + 0.1) / 4
