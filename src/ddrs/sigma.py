@@ -215,21 +215,22 @@ def grid_search_sigma(
     Each scale of ``settings.grid`` (:class:`~ddrs.settings.GridSearchSettings`, checked when
     built) is scored with ``n`` fresh draws of ε̂ per input, on the objective Algorithm 1 ascends
     (same ``objective``, ``clamp`` and ``c_a`` rules as :func:`optimize_sigma`); ties go to the
-    smaller scale.
+    smaller scale. The chosen scales are the grid's own float64 values (a σ log then records 0.12,
+    not its float32 rounding 0.11999999731779099).
     """
     noise, n, objective, clamp = _noise(settings.noise), settings.n, settings.objective, settings.clamp
-    grid = torch.as_tensor(settings.grid, dtype=x.dtype, device=x.device)
+    grid = torch.as_tensor(settings.grid, dtype=torch.float64, device=x.device)
     batch = len(x)
     _check_c_a(objective, c_a, batch)
     c_a = None if c_a is None else c_a.to(x.device)
     best_value = torch.full((batch,), -torch.inf, device=x.device)
-    best_scale = x.new_empty(batch)
+    best_index = torch.zeros(batch, dtype=torch.long, device=x.device)
     with _eval_mode(model), torch.no_grad():
-        for value in grid:
+        for index, value in enumerate(grid.to(x.dtype)):
             scale = value.expand(batch)
             psi = expected_softmax(model, x, scale, unit_noise(noise, generator, batch, n, x), settings.precision)
             radius = radius_objective(psi, scale, noise, objective=objective, clamp=clamp, c_a=c_a).float()
             better = radius > best_value
             best_value = torch.where(better, radius, best_value)
-            best_scale = torch.where(better, scale, best_scale)
-    return best_scale
+            best_index = torch.where(better, index, best_index)
+    return grid[best_index]
