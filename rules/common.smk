@@ -27,7 +27,7 @@ wildcard_constraints:
     method="|".join(
         re.escape(name)
         for method in METHODS.values()
-        for name in (method.name, *method.variants())
+        for name in (method.name, *method.variants(), *method.matched_variants())
     ),
     mode="fs|ds",
     sigma=r"[0-9.]+",

@@ -201,7 +201,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert [r.name for r in consistency if r.sigma0 == 0.5] == [
         "Cohen",
         "Consistency",
-        "SmoothAdv",
+        "SmoothAdv (as SmoothAdv+Consistency: steps, epsilon, m, warmup)",
         "SmoothAdv+Consistency",
         "Stability",
         "MACER",
@@ -223,7 +223,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "attack": True,
     }
     assert [r.method for r in exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "mnist5k")] == [
-        "cohen",
+        "cohen@easy_focus",
         "macer",
         "smoothadv",
         "consistency",
@@ -238,6 +238,53 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     # Jeong & Shin's per-σ λ: 10 at σ = 0.25, 5 above
     assert exp.train_options(Run("mnist5k", "consistency", "fs", 0.25))["consistency"]["lam"] == 10.0
     assert exp.train_options(Run("mnist5k", "consistency", "ds", 1.0))["consistency"]["lam"] == 5.0
+
+
+def test_the_studies_baselines_are_matched_variants_trained_with_the_shared_fields():
+    exp = Experiment(config("seed_papers.yaml"))
+    # Jeong & Shin Table 2: SmoothAdv's row is its own model, trained with SmoothAdv+Consistency's attack
+    smoothadv = [r for r in exp.target_records("consistency_cifar10") if r.method.startswith("smoothadv@")]
+    assert [r.log for r in smoothadv] == [
+        f"results/cifar10/smoothadv@smoothadv_consistency/fs/sigma{s}/certify_fixed.tsv" for s in ("0.25", "0.5", "1")
+    ]
+    assert {r.name for r in smoothadv} == {"SmoothAdv (as SmoothAdv+Consistency: steps, epsilon, m, warmup)"}
+    for sigma, attack in ((0.25, (10, 255 / 256, 4, 10)), (0.5, (10, 2.0, 2, 10))):  # A.3 Table 1, per σ
+        options = exp.train_options(Run("cifar10", "smoothadv@smoothadv_consistency", "fs", sigma))
+        assert options["method"] == "smoothadv"
+        assert options["smoothadv"] == dict(zip(("steps", "epsilon", "m", "warmup"), attack, strict=True))
+    # Sun et al. Tables 1 and 2: Gaussian with m = 4, as their method (§6)
+    gaussian = [r for r in exp.target_records("methods_cifar10") if r.method.startswith("cohen")]
+    assert {r.method for r in gaussian} == {"cohen@easy_focus"} and gaussian[0].name == "Cohen (as EasyFocus: m)"
+    assert exp.train_options(Run("cifar10", "cohen@easy_focus", "fs", 0.5))["cohen"] == {"m": 4}
+    assert exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "cifar10")[0] == Run(
+        "cifar10", "cohen@easy_focus", "fs", 0.5
+    )
+    assert Run("cifar10", "cohen@easy_focus", "fs", 0.5) in exp.runs()
+    # the DDRS tables keep §4.2's SmoothAdv and Cohen's one draw
+    assert {r.method for r in exp.table_records("table1") + exp.table_records("table2")} == {"cohen", "smoothadv"}
+    assert (
+        exp.train_options(Run("cifar10", "smoothadv", "fs", 0.25))["smoothadv"]
+        == config("seed_papers.yaml")["train"]["smoothadv"]
+    )
+    assert "cohen" not in exp.train_options(Run("cifar10", "cohen", "fs", 0.5))
+
+
+def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
+    cfg = config("seed_papers.yaml")
+    cfg["train"]["cohen"] = {"m": 4}  # as easy_focus: cohen@easy_focus is cohen's own model
+    exp = Experiment(cfg)
+    gaussian = [r for r in exp.target_records("methods_cifar10") if r.name.startswith("Cohen")]
+    assert [r.log for r in gaussian] == [
+        f"results/cifar10/cohen/fs/sigma{s}/certify_fixed.tsv" for s in ("0.25", "0.5", "1")
+    ]
+    assert gaussian[0].name == "Cohen (as EasyFocus: m)"
+    assert not any(run.method == "cohen@easy_focus" for run in exp.runs())
+    assert exp.gradient_norm_runs(("cohen@easy_focus",), "cifar10") == [Run("cifar10", "cohen", "fs", 0.5)]
+    # at σ = 0.25 SmoothAdv+Consistency's attack differs from the config's smoothadv: only there it trains apart
+    cfg["train"]["smoothadv"] = {"steps": 10, "epsilon": 2.0, "m": 2, "warmup": 10}
+    logs = [r.log for r in Experiment(cfg).target_records("consistency_cifar10") if r.name.startswith("SmoothAdv (as")]
+    assert logs[0].startswith("results/cifar10/smoothadv@smoothadv_consistency/fs/sigma0.25/")
+    assert logs[1:] == [f"results/cifar10/smoothadv/fs/sigma{s}/certify_fixed.tsv" for s in ("0.5", "1")]
 
 
 def test_layout_gives_patterns_for_wildcards_and_files_for_values():

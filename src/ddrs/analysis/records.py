@@ -17,7 +17,7 @@ import pandas as pd
 
 from ddrs.errors import LogFormatError
 from ddrs.logs import read_log
-from ddrs.methods import TRAIN_MODES, get_method, variant_params
+from ddrs.methods import MATCH_SEPARATOR, TRAIN_MODES, get_method, variant_params
 
 CERTIFY_MODES = ("fs", "ds", "gds")
 
@@ -91,11 +91,15 @@ class LogRecord:
 
 def display_name(method: str) -> str:
     """How the paper prints a method (its registry entry's ``display``, with an ablation variant's
-    components: ``EasyFocus (discard+reweigh)``); unregistered names as given."""
+    components: ``EasyFocus (discard+reweigh)``, or a matched variant's shared hyper-parameters:
+    ``Cohen (as EasyFocus: m)``); unregistered names as given."""
     try:
         display = get_method(method).display
     except ValueError:
         return method
+    base, _, other = method.partition(MATCH_SEPARATOR)
+    if other:  # a matched variant: the baseline trained with hyper-parameters of another method
+        return f"{display} (as {get_method(other).display}: {', '.join(get_method(base).matched_fields(other))})"
     switches = variant_params(method)
     if not switches:
         return display

@@ -13,7 +13,7 @@ from typing import Any
 
 from ddrs.data import DATASETS
 from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
-from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_params
+from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_options
 from ddrs.settings import uniform_half_width
 
 #: where each noise's σ grid and radius grid live in a dataset's config
@@ -152,7 +152,9 @@ class RunGrid:
         The config's ``train`` section, overridden by the dataset's own ``train`` section and its
         ``train_by_sigma`` entry for the run's σ₀ (method sections merged field by field), with
         the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
-        :meth:`smoothing_scale`); of the method sections only the run's own. Algorithm 2 runs
+        :meth:`smoothing_scale`); of the method sections only the run's own, a variant's resolved by
+        :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
+        shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
         ``n_by_method`` names the method, its n.
         """
@@ -161,11 +163,11 @@ class RunGrid:
         train = merge_train(train, spec.get("train_by_sigma", {}).get(scale_label(run.sigma), {}))
         options = {key: value for key, value in train.items() if key not in METHODS}
         method = get_method(run.method).name
-        switches = variant_params(run.method)
         if method in self.config["optimize_sigma"].get("n_by_method", {}):
             options["n"] = self.algorithm1_n(method)
-        if method in train or switches:
-            options[method] = {**train.get(method, {}), **switches}
+        own = variant_options(run.method, train)
+        if own:
+            options[method] = own
         options.update(
             dataset=run.dataset,
             arch=self.datasets[run.dataset]["arch"],
