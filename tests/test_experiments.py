@@ -384,3 +384,15 @@ def test_the_conda_environment_pins_what_pyproject_requires():
     conda = yaml.safe_load((REPO / "envs" / "ddrs.yaml").read_text())["dependencies"]
     pip = next(entry["pip"] for entry in conda if isinstance(entry, dict))
     assert sorted(pip) == sorted(required)
+
+
+def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    script = REPO / "scripts" / "macer_clean_accuracy.py"
+    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "--max-gap" in result.stdout and "RunGrid.train_options" in result.stdout
