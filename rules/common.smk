@@ -50,12 +50,11 @@ def data_marker(wildcards):
 
 
 def train_inputs(wildcards):
-    """The dataset; DS² on a published-checkpoint dataset also fine-tunes the imported model."""
+    """The dataset, and the fixed-σ model a DS² run fine-tunes (published, or ds_fine_tune)."""
     inputs = {"data": data_marker(wildcards)}
-    if EXP.is_published(wildcards.dataset):
-        inputs["init"] = LAYOUT.model(
-            wildcards.dataset, wildcards.method, "fs", wildcards.sigma
-        )
+    init = EXP.init_run(run_of(wildcards))
+    if init is not None:
+        inputs["init"] = LAYOUT.model(*init.wildcards)
     return inputs
 
 

@@ -287,6 +287,23 @@ def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
     assert logs[1:] == [f"results/cifar10/smoothadv/fs/sigma{s}/certify_fixed.tsv" for s in ("0.5", "1")]
 
 
+def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_options():
+    exp = Experiment(config("paper.yaml"))
+    ds, fs = Run("cifar10", "smoothadv", "ds", 0.25), Run("cifar10", "smoothadv", "fs", 0.25)
+    assert exp.init_run(ds) == fs and exp.init_run(fs) is None
+    options = exp.train_options(ds)
+    # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at lr 1e-4, ζ at full size
+    assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.0001, 1)
+    assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0}
+    assert (exp.train_options(fs)["epochs"], exp.train_options(fs)["smoothadv"]["warmup"]) == (200, 10)
+    # Cohen-DS² and MACER-DS² train from scratch (§4.1, §4.3); the published ImageNet models are fine-tuned
+    for method in ("cohen", "macer"):
+        run = Run("cifar10", method, "ds", 0.25)
+        assert exp.init_run(run) is None
+        assert (exp.train_options(run)["epochs"], exp.train_options(run)["warmup_epochs"]) == (200, 50)
+    assert exp.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)
+
+
 def test_layout_gives_patterns_for_wildcards_and_files_for_values():
     layout = Layout("out")
     assert layout.run_dir("{dataset}", "{method}", "{mode}", "{sigma}") == "out/{dataset}/{method}/{mode}/sigma{sigma}"
@@ -342,6 +359,9 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/dataset/properties/source": list(SOURCES),
         "/$defs/dataset/if/properties/source": [s for s in SOURCES if s != "logs"],
         "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
+        "/$defs/dataset/properties/ds_fine_tune/propertyNames": [
+            n for n, m in METHODS.items() if "ds" in m.train_modes
+        ],
         "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),

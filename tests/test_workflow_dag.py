@@ -93,6 +93,21 @@ def test_paper_config_replaces_the_default_experiment_grid(tmp_path):
     assert "digits" not in result.stdout + result.stderr
 
 
+def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
+    config = load_config("paper.yaml")
+    config["datasets"] = {"cifar10": config["datasets"]["cifar10"]}
+    target = "results/cifar10/smoothadv/ds/sigma0.25/model.pt"
+    result = snakemake(tmp_path, "-n", "-p", target, "--configfile", str(write_config(tmp_path, config)))
+    assert result.returncode == 0, result.stderr
+    output = result.stdout + result.stderr
+    assert job_counts(output)["train"] == 2  # the fixed-σ model first, then its DS² fine-tuning
+    assert "--init results/cifar10/smoothadv/fs/sigma0.25/model.pt" in output
+    cohen = snakemake(
+        tmp_path, "-n", "-p", target.replace("smoothadv", "cohen"), "--configfile", str(tmp_path / "config.yaml")
+    )
+    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and "--init" not in cohen.stdout + cohen.stderr
+
+
 @pytest.mark.parametrize(
     "edit,message",
     [

@@ -146,11 +146,27 @@ class RunGrid:
 
         return resolved(a) == resolved(b)
 
+    def init_run(self, run: Run) -> Run | None:
+        """The model a run fine-tunes (``ddrs train --init``), or None when it trains from scratch.
+
+        DS² fine-tunes the fixed-σ model of its method at the same σ₀ on a published dataset (DDRS
+        §4.1, §4.2: the published ImageNet models) and where the dataset's ``ds_fine_tune`` names the
+        method (§4.2: "We fine tune the SMOOTHADV trained models (either the retrained CIFAR10 models
+        …) using Algorithm 2").
+        """
+        if run.mode != "ds":
+            return None
+        method = get_method(run.method).name
+        if self.is_published(run.dataset) or method in self.datasets[run.dataset].get("ds_fine_tune", {}):
+            return Run(run.dataset, run.method, "fs", run.sigma)
+        return None
+
     def train_options(self, run: Run) -> dict[str, Any]:
         """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
 
         The config's ``train`` section, overridden by the dataset's own ``train`` section and its
-        ``train_by_sigma`` entry for the run's σ₀ (method sections merged field by field), with
+        ``train_by_sigma`` entry for the run's σ₀ and, for DS², its ``ds_fine_tune`` entry for the
+        run's method (the fine-tuning of :meth:`init_run`; method sections merged field by field), with
         the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
         :meth:`smoothing_scale`); of the method sections only the run's own, a variant's resolved by
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
@@ -159,10 +175,12 @@ class RunGrid:
         ``n_by_method`` names the method, its n.
         """
         spec = self.datasets[run.dataset]
+        method = get_method(run.method).name
         train = merge_train(self.config["train"], spec.get("train", {}))
         train = merge_train(train, spec.get("train_by_sigma", {}).get(scale_label(run.sigma), {}))
+        if run.mode == "ds":
+            train = merge_train(train, spec.get("ds_fine_tune", {}).get(method, {}))
         options = {key: value for key, value in train.items() if key not in METHODS}
-        method = get_method(run.method).name
         if method in self.config["optimize_sigma"].get("n_by_method", {}):
             options["n"] = self.algorithm1_n(method)
         own = variant_options(run.method, train)
