@@ -3,11 +3,19 @@
 import json
 import re
 
+from snakemake.exceptions import WorkflowError
+
 from ddrs.experiments import Experiment, Run
 from ddrs.methods import METHODS, get_method
 from ddrs.targets import CATALOGUE, REPORTED
 
 EXP = Experiment(config)
+# Published checkpoints are downloaded by hand: name each missing one before building the DAG.
+MISSING = EXP.missing_checkpoints_message(
+    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
+)
+if MISSING:
+    raise WorkflowError(MISSING)
 LAYOUT = EXP.layout
 RESULTS = config["results"]
 GPUS = config["gpus_per_job"]

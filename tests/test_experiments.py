@@ -304,6 +304,27 @@ def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_
     assert exp.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)
 
 
+def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = config("paper.yaml")
+    exp = Experiment(cfg)
+    paths = cfg["datasets"]["imagenet"]["checkpoints"]
+    assert [path for _, path in exp.missing_checkpoints()] == [p for m in paths.values() for p in m.values()]
+    message = exp.missing_checkpoints_message(["config/paper.yaml"])
+    assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
+    assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
+    for methods in paths.values():
+        for path in methods.values():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).touch()
+    assert exp.missing_checkpoints() == [] and exp.missing_checkpoints_message() is None
+    # leaving a dataset out drops it from the whole experiment
+    alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
+    assert list(alone.datasets) == ["cifar10"] and {r.dataset for r in alone.table_records("table1")} == {"cifar10"}
+    with pytest.raises(ValueError, match="leaves none of the configured datasets"):
+        Experiment({**cfg, "exclude_datasets": ["imagenet", "cifar10"]})
+
+
 def test_layout_gives_patterns_for_wildcards_and_files_for_values():
     layout = Layout("out")
     assert layout.run_dir("{dataset}", "{method}", "{mode}", "{sigma}") == "out/{dataset}/{method}/{mode}/sigma{sigma}"
@@ -354,6 +375,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/methods/items": list(METHODS),
         "/properties/datasets/propertyNames": list(DATASETS),
         "/properties/grid_search/properties/datasets/items": list(DATASETS),
+        "/properties/exclude_datasets/items": list(DATASETS),
         "/properties/grid_search/properties/method": gaussian,
         "/$defs/dataset/properties/arch": list(ARCHS),
         "/$defs/dataset/properties/source": list(SOURCES),

@@ -62,6 +62,34 @@ def test_the_paper_config_dag_builds_without_data(tmp_path):
     assert counts["certify_data_dependent_imagenet"] == 3 * 3 + 2 * 3
 
 
+def test_the_paper_config_without_checkpoints_names_each_file_and_how_to_run_cifar10_alone(tmp_path):
+    config = load_config("paper.yaml")
+    present = config["datasets"]["imagenet"]["checkpoints"]["cohen"]["0.25"]
+    (tmp_path / present).parent.mkdir(parents=True)
+    (tmp_path / present).touch()
+    configfile = str(write_config(tmp_path, config))
+    result = snakemake(tmp_path, "-n", "--configfile", configfile)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Cyclic" not in output
+    missing = [
+        path
+        for paths in config["datasets"]["imagenet"]["checkpoints"].values()
+        for path in paths.values()
+        if path != present
+    ]
+    assert len(missing) == 8 and all(f": {path}\n" in output for path in missing)
+    assert f": {present}\n" not in output
+    for origin in ("locuslab/smoothing", "Hadisalman/smoothing-adversarial", "tonyduan/rs4a"):
+        assert origin in output
+    command = f"--configfile {configfile} --config 'exclude_datasets=[imagenet]'"
+    assert command in output
+    # the command it shows runs the CIFAR-10 part alone
+    alone = snakemake(tmp_path, "-n", "--configfile", configfile, "--config", "exclude_datasets=[imagenet]")
+    assert alone.returncode == 0, alone.stderr
+    counts = job_counts(alone.stdout + alone.stderr)
+    assert "import_checkpoint" not in counts and counts["train"] == 3 * 2 * 3 + 3 and counts["best_table"] == 4
+
+
 @pytest.mark.parametrize(
     "overlay,expected",
     [
