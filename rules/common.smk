@@ -18,11 +18,12 @@ if MISSING:
     raise WorkflowError(MISSING)
 LAYOUT = EXP.layout
 RESULTS = config["results"]
-GPUS = config["gpus_per_job"]
-THREADS = config["threads_per_job"]
-CERT = config["certify"]
-OPT = config["optimize_sigma"]
-GRID = config["grid_search"]
+# A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.
+GPUS = config.get("gpus_per_job", 0)
+THREADS = config.get("threads_per_job", 1)
+CERT = config.get("certify", {})
+OPT = config.get("optimize_sigma", {})
+GRID = config.get("grid_search", {})
 
 # Path patterns of one base classifier's directory and job name, from the one layout.
 RUN = LAYOUT.run_dir("{dataset}", "{method}", "{mode}", "{sigma}")

@@ -190,7 +190,7 @@ def _l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, An
 
 
 def _best_caption(exp: Experiment, records: list[LogRecord]) -> str:
-    conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records}
+    conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records if r.norm == 1}
     return best_table_caption(display_name(records[0].method), norm=records[0].norm, uniform_conventions=conventions)
 
 

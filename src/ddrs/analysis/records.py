@@ -32,6 +32,8 @@ class LogRecord:
     Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name
     (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``benchmarks`` lists Snakemake benchmark TSVs
     of the extra jobs this log needed (σ optimisation, memory pass), for Appendix F.
+    ``common_inputs``: a table may cut the logs of this record's dataset to the test inputs all of
+    them certify (:func:`ddrs.analysis.tables.restrict_to_common_inputs`) instead of refusing them.
     """
 
     log: str | os.PathLike | pd.DataFrame
@@ -44,6 +46,7 @@ class LogRecord:
     samples: int | None = None
     variant: str | None = None
     benchmarks: tuple[str | os.PathLike, ...] = ()
+    common_inputs: bool = False
 
     def __post_init__(self):
         if self.train_mode not in TRAIN_MODES:

@@ -54,7 +54,8 @@ class RunGrid:
         if not self.datasets:
             raise ValueError(f"exclude_datasets {sorted(excluded)} leaves none of the configured datasets")
         self.methods: list[str] = list(config["methods"])
-        self.grid = config["grid_search"]
+        #: Appendix B's settings; a logs-only config may leave them out (no grid search)
+        self.grid = config.get("grid_search", {"enabled": False})
 
     def is_published(self, dataset: str) -> bool:
         """Fixed-σ models are imported from published checkpoints (DDRS §4: ImageNet)."""
@@ -107,7 +108,11 @@ class RunGrid:
         grid, or its ``k_by_method`` entry (Appendix H: Cohen-DS² on CIFAR-10 runs to K = 1500)."""
         spec = self.datasets[dataset]
         grid = spec.get("k_by_method", {}).get(method, {}).get(mode)
-        return sorted(grid or spec.get("k", self.config["optimize_sigma"]["k"]))
+        return sorted(grid or spec.get("k", self._default_k()))
+
+    def _default_k(self) -> list[int]:
+        """``optimize_sigma.k``; a logs-only config without it has only the K grids its datasets give."""
+        return self.config.get("optimize_sigma", {}).get("k", [])
 
     def k_grid_groups(self) -> list[KGridGroup]:
         """One :class:`KGridGroup` per distinct K grid: each dataset's own, and its ``k_by_method`` entries."""
@@ -122,7 +127,7 @@ class RunGrid:
             others = [
                 "".join(f"(?<!/{method}/)" for method in own if mode in own[method]) + mode for mode in TRAIN_MODES
             ]
-            default = spec.get("k", self.config["optimize_sigma"]["k"])
+            default = spec.get("k", self._default_k())
             groups.append(KGridGroup(dataset, tuple(sorted(default)), dataset, "|".join(others)))
         return groups
 
@@ -166,7 +171,12 @@ class RunGrid:
 
     def uniform_convention(self, dataset: str) -> str:
         """How a dataset's ``uniform_sigmas`` are read: the dataset's own key, else ``uniform.convention``."""
-        return self.datasets[dataset].get("uniform_convention", self.config["uniform"]["convention"])
+        convention = self.datasets[dataset].get("uniform_convention", self.config.get("uniform", {}).get("convention"))
+        if convention is None:
+            raise ValueError(
+                f"{dataset}: uniform_sigmas need datasets.{dataset}.uniform_convention or uniform.convention"
+            )
+        return convention
 
     def smoothing_scale(self, dataset: str, method: str, sigma: float | str) -> float:
         """The scale handed to the library: σ for Gaussian noise, the half-width λ for uniform

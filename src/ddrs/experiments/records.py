@@ -29,6 +29,7 @@ class Records(RunGrid):
                 method=run.method,
                 train_mode=run.mode,
                 sigma0=run.sigma,
+                common_inputs=self.datasets[run.dataset].get("common_inputs", False),
                 **setting,
             )
             for run in runs
@@ -88,10 +89,13 @@ class Records(RunGrid):
     def appendix_b_records(self) -> list[LogRecord]:
         """Appendix B: fixed σ, the grid search at every n, and Algorithm 1 (Method-DS) at the same
         budget of base-classifier evaluations (2·n·K = budget, not the best K)."""
+        datasets = self.grid_datasets()
+        if not datasets:
+            return []
         method = self.grid["method"]
         k = self.equal_budget_k(method)
         records = []
-        for dataset in self.grid_datasets():
+        for dataset in datasets:
             records += self.fixed_records(dataset, method)
             records += self.grid_records(dataset, method)
             records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
