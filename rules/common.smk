@@ -3,18 +3,27 @@
 import json
 import re
 
+from snakemake.exceptions import WorkflowError
+
 from ddrs.experiments import Experiment, Run
 from ddrs.methods import METHODS, get_method
 from ddrs.targets import CATALOGUE, REPORTED
 
 EXP = Experiment(config)
+# Published checkpoints are downloaded by hand: name each missing one before building the DAG.
+MISSING = EXP.missing_checkpoints_message(
+    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
+)
+if MISSING:
+    raise WorkflowError(MISSING)
 LAYOUT = EXP.layout
 RESULTS = config["results"]
-GPUS = config["gpus_per_job"]
-THREADS = config["threads_per_job"]
-CERT = config["certify"]
-OPT = config["optimize_sigma"]
-GRID = config["grid_search"]
+# A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.
+GPUS = config.get("gpus_per_job", 0)
+THREADS = config.get("threads_per_job", 1)
+CERT = config.get("certify", {})
+OPT = config.get("optimize_sigma", {})
+GRID = config.get("grid_search", {})
 
 # Path patterns of one base classifier's directory and job name, from the one layout.
 RUN = LAYOUT.run_dir("{dataset}", "{method}", "{mode}", "{sigma}")
@@ -27,7 +36,7 @@ wildcard_constraints:
     method="|".join(
         re.escape(name)
         for method in METHODS.values()
-        for name in (method.name, *method.variants())
+        for name in (method.name, *method.variants(), *method.matched_variants())
     ),
     mode="fs|ds",
     sigma=r"[0-9.]+",
@@ -50,12 +59,11 @@ def data_marker(wildcards):
 
 
 def train_inputs(wildcards):
-    """The dataset; DS² on a published-checkpoint dataset also fine-tunes the imported model."""
+    """The dataset, and the fixed-σ model a DS² run fine-tunes (published, or ds_fine_tune)."""
     inputs = {"data": data_marker(wildcards)}
-    if EXP.is_published(wildcards.dataset):
-        inputs["init"] = LAYOUT.model(
-            wildcards.dataset, wildcards.method, "fs", wildcards.sigma
-        )
+    init = EXP.init_run(run_of(wildcards))
+    if init is not None:
+        inputs["init"] = LAYOUT.model(*init.wildcards)
     return inputs
 
 

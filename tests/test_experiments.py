@@ -201,7 +201,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert [r.name for r in consistency if r.sigma0 == 0.5] == [
         "Cohen",
         "Consistency",
-        "SmoothAdv",
+        "SmoothAdv (as SmoothAdv+Consistency: steps, epsilon, m, warmup)",
         "SmoothAdv+Consistency",
         "Stability",
         "MACER",
@@ -223,7 +223,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "attack": True,
     }
     assert [r.method for r in exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "mnist5k")] == [
-        "cohen",
+        "cohen@easy_focus",
         "macer",
         "smoothadv",
         "consistency",
@@ -238,6 +238,91 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     # Jeong & Shin's per-σ λ: 10 at σ = 0.25, 5 above
     assert exp.train_options(Run("mnist5k", "consistency", "fs", 0.25))["consistency"]["lam"] == 10.0
     assert exp.train_options(Run("mnist5k", "consistency", "ds", 1.0))["consistency"]["lam"] == 5.0
+
+
+def test_the_studies_baselines_are_matched_variants_trained_with_the_shared_fields():
+    exp = Experiment(config("seed_papers.yaml"))
+    # Jeong & Shin Table 2: SmoothAdv's row is its own model, trained with SmoothAdv+Consistency's attack
+    smoothadv = [r for r in exp.target_records("consistency_cifar10") if r.method.startswith("smoothadv@")]
+    assert [r.log for r in smoothadv] == [
+        f"results/cifar10/smoothadv@smoothadv_consistency/fs/sigma{s}/certify_fixed.tsv" for s in ("0.25", "0.5", "1")
+    ]
+    assert {r.name for r in smoothadv} == {"SmoothAdv (as SmoothAdv+Consistency: steps, epsilon, m, warmup)"}
+    for sigma, attack in ((0.25, (10, 255 / 256, 4, 10)), (0.5, (10, 2.0, 2, 10))):  # A.3 Table 1, per σ
+        options = exp.train_options(Run("cifar10", "smoothadv@smoothadv_consistency", "fs", sigma))
+        assert options["method"] == "smoothadv"
+        assert options["smoothadv"] == dict(zip(("steps", "epsilon", "m", "warmup"), attack, strict=True))
+    # Sun et al. Tables 1 and 2: Gaussian with m = 4, as their method (§6)
+    gaussian = [r for r in exp.target_records("methods_cifar10") if r.method.startswith("cohen")]
+    assert {r.method for r in gaussian} == {"cohen@easy_focus"} and gaussian[0].name == "Cohen (as EasyFocus: m)"
+    assert exp.train_options(Run("cifar10", "cohen@easy_focus", "fs", 0.5))["cohen"] == {"m": 4}
+    assert exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "cifar10")[0] == Run(
+        "cifar10", "cohen@easy_focus", "fs", 0.5
+    )
+    assert Run("cifar10", "cohen@easy_focus", "fs", 0.5) in exp.runs()
+    # the DDRS tables keep §4.2's SmoothAdv and Cohen's one draw
+    assert {r.method for r in exp.table_records("table1") + exp.table_records("table2")} == {"cohen", "smoothadv"}
+    assert (
+        exp.train_options(Run("cifar10", "smoothadv", "fs", 0.25))["smoothadv"]
+        == config("seed_papers.yaml")["train"]["smoothadv"]
+    )
+    assert "cohen" not in exp.train_options(Run("cifar10", "cohen", "fs", 0.5))
+
+
+def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
+    cfg = config("seed_papers.yaml")
+    cfg["train"]["cohen"] = {"m": 4}  # as easy_focus: cohen@easy_focus is cohen's own model
+    exp = Experiment(cfg)
+    gaussian = [r for r in exp.target_records("methods_cifar10") if r.name.startswith("Cohen")]
+    assert [r.log for r in gaussian] == [
+        f"results/cifar10/cohen/fs/sigma{s}/certify_fixed.tsv" for s in ("0.25", "0.5", "1")
+    ]
+    assert gaussian[0].name == "Cohen (as EasyFocus: m)"
+    assert not any(run.method == "cohen@easy_focus" for run in exp.runs())
+    assert exp.gradient_norm_runs(("cohen@easy_focus",), "cifar10") == [Run("cifar10", "cohen", "fs", 0.5)]
+    # at σ = 0.25 SmoothAdv+Consistency's attack differs from the config's smoothadv: only there it trains apart
+    cfg["train"]["smoothadv"] = {"steps": 10, "epsilon": 2.0, "m": 2, "warmup": 10}
+    logs = [r.log for r in Experiment(cfg).target_records("consistency_cifar10") if r.name.startswith("SmoothAdv (as")]
+    assert logs[0].startswith("results/cifar10/smoothadv@smoothadv_consistency/fs/sigma0.25/")
+    assert logs[1:] == [f"results/cifar10/smoothadv/fs/sigma{s}/certify_fixed.tsv" for s in ("0.5", "1")]
+
+
+def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_options():
+    exp = Experiment(config("paper.yaml"))
+    ds, fs = Run("cifar10", "smoothadv", "ds", 0.25), Run("cifar10", "smoothadv", "fs", 0.25)
+    assert exp.init_run(ds) == fs and exp.init_run(fs) is None
+    options = exp.train_options(ds)
+    # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at lr 1e-4, ζ at full size
+    assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.0001, 1)
+    assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0}
+    assert (exp.train_options(fs)["epochs"], exp.train_options(fs)["smoothadv"]["warmup"]) == (200, 10)
+    # Cohen-DS² and MACER-DS² train from scratch (§4.1, §4.3); the published ImageNet models are fine-tuned
+    for method in ("cohen", "macer"):
+        run = Run("cifar10", method, "ds", 0.25)
+        assert exp.init_run(run) is None
+        assert (exp.train_options(run)["epochs"], exp.train_options(run)["warmup_epochs"]) == (200, 50)
+    assert exp.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)
+
+
+def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = config("paper.yaml")
+    exp = Experiment(cfg)
+    paths = cfg["datasets"]["imagenet"]["checkpoints"]
+    assert [path for _, path in exp.missing_checkpoints()] == [p for m in paths.values() for p in m.values()]
+    message = exp.missing_checkpoints_message(["config/paper.yaml"])
+    assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
+    assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
+    for methods in paths.values():
+        for path in methods.values():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).touch()
+    assert exp.missing_checkpoints() == [] and exp.missing_checkpoints_message() is None
+    # leaving a dataset out drops it from the whole experiment
+    alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
+    assert list(alone.datasets) == ["cifar10"] and {r.dataset for r in alone.table_records("table1")} == {"cifar10"}
+    with pytest.raises(ValueError, match="leaves none of the configured datasets"):
+        Experiment({**cfg, "exclude_datasets": ["imagenet", "cifar10"]})
 
 
 def test_layout_gives_patterns_for_wildcards_and_files_for_values():
@@ -290,11 +375,15 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/methods/items": list(METHODS),
         "/properties/datasets/propertyNames": list(DATASETS),
         "/properties/grid_search/properties/datasets/items": list(DATASETS),
+        "/properties/exclude_datasets/items": list(DATASETS),
         "/properties/grid_search/properties/method": gaussian,
         "/$defs/dataset/properties/arch": list(ARCHS),
         "/$defs/dataset/properties/source": list(SOURCES),
         "/$defs/dataset/if/properties/source": [s for s in SOURCES if s != "logs"],
         "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
+        "/$defs/dataset/properties/ds_fine_tune/propertyNames": [
+            n for n, m in METHODS.items() if "ds" in m.train_modes
+        ],
         "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),
@@ -337,3 +426,15 @@ def test_the_conda_environment_pins_what_pyproject_requires():
     conda = yaml.safe_load((REPO / "envs" / "ddrs.yaml").read_text())["dependencies"]
     pip = next(entry["pip"] for entry in conda if isinstance(entry, dict))
     assert sorted(pip) == sorted(required)
+
+
+def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    script = REPO / "scripts" / "macer_clean_accuracy.py"
+    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "--max-gap" in result.stdout and "RunGrid.train_options" in result.stdout

@@ -4,8 +4,12 @@ the same table rules, with no training or certification job."""
 from __future__ import annotations
 
 import pandas as pd
-from workflow_helpers import job_counts, load_config, snakemake, write_config
+import pytest
+import yaml
+from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
 
+from ddrs.analysis.tables import best_table
+from ddrs.cli import main
 from ddrs.experiments import Experiment
 
 #: two published-style logs (Cohen's `time` as H:MM:SS), certifying the same four inputs
@@ -15,9 +19,9 @@ FIXED = {
 }
 
 
-def write_logs(root):
+def write_logs(root, method="cohen"):
     for sigma, rows in FIXED.items():
-        folder = root / "cohen" / "fs" / f"sigma{sigma:g}"
+        folder = root / method / "fs" / f"sigma{sigma:g}"
         folder.mkdir(parents=True)
         lines = ["idx\tlabel\tpredict\tradius\tcorrect\ttime"]
         lines += [f"{i}\t{y}\t{p}\t{r}\t{c}\t0:00:02.5" for i, y, p, r, c in rows]
@@ -54,3 +58,72 @@ def test_the_table_rules_tabulate_given_logs(tmp_path):
     # envelope over σ: at r = 0.5, σ = 0.25 certifies idx 0 and 200 (wrong) → 25%; σ = 0.5: idx 0, 200 → 50%
     assert table[["variant", "0.00", "0.50", "1.00"]].values.tolist() == [["Cohen", 100.0, 50.0, 25.0]]
     assert table["ACR_per_log"].item() == (1.4 + 0.2 + 0.6 + 0.1) / 4
+
+
+# --- logs that certify different inputs: an error unless the config or the command opts in -------
+
+
+def short_log(root):
+    """Cohen's published ImageNet σ = 0.25 log stops early (427 of 500): here σ = 0.25 lacks idx 300."""
+    write_logs(root)
+    log = root / "cohen" / "fs" / "sigma0.25" / "certify_fixed.tsv"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+    return log
+
+
+def test_logs_of_different_inputs_are_an_error_by_default(tmp_path):
+    short_log(tmp_path / "published")
+    exp = Experiment(logs_config(tmp_path / "published"))
+    with pytest.raises(ValueError, match=r"certify different test inputs \(4 vs 3 rows\).*common_inputs: true"):
+        best_table(exp.table_records("table1"), {"cifar10": [0.0, 0.5]})
+
+
+def test_common_inputs_cuts_every_log_to_the_shared_inputs_with_a_warning(tmp_path):
+    short = short_log(tmp_path / "published")
+    config = logs_config(tmp_path / "published")
+    config["datasets"]["cifar10"]["common_inputs"] = True
+    records = Experiment(config).table_records("table1")
+    with pytest.warns(
+        UserWarning, match=r"cifar10: every log is restricted to the 3 test inputs all 2 logs certify"
+    ) as w:
+        table = best_table(records, {"cifar10": [0.0, 0.5]}).table
+    assert f"{short} 3" in str(w[0].message) and "sigma0.5/certify_fixed.tsv 4" in str(w[0].message)
+    # on idx 0, 100, 200: r = 0, σ = 0.5 certifies all three; r = 0.5, σ = 0.5 certifies idx 0 and 200
+    assert table[["0.00", "0.50"]].values.tolist() == [[100.0, 200 / 3]]
+
+
+def test_ddrs_table_common_inputs_flag(tmp_path, capsys):
+    short = short_log(tmp_path)
+    full = tmp_path / "cohen" / "fs" / "sigma0.5" / "certify_fixed.tsv"
+    out = tmp_path / "t.csv"
+    assert main(["table", str(short), str(full), "--label", "a", "b", "--radii", "0", "--out", str(out)]) == 2
+    assert "certify different test inputs" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="restricted to the 3 test inputs"):
+        code = main(
+            ["table", str(short), str(full), "--label", "a", "b", "--radii", "0", "--common-inputs"]
+            + ["--out", str(out)]
+        )
+    assert code == 0
+    assert pd.read_csv(out).set_index("log").loc[["a", "b"], "0.00"].tolist() == [200 / 3, 100.0]
+
+
+# --- a logs-only config leaves out what only computing reads ---------------------------------------
+
+
+def test_the_published_logs_config_validates_and_dry_runs_on_a_log_tree(tmp_path):
+    shipped = yaml.safe_load((REPO / "config" / "published_logs.yaml").read_text())
+    assert set(shipped) == {"results", "seed", "datasets", "methods"}
+    tree = tmp_path / shipped["datasets"]["imagenet"]["logs"]
+    for method in ("cohen", "smoothadv"):
+        write_logs(tree, method)
+    result = snakemake(tmp_path, "-n", config=REPO / "config" / "published_logs.yaml")
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts == {"best_table": 2, "appendix_h_table": 2, "all": 1, "total": 5}
+
+
+def test_a_config_that_computes_still_needs_every_section(tmp_path):
+    config = load_config()
+    del config["train"]
+    result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
+    assert result.returncode != 0 and "'train' is a required property" in result.stdout + result.stderr

@@ -62,6 +62,34 @@ def test_the_paper_config_dag_builds_without_data(tmp_path):
     assert counts["certify_data_dependent_imagenet"] == 3 * 3 + 2 * 3
 
 
+def test_the_paper_config_without_checkpoints_names_each_file_and_how_to_run_cifar10_alone(tmp_path):
+    config = load_config("paper.yaml")
+    present = config["datasets"]["imagenet"]["checkpoints"]["cohen"]["0.25"]
+    (tmp_path / present).parent.mkdir(parents=True)
+    (tmp_path / present).touch()
+    configfile = str(write_config(tmp_path, config))
+    result = snakemake(tmp_path, "-n", "--configfile", configfile)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Cyclic" not in output
+    missing = [
+        path
+        for paths in config["datasets"]["imagenet"]["checkpoints"].values()
+        for path in paths.values()
+        if path != present
+    ]
+    assert len(missing) == 8 and all(f": {path}\n" in output for path in missing)
+    assert f": {present}\n" not in output
+    for origin in ("locuslab/smoothing", "Hadisalman/smoothing-adversarial", "tonyduan/rs4a"):
+        assert origin in output
+    command = f"--configfile {configfile} --config 'exclude_datasets=[imagenet]'"
+    assert command in output
+    # the command it shows runs the CIFAR-10 part alone
+    alone = snakemake(tmp_path, "-n", "--configfile", configfile, "--config", "exclude_datasets=[imagenet]")
+    assert alone.returncode == 0, alone.stderr
+    counts = job_counts(alone.stdout + alone.stderr)
+    assert "import_checkpoint" not in counts and counts["train"] == 3 * 2 * 3 + 3 and counts["best_table"] == 4
+
+
 @pytest.mark.parametrize(
     "overlay,expected",
     [
@@ -91,6 +119,21 @@ def test_paper_config_replaces_the_default_experiment_grid(tmp_path):
     result = snakemake(tmp_path, "-n", "--quiet", "all", config=write_config(tmp_path, config))
     assert result.returncode == 0, result.stderr
     assert "digits" not in result.stdout + result.stderr
+
+
+def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
+    config = load_config("paper.yaml")
+    config["datasets"] = {"cifar10": config["datasets"]["cifar10"]}
+    target = "results/cifar10/smoothadv/ds/sigma0.25/model.pt"
+    result = snakemake(tmp_path, "-n", "-p", target, "--configfile", str(write_config(tmp_path, config)))
+    assert result.returncode == 0, result.stderr
+    output = result.stdout + result.stderr
+    assert job_counts(output)["train"] == 2  # the fixed-σ model first, then its DS² fine-tuning
+    assert "--init results/cifar10/smoothadv/fs/sigma0.25/model.pt" in output
+    cohen = snakemake(
+        tmp_path, "-n", "-p", target.replace("smoothadv", "cohen"), "--configfile", str(tmp_path / "config.yaml")
+    )
+    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and "--init" not in cohen.stdout + cohen.stderr
 
 
 @pytest.mark.parametrize(
@@ -133,8 +176,9 @@ def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     counts = dry_run(tmp_path, load_config("seed_papers.yaml"))
     # 5 methods x fs/ds x 3 σ, stability and SmoothAdv+Consistency at fixed σ only (as their
     # paper's rows), plus the ablation variants of ACR-focused training at σ = 0.5 but the one
-    # with all components on, which is easy_focus's own fixed-σ model
-    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7
+    # with all components on, which is easy_focus's own fixed-σ model, plus the studies' matched
+    # baselines at every σ: SmoothAdv with SmoothAdv+Consistency's attack, Gaussian with m = 4
+    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7 + 2 * 3
     # Jeong & Shin Table 2, Sun et al. Tables 2 and 3
     assert counts["consistency_table"] == counts["methods_table"] == counts["easy_focus_ablation_table"] == 1
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1

@@ -4,7 +4,9 @@ An entry names everything about one table or figure family once: its output name
 ``{wildcards}`` are the rule's), the query that picks its records from the experiment
 (:class:`ddrs.experiments.Experiment`), its builder (``module:function``, imported only by the job,
 so the catalogue stays torch-free), its outputs, caption and report category, and the builder's
-parameters (radii, number of examples, the methods a seed paper's study compares). The workflow
+parameters (radii, number of examples, the methods a seed paper's study compares: plain methods,
+or matched variants such as ``smoothadv@smoothadv_consistency`` where the study's baseline shares
+hyper-parameters with another method, :func:`ddrs.methods.variant_options`). The workflow
 generates one rule per entry (``rules/targets.smk``) and one adapter runs them all
 (``workflow/scripts/target.py`` → :func:`ddrs.build.build`).
 
@@ -188,7 +190,7 @@ def _l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, An
 
 
 def _best_caption(exp: Experiment, records: list[LogRecord]) -> str:
-    conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records}
+    conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records if r.norm == 1}
     return best_table_caption(display_name(records[0].method), norm=records[0].norm, uniform_conventions=conventions)
 
 
@@ -202,8 +204,9 @@ def _comparison_tables(exp: Experiment) -> dict[str, str]:
     return {name: exp.layout.table(name) for name in names if name in PAPER_TABLES}
 
 
-#: Sun et al. (2024), Tables 1 and 2, Figure 3: Gaussian, MACER, SmoothAdv, Consistency and ACR-focused training
-SUN2024_METHODS = ("cohen", "macer", "smoothadv", "consistency", "easy_focus")
+#: Sun et al. (2024), Tables 1 and 2, Figure 3: Gaussian, MACER, SmoothAdv, Consistency and ACR-focused
+#: training; their Gaussian baseline draws m = 4 as their method (§6), the matched variant cohen@easy_focus
+SUN2024_METHODS = ("cohen@easy_focus", "macer", "smoothadv", "consistency", "easy_focus")
 TABLES = "ddrs.analysis.tables"
 PLOTS = "ddrs.plots"
 FIGURES = "ddrs.figure_builders"
@@ -274,8 +277,16 @@ CATALOGUE: dict[str, Target] = {
             "study_table",
             "Seed papers",
             # Jeong & Shin (2020), Table 2: per σ, Gaussian, + Consistency, SmoothAdv, + Consistency,
-            # Stability training and MACER; built when the config trains one beyond the DDRS paper's
-            methods=("cohen", "consistency", "smoothadv", "smoothadv_consistency", "stability", "macer"),
+            # Stability training and MACER; built when the config trains one beyond the DDRS paper's.
+            # Their SmoothAdv shares the attack of SmoothAdv+Consistency (supplement A.3, App. B)
+            methods=(
+                "cohen",
+                "consistency",
+                "smoothadv@smoothadv_consistency",
+                "smoothadv_consistency",
+                "stability",
+                "macer",
+            ),
             requires=("consistency", "smoothadv_consistency", "stability"),
             instances=_studied,
             records=lambda exp, t, dataset: exp.study_records(t.methods, dataset),

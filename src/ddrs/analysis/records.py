@@ -17,7 +17,7 @@ import pandas as pd
 
 from ddrs.errors import LogFormatError
 from ddrs.logs import read_log
-from ddrs.methods import TRAIN_MODES, get_method, variant_params
+from ddrs.methods import MATCH_SEPARATOR, TRAIN_MODES, get_method, variant_params
 
 CERTIFY_MODES = ("fs", "ds", "gds")
 
@@ -32,6 +32,8 @@ class LogRecord:
     Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name
     (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``benchmarks`` lists Snakemake benchmark TSVs
     of the extra jobs this log needed (σ optimisation, memory pass), for Appendix F.
+    ``common_inputs``: a table may cut the logs of this record's dataset to the test inputs all of
+    them certify (:func:`ddrs.analysis.tables.restrict_to_common_inputs`) instead of refusing them.
     """
 
     log: str | os.PathLike | pd.DataFrame
@@ -44,6 +46,7 @@ class LogRecord:
     samples: int | None = None
     variant: str | None = None
     benchmarks: tuple[str | os.PathLike, ...] = ()
+    common_inputs: bool = False
 
     def __post_init__(self):
         if self.train_mode not in TRAIN_MODES:
@@ -91,11 +94,15 @@ class LogRecord:
 
 def display_name(method: str) -> str:
     """How the paper prints a method (its registry entry's ``display``, with an ablation variant's
-    components: ``EasyFocus (discard+reweigh)``); unregistered names as given."""
+    components: ``EasyFocus (discard+reweigh)``, or a matched variant's shared hyper-parameters:
+    ``Cohen (as EasyFocus: m)``); unregistered names as given."""
     try:
         display = get_method(method).display
     except ValueError:
         return method
+    base, _, other = method.partition(MATCH_SEPARATOR)
+    if other:  # a matched variant: the baseline trained with hyper-parameters of another method
+        return f"{display} (as {get_method(other).display}: {', '.join(get_method(base).matched_fields(other))})"
     switches = variant_params(method)
     if not switches:
         return display

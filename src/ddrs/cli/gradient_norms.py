@@ -34,7 +34,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.tsv", help="the one-row summary to write")
     parser.add_argument("--per-input", metavar="FILE.tsv", help="also write idx, label, p_correct, grad_norm")
     parser.add_argument(
-        "--method", default="cohen", choices=tuple(METHODS), help="whose training loss (default: cohen)"
+        "--method",
+        default="cohen",
+        help=f"whose training loss: one of {', '.join(METHODS)}, or a variant of one, e.g. cohen@easy_focus, "
+        "whose name labels the row (default: cohen)",
     )
     parser.add_argument("--epoch", type=int, help="0-based epoch given to the loss (default: the last trained)")
     parser.add_argument("--split", default="train", choices=("train", "test"), help="inputs measured")
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> None:
         device=device,
         precision=args.precision,
     )
-    row = dict(zip(RUN_COLUMNS, (method.name, args.sigma, args.split, args.draws), strict=True)) | summary
+    row = dict(zip(RUN_COLUMNS, (args.method, args.sigma, args.split, args.draws), strict=True)) | summary
     with atomic_path(args.out) as tmp:
         pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
     if args.per_input:

@@ -41,6 +41,12 @@ def add_parser(subparsers) -> None:
         help="also compare every log with this one (a label or file stem): paired McNemar per radius with "
         "Holm, bootstrap ACR differences, written to <out>_comparisons.csv/.md/.tex",
     )
+    parser.add_argument(
+        "--common-inputs",
+        action="store_true",
+        help="cut every log to the test inputs all of them certify, with a warning naming the counts "
+        "(given logs that stop early); by default logs of different inputs are an error",
+    )
     parser.add_argument("--out", required=True, help="table.csv to write (.md and .tex beside it)")
     parser.set_defaults(run=run, compute="numpy")
 
@@ -53,6 +59,12 @@ def run(args: argparse.Namespace) -> None:
     if not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
     logs = labelled_logs(args.logs, args.label)
+    if args.common_inputs:
+        from ddrs.analysis.tables import restrict_to_common_inputs
+        from ddrs.logs import read_log
+
+        frames = restrict_to_common_inputs([(path, "", read_log(path)) for path in logs.values()], {""})
+        logs = dict(zip(logs, frames, strict=True))
     result = log_table(logs, radii, alpha=args.alpha, seed=args.seed, n_boot=args.n_boot)
     write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
     print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")

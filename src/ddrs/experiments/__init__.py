@@ -31,6 +31,16 @@ class Experiment(Records):
             for wildcards in target.instances(self, target)
         ]
 
+    def runs(self) -> list[Run]:
+        """Every base classifier the grid trains or imports: the DDRS grid's and the studies' (matched
+        variants included), in order of first use."""
+        runs = dict.fromkeys(super().runs())
+        for target, wildcards, _ in self.targets():
+            for r in target.query(self, wildcards):
+                if not self.is_logs(r.dataset):
+                    runs[Run(r.dataset, r.method, r.train_mode, r.sigma0)] = None
+        return list(runs)
+
     def _outputs(self, kind: str) -> list[str]:
         return [t.paths(self.layout, name)[kind] for t, _, name in self.targets() if kind in t.outputs]
 

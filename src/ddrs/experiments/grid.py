@@ -8,12 +8,13 @@ Algorithm 1 + memory certification), per training method of :mod:`ddrs.methods`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ddrs.data import DATASETS
 from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
-from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_params
+from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_options
 from ddrs.settings import uniform_half_width
 
 #: where each noise's σ grid and radius grid live in a dataset's config
@@ -22,6 +23,14 @@ RADII_KEY = {2: "radii", 1: "l1_radii"}
 #: where a dataset's models come from: trained here, imported from published checkpoints (fixed-σ
 #: models; DDRS §4, ImageNet), or none at all: its certification logs are given
 SOURCES = ("train", "published", "logs")
+#: where each published checkpoint layout (``ddrs.methods.Method.published_format``) is downloaded from
+PUBLISHED_AT = {
+    "cohen": "Cohen et al. (2019): https://github.com/locuslab/smoothing (its README links the trained models)",
+    "smoothadv": "Salman et al. (2019): https://github.com/Hadisalman/smoothing-adversarial (its README links "
+    "the pretrained models)",
+    "macer": "Zhai et al. (2020): https://github.com/RuntianZ/macer",
+    "rs4a": "Yang et al. (2020): https://github.com/tonyduan/rs4a (its README links the trained models)",
+}
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,9 +47,15 @@ class RunGrid:
     def __init__(self, config: Mapping[str, Any]):
         self.config = config
         self.layout = Layout(config["results"])
-        self.datasets: Mapping[str, Mapping[str, Any]] = config["datasets"]
+        excluded = set(config.get("exclude_datasets", []))
+        self.datasets: Mapping[str, Mapping[str, Any]] = {
+            name: spec for name, spec in config["datasets"].items() if name not in excluded
+        }
+        if not self.datasets:
+            raise ValueError(f"exclude_datasets {sorted(excluded)} leaves none of the configured datasets")
         self.methods: list[str] = list(config["methods"])
-        self.grid = config["grid_search"]
+        #: Appendix B's settings; a logs-only config may leave them out (no grid search)
+        self.grid = config.get("grid_search", {"enabled": False})
 
     def is_published(self, dataset: str) -> bool:
         """Fixed-σ models are imported from published checkpoints (DDRS §4: ImageNet)."""
@@ -50,12 +65,54 @@ class RunGrid:
         """The dataset's certification logs are given (e.g. published ones), not computed."""
         return self.datasets[dataset]["source"] == "logs"
 
+    def missing_checkpoints(self) -> list[tuple[Run, str]]:
+        """Every published checkpoint the experiment imports (a configured method's σ₀ on a
+        published dataset) whose file is not there, with its path."""
+        missing = []
+        for dataset in self.datasets:
+            if not self.is_published(dataset):
+                continue
+            for method in self.methods:
+                for sigma in self.sigmas(dataset, method):
+                    path = self.datasets[dataset]["checkpoints"][method][scale_label(sigma)]
+                    if not Path(path).is_file():
+                        missing.append((Run(dataset, method, "fs", sigma), path))
+        return missing
+
+    def missing_checkpoints_message(self, configfiles: Sequence[str] = ("<config>",)) -> str | None:
+        """What to do about :meth:`missing_checkpoints` (None when every file is there): each file,
+        who publishes it, and how to run the other datasets of ``configfiles`` alone."""
+        missing = self.missing_checkpoints()
+        if not missing:
+            return None
+        lines = ["Published checkpoints named in the config are missing (paths from the working directory):"]
+        for run, path in missing:
+            origin = PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors")
+            lines.append(f"  {run.dataset} {run.method} σ = {scale_label(run.sigma)}: {path}\n    from {origin}")
+        datasets = sorted({run.dataset for run, _ in missing})
+        others = [d for d in self.datasets if d not in datasets]
+        lines += [
+            "Download them (docs/protocol.md, 'Published checkpoints', names each file) to these paths, or set "
+            "datasets.<dataset>.checkpoints.<method>.<σ> to where they are.",
+        ]
+        if others:
+            lines += [
+                f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile):",
+                f"  snakemake --cores all --configfile {' '.join(configfiles)} "
+                f"--config 'exclude_datasets=[{','.join(datasets)}]'",
+            ]
+        return "\n".join(lines)
+
     def k_grid(self, dataset: str, method: str, mode: str) -> list[int]:
         """Algorithm 1's snapshot steps K of one (dataset, method, training mode): the dataset's
         grid, or its ``k_by_method`` entry (Appendix H: Cohen-DS² on CIFAR-10 runs to K = 1500)."""
         spec = self.datasets[dataset]
         grid = spec.get("k_by_method", {}).get(method, {}).get(mode)
-        return sorted(grid or spec.get("k", self.config["optimize_sigma"]["k"]))
+        return sorted(grid or spec.get("k", self._default_k()))
+
+    def _default_k(self) -> list[int]:
+        """``optimize_sigma.k``; a logs-only config without it has only the K grids its datasets give."""
+        return self.config.get("optimize_sigma", {}).get("k", [])
 
     def k_grid_groups(self) -> list[KGridGroup]:
         """One :class:`KGridGroup` per distinct K grid: each dataset's own, and its ``k_by_method`` entries."""
@@ -70,7 +127,7 @@ class RunGrid:
             others = [
                 "".join(f"(?<!/{method}/)" for method in own if mode in own[method]) + mode for mode in TRAIN_MODES
             ]
-            default = spec.get("k", self.config["optimize_sigma"]["k"])
+            default = spec.get("k", self._default_k())
             groups.append(KGridGroup(dataset, tuple(sorted(default)), dataset, "|".join(others)))
         return groups
 
@@ -114,7 +171,12 @@ class RunGrid:
 
     def uniform_convention(self, dataset: str) -> str:
         """How a dataset's ``uniform_sigmas`` are read: the dataset's own key, else ``uniform.convention``."""
-        return self.datasets[dataset].get("uniform_convention", self.config["uniform"]["convention"])
+        convention = self.datasets[dataset].get("uniform_convention", self.config.get("uniform", {}).get("convention"))
+        if convention is None:
+            raise ValueError(
+                f"{dataset}: uniform_sigmas need datasets.{dataset}.uniform_convention or uniform.convention"
+            )
+        return convention
 
     def smoothing_scale(self, dataset: str, method: str, sigma: float | str) -> float:
         """The scale handed to the library: σ for Gaussian noise, the half-width λ for uniform
@@ -146,26 +208,46 @@ class RunGrid:
 
         return resolved(a) == resolved(b)
 
+    def init_run(self, run: Run) -> Run | None:
+        """The model a run fine-tunes (``ddrs train --init``), or None when it trains from scratch.
+
+        DS² fine-tunes the fixed-σ model of its method at the same σ₀ on a published dataset (DDRS
+        §4.1, §4.2: the published ImageNet models) and where the dataset's ``ds_fine_tune`` names the
+        method (§4.2: "We fine tune the SMOOTHADV trained models (either the retrained CIFAR10 models
+        …) using Algorithm 2").
+        """
+        if run.mode != "ds":
+            return None
+        method = get_method(run.method).name
+        if self.is_published(run.dataset) or method in self.datasets[run.dataset].get("ds_fine_tune", {}):
+            return Run(run.dataset, run.method, "fs", run.sigma)
+        return None
+
     def train_options(self, run: Run) -> dict[str, Any]:
         """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
 
         The config's ``train`` section, overridden by the dataset's own ``train`` section and its
-        ``train_by_sigma`` entry for the run's σ₀ (method sections merged field by field), with
+        ``train_by_sigma`` entry for the run's σ₀ and, for DS², its ``ds_fine_tune`` entry for the
+        run's method (the fine-tuning of :meth:`init_run`; method sections merged field by field), with
         the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
-        :meth:`smoothing_scale`); of the method sections only the run's own. Algorithm 2 runs
+        :meth:`smoothing_scale`); of the method sections only the run's own, a variant's resolved by
+        :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
+        shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
         ``n_by_method`` names the method, its n.
         """
         spec = self.datasets[run.dataset]
+        method = get_method(run.method).name
         train = merge_train(self.config["train"], spec.get("train", {}))
         train = merge_train(train, spec.get("train_by_sigma", {}).get(scale_label(run.sigma), {}))
+        if run.mode == "ds":
+            train = merge_train(train, spec.get("ds_fine_tune", {}).get(method, {}))
         options = {key: value for key, value in train.items() if key not in METHODS}
-        method = get_method(run.method).name
-        switches = variant_params(run.method)
         if method in self.config["optimize_sigma"].get("n_by_method", {}):
             options["n"] = self.algorithm1_n(method)
-        if method in train or switches:
-            options[method] = {**train.get(method, {}), **switches}
+        own = variant_options(run.method, train)
+        if own:
+            options[method] = own
         options.update(
             dataset=run.dataset,
             arch=self.datasets[run.dataset]["arch"],

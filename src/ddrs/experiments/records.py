@@ -29,6 +29,7 @@ class Records(RunGrid):
                 method=run.method,
                 train_mode=run.mode,
                 sigma0=run.sigma,
+                common_inputs=self.datasets[run.dataset].get("common_inputs", False),
                 **setting,
             )
             for run in runs
@@ -88,10 +89,13 @@ class Records(RunGrid):
     def appendix_b_records(self) -> list[LogRecord]:
         """Appendix B: fixed σ, the grid search at every n, and Algorithm 1 (Method-DS) at the same
         budget of base-classifier evaluations (2·n·K = budget, not the best K)."""
+        datasets = self.grid_datasets()
+        if not datasets:
+            return []
         method = self.grid["method"]
         k = self.equal_budget_k(method)
         records = []
-        for dataset in self.grid_datasets():
+        for dataset in datasets:
             records += self.fixed_records(dataset, method)
             records += self.grid_records(dataset, method)
             records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
@@ -127,36 +131,59 @@ class Records(RunGrid):
         return [r for m in self.table_methods(table) for r in self.method_records(m)]
 
     def study_records(self, methods: Sequence[str], dataset: str) -> list[LogRecord]:
-        """A seed paper's per-σ comparison: fixed-σ certification of each configured method of
-        ``methods``, in that order (Jeong & Shin 2020, Table 2; Sun et al. 2024, Table 2)."""
-        return [r for m in methods if m in self.methods for r in self.fixed_records(dataset, m)]
+        """A seed paper's per-σ comparison: fixed-σ certification of each of ``methods`` whose
+        method is configured, in that order (Jeong & Shin 2020, Table 2; Sun et al. 2024, Table 2).
+
+        A matched variant (``smoothadv@smoothadv_consistency``: ``ddrs.methods.Method.matches``)
+        is the baseline trained with the hyper-parameters the study shares with the other method;
+        where it trains exactly as its plain method, its row is the plain model's log under the
+        variant's name (:meth:`alike_records`)."""
+        return [r for m in methods if get_method(m).name in self.methods for r in self.alike_records(dataset, m)]
+
+    def alike_records(self, dataset: str, variant: str) -> list[LogRecord]:
+        """Fixed-σ records of a method or variant; at a σ₀ where a variant trains exactly as its
+        method (:meth:`~ddrs.experiments.grid.RunGrid.trains_alike`), the method's own log under
+        the variant's name, so the model is trained once."""
+        method = get_method(variant).name
+        own = {r.sigma0: r for r in self.fixed_records(dataset, method)} if variant != method else {}
+        return [
+            replace(own[record.sigma0], variant=display_name(variant))
+            if record.sigma0 in own
+            and self.trains_alike(Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0))
+            else record
+            for record in self.fixed_records(dataset, variant)
+        ]
 
     def ablation_records(self, dataset: str) -> list[LogRecord]:
         """Sun et al. (2024), Table 3: every ablation variant of each configured method that has
         one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``.
 
         The variant that trains exactly as its method does (all components on, unless the config
-        switches one off) is the method's own model: its row is the method's log under the
-        variant's name, so the model is not trained twice.
+        switches one off) is the method's own model (:meth:`alike_records`).
         """
         sigmas = self.config.get("sun2024", {}).get("ablation_sigmas", [])
-        records = []
-        for method in self.methods:
-            own = {r.sigma0: r for r in self.fixed_records(dataset, method)}
-            for variant in get_method(method).variants():
-                for record in self.fixed_records(dataset, variant):
-                    if record.sigma0 not in sigmas:
-                        continue
-                    same_model = record.sigma0 in own and self.trains_alike(
-                        Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0)
-                    )
-                    records.append(replace(own[record.sigma0], variant=display_name(variant)) if same_model else record)
-        return records
+        return [
+            record
+            for method in self.methods
+            for variant in get_method(method).variants()
+            for record in self.alike_records(dataset, variant)
+            if record.sigma0 in sigmas
+        ]
 
     def gradient_norm_runs(self, methods: Sequence[str], dataset: str) -> list[Run]:
-        """Sun et al. (2024), Table 1: each configured method's fixed-σ model at ``sun2024.gradient_norm_sigma``."""
+        """Sun et al. (2024), Table 1: the fixed-σ model at ``sun2024.gradient_norm_sigma`` of each
+        of ``methods`` whose method is configured (a matched variant's own model unless it trains
+        exactly as its method)."""
         sigma = self.config.get("sun2024", {}).get("gradient_norm_sigma")
-        return [Run(dataset, m, "fs", sigma) for m in methods if m in self.methods and sigma in self.sigmas(dataset, m)]
+        runs = []
+        for name in methods:
+            method = get_method(name).name
+            if method not in self.methods or sigma not in self.sigmas(dataset, name):
+                continue
+            run = Run(dataset, name, "fs", sigma)
+            plain = Run(dataset, method, "fs", sigma)
+            runs.append(plain if name != method and self.trains_alike(run, plain) else run)
+        return runs
 
     def figure_datasets(self) -> list[str]:
         """Computed datasets with a full method: the figures need their σ logs and test images."""
