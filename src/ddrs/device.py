@@ -6,6 +6,7 @@ import contextlib
 
 import torch
 
+from ddrs.gpu_slots import claim_gpu
 from ddrs.settings import PRECISIONS, check_precision  # PRECISIONS: also imported from here by training
 
 #: the autocast dtype of each name in :data:`ddrs.settings.PRECISIONS` (None: no autocast)
@@ -13,12 +14,24 @@ PRECISION_DTYPES = dict(zip(PRECISIONS, (None, torch.bfloat16, torch.float16), s
 
 
 def select_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted."""
+    """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted.
+
+    ``auto`` or ``cuda`` without an index on a machine with several visible GPUs claims a free one
+    (:func:`ddrs.gpu_slots.claim_gpu`) and makes it the current device, so concurrent jobs get
+    their own GPU; an explicit ``cuda:<i>`` is used as given.
+    """
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if device.type != "cuda":
+        return device
+    if not torch.cuda.is_available():
         raise ValueError(f"device {name!r} requested but CUDA is not available")
+    if device.index is None:
+        count = torch.cuda.device_count()
+        index = claim_gpu(count) if count > 1 else 0
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
     return device
 
 
