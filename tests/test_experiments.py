@@ -282,7 +282,7 @@ def enums(node, path=""):
 def test_every_enum_of_the_schema_is_a_registry():
     """The schema restates the registries; each of its lists must equal the one it restates."""
     from ddrs.experiments.grid import SOURCES
-    from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+    from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
     from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS
 
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
@@ -298,6 +298,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),
+        "/properties/certify/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/c_a": list(C_A_RULES),
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
     }
