@@ -98,10 +98,17 @@ class MacerParams:
     deferred: int = field(
         default=0, metadata={"help": "first epochs trained with λ = 0 (the cross-entropy term alone)"}
     )
+    draws_per_pass: int = field(
+        default=0,
+        metadata={
+            "help": "draws per forward pass, activations recomputed in backward (0: all m at once); "
+            "same gradient, less memory"
+        },
+    )
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "m")
-        _at_least(self, 0, "lam", "gamma", "deferred")
+        _at_least(self, 0, "lam", "gamma", "deferred", "draws_per_pass")
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
 
