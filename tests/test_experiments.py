@@ -338,3 +338,13 @@ def test_the_conda_environment_pins_what_pyproject_requires():
     conda = yaml.safe_load((REPO / "envs" / "ddrs.yaml").read_text())["dependencies"]
     pip = next(entry["pip"] for entry in conda if isinstance(entry, dict))
     assert sorted(pip) == sorted(required)
+
+
+def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today():
+    run = Run("digits", "cohen", "fs", 0.25)
+    assert "num_workers" not in Experiment(digits_config()).train_options(run)  # the CPU default: unchanged
+    gpu = {**digits_config(), "gpus_per_job": 1, "threads_per_job": 8, "device": "auto"}
+    assert Experiment(gpu).train_options(run)["num_workers"] == 7
+    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).train_options(run)
+    given = {**gpu, "train": {**gpu["train"], "num_workers": 2}}
+    assert Experiment(given).train_options(run)["num_workers"] == 2  # the config's own choice wins

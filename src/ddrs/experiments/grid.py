@@ -154,7 +154,8 @@ class RunGrid:
         the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
         :meth:`smoothing_scale`); of the method sections only the run's own. Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
-        ``n_by_method`` names the method, its n.
+        ``n_by_method`` names the method, its n. A GPU job (``gpus_per_job`` > 0, device not the
+        CPU) loads with ``threads_per_job`` − 1 DataLoader workers unless ``num_workers`` is given.
         """
         spec = self.datasets[run.dataset]
         train = merge_train(self.config["train"], spec.get("train", {}))
@@ -179,4 +180,7 @@ class RunGrid:
         )
         if "clamp" in self.config["optimize_sigma"]:
             options["sigma_clamp"] = self.config["optimize_sigma"]["clamp"]
+        if "num_workers" not in options and self.config["gpus_per_job"] > 0 and self.config["device"] != "cpu":
+            # a GPU job: the job's other threads load and augment batches so the GPU never waits
+            options["num_workers"] = max(0, self.config["threads_per_job"] - 1)
         return options
