@@ -131,4 +131,4 @@ def test_unknown_memory_format_names_the_choices():
 
 def test_the_probe_is_only_used_on_cuda(monkeypatch):
     monkeypatch.setattr(device_module.torch.cuda, "mem_get_info", lambda *a: pytest.fail("probed off CUDA"))
-    assert auto_batch_size(conv_model(), (3, 8, 8), CPU, cap=50) == 50
+    assert auto_batch_size(conv_model(), (3, 8, 8), CPU, cap=50) == DEFAULT_CERTIFY_BATCH

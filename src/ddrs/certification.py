@@ -85,7 +85,9 @@ def certify_dataset(
     clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS)
     if clash:
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
-    if settings.batch_size is None and indices:
+    model.eval()
+    classifier = prepare_classifier(model, device, memory_format=settings.memory_format, compile=settings.compile)
+    if settings.batch_size is None and indices:  # probed with the laid-out model, before any compilation
         sample_shape = tuple(dataset[indices[0]][0].shape)
         batch_size = auto_batch_size(
             model, sample_shape, device, precision=settings.precision,
@@ -105,8 +107,6 @@ def certify_dataset(
     }
     writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), resume_settings)
     todo = [i for i in indices if i not in writer.done]
-    model.eval()
-    model = prepare_classifier(model, device, memory_format=settings.memory_format, compile=settings.compile)
     with tqdm(
         total=len(indices),
         initial=len(indices) - len(todo),
@@ -124,7 +124,7 @@ def certify_dataset(
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
             generators = input_generators(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(model, x, scale, settings, num_classes=num_classes, generator=generators)
+            result = certify_batch(classifier, x, scale, settings, num_classes=num_classes, generator=generators)
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,

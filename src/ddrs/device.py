@@ -102,13 +102,13 @@ def auto_batch_size(
     fraction: float = 0.5,
     probe: int = 64,
 ) -> int:
-    """CERTIFY's forward batch when the user gives none: from free memory on CUDA, else today's 400.
+    """CERTIFY's forward batch when the user gives none: from free memory on CUDA, else Cohen's 400 (as before).
 
     On CUDA one probe forward pass of ``probe`` noisy copies measures the peak memory per copy; the
     batch then fills ``fraction`` of the free memory (:func:`batch_for_memory`), at most ``cap``.
     """
     if device.type != "cuda":
-        return min(DEFAULT_CERTIFY_BATCH, cap)
+        return DEFAULT_CERTIFY_BATCH
     channels_last = resolve_memory_format(memory_format, device.type) == "channels_last" and len(sample_shape) == 3
     x = torch.zeros((probe, *sample_shape), device=device)
     if channels_last:
