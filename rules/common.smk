@@ -99,8 +99,15 @@ def job_args(wildcards):
 
 
 def certify_args(wildcards):
-    """Cohen's CERTIFY statistics (n0, n, α) and the forward batch size."""
-    return f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} --alpha {CERT['alpha']} --batch {CERT['batch']}"
+    """Cohen's CERTIFY statistics (n0, n, α), the forward batch (auto when none), layout and compilation."""
+    layout = (
+        f" --memory-format {CERT['memory_format']}" if "memory_format" in CERT else ""
+    )
+    compiled = " --compile" if CERT.get("compile") else ""
+    return (
+        f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} --alpha {CERT['alpha']} "
+        f"--batch {CERT.get('batch', 'auto')}{layout}{compiled}"
+    )
 
 
 def scale(wildcards):

@@ -64,6 +64,36 @@ def test_certify_is_reproducible_and_seeded(digits_checkpoint, tmp_path):
     assert not logs[0]["p_a_lower"].equals(logs[2]["p_a_lower"])
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch", "many"], "argument --batch: expected a positive integer or auto, got 'many'"),
+        (["--memory-format", "nhwc"], "argument --memory-format: invalid choice: 'nhwc'"),
+    ],
+)
+def test_bad_gpu_option_is_a_usage_error(digits_checkpoint, tmp_path, capsys, extra, message):
+    out = tmp_path / "certify.tsv"
+    with pytest.raises(SystemExit) as exit_:
+        main(certify_args(digits_checkpoint, out, "--scale", "0.25", *extra))
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_auto_batch_and_channels_last_certify_like_the_defaults_on_the_cpu(digits_checkpoint, tmp_path, capsys):
+    """On the CPU ``--batch auto`` is Cohen's 400 and channels_last computes the same base classifier."""
+    logs = []
+    for name, extra in (
+        ("default", ["--batch", "400"]),
+        ("gpu_options", ["--batch", "auto", "--memory-format", "channels_last"]),
+    ):
+        out = tmp_path / f"{name}.tsv"
+        assert main(certify_args(digits_checkpoint, out, "--scale", "0.25", "--device", "cpu", *extra)) == 0
+        logs.append(read_log(out).drop(columns="time"))
+    assert logs[0].equals(logs[1])
+    printed = capsys.readouterr().out
+    assert "fp32, contiguous ->" in printed and "fp32, channels_last ->" in printed
+
+
 def test_certify_with_per_input_scales_from_a_sigma_log(digits_checkpoint, tmp_path):
     sigma_log = tmp_path / "sigma.tsv"
     rows = [f"{i}\t0\t0.25\t{0.1 + 0.01 * i:.2f}" for i in range(0, 30)]

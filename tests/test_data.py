@@ -293,3 +293,22 @@ def test_imagenet_reads_an_image_folder(tmp_path):
 def test_imagenet_missing_folder_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "imagenet" / "val")):
         load_dataset("imagenet", "test", root=tmp_path)
+
+
+def test_a_source_tree_run_without_the_installed_package_saves_and_reads_its_split(tmp_path, monkeypatch):
+    """Only ``src/`` on PYTHONPATH: importlib.metadata knows no ``ddrs``; the pyproject names its version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def uninstalled(name):
+        if name == "ddrs":
+            raise PackageNotFoundError(name)
+        return version(name)
+
+    monkeypatch.setattr(split_cache, "version", uninstalled)
+    assert f"ddrs=={version('ddrs')}" in split_cache.makers().tolist()  # the installed one agrees
+    saved = save_arrays("digits", root=tmp_path, seed=0)
+    monkeypatch.setattr(embedded, "_stratified_split", lambda *args: pytest.fail("the saved split was rebuilt"))
+    assert saved is not None and len(load_images("digits", "test", root=tmp_path, seed=0)) > 0
+    monkeypatch.setattr(split_cache, "PYPROJECT", tmp_path / "missing.toml")
+    with pytest.raises(PackageNotFoundError):
+        split_cache.makers()

@@ -55,3 +55,96 @@ def test_a_bf16_base_classifier_certifies_like_fp32_far_from_the_boundary():
     }  # fmt: skip
     assert results["fp32"].predict.tolist() == results["bf16"].predict.tolist() == [0, 1]
     assert torch.allclose(results["fp32"].radius, results["bf16"].radius, atol=0.05)
+
+
+# --- one GPU per job: the slot-picking logic, with a fake GPU count ---
+
+_CLAIM_AND_HOLD = """
+import sys, time
+from pathlib import Path
+from ddrs.gpu_slots import claim_gpu
+index = claim_gpu(int(sys.argv[2]), Path(sys.argv[1]), poll_seconds=0.05)
+print(index, flush=True)
+while not (Path(sys.argv[1]) / "stop").exists():
+    time.sleep(0.05)
+"""
+
+
+def _claimers(tmp_path, count, processes):
+    import subprocess
+    import sys
+
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLAIM_AND_HOLD, str(tmp_path), str(count)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        for _ in range(processes)
+    ]  # fmt: skip
+
+
+def test_concurrent_jobs_claim_distinct_gpus_and_a_surplus_job_waits(tmp_path):
+    count = 3
+    first = _claimers(tmp_path, count, count)
+    slots = sorted(int(p.stdout.readline()) for p in first)
+    assert slots == [0, 1, 2]
+    late = _claimers(tmp_path, count, 1)[0]
+    import time
+
+    time.sleep(0.5)
+    assert late.poll() is None  # every GPU is held: the fourth job waits instead of sharing one
+    (tmp_path / "stop").touch()
+    for p in first:
+        p.wait(timeout=20)
+    assert int(late.stdout.readline()) in range(count)  # it takes a GPU once one is freed
+    late.wait(timeout=20)
+
+
+def test_a_process_keeps_its_gpu_and_frees_it_on_release(tmp_path):
+    from ddrs.gpu_slots import claim_gpu, release_all
+
+    try:
+        assert claim_gpu(2, tmp_path) == 0
+        assert claim_gpu(2, tmp_path) == 0  # the same process asks again: the same GPU
+    finally:
+        release_all()
+    assert claim_gpu(2, tmp_path) == 0
+    release_all()
+
+
+def test_lock_dir_follows_the_environment(tmp_path, monkeypatch):
+    from ddrs.gpu_slots import LOCK_DIR_ENV, lock_dir
+
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    assert lock_dir() == tmp_path / "locks"
+    monkeypatch.delenv(LOCK_DIR_ENV)
+    assert lock_dir().name.startswith("ddrs-gpu-locks-")
+
+
+def test_a_gpu_count_below_one_is_refused(tmp_path):
+    from ddrs.gpu_slots import claim_gpu
+
+    with pytest.raises(ValueError, match="GPU count must be >= 1, got 0"):
+        claim_gpu(0, tmp_path)
+
+
+def test_auto_on_a_multi_gpu_machine_claims_a_gpu_and_makes_it_current(tmp_path, monkeypatch):
+    from ddrs import gpu_slots
+
+    current = []
+    monkeypatch.setenv(gpu_slots.LOCK_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(torch.cuda, "set_device", current.append)
+    held = open(tmp_path / "gpu0.lock", "a+")  # another job holds GPU 0
+    import fcntl
+
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        assert select_device("auto") == torch.device("cuda", 1)
+        assert select_device("cuda") == torch.device("cuda", 1)  # asked again: the same GPU
+        assert select_device("cuda:3") == torch.device("cuda", 3)  # an explicit index is kept
+        assert current == [1, 1]
+    finally:
+        gpu_slots.release_all()
+        held.close()

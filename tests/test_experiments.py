@@ -367,7 +367,7 @@ def enums(node, path=""):
 def test_every_enum_of_the_schema_is_a_registry():
     """The schema restates the registries; each of its lists must equal the one it restates."""
     from ddrs.experiments.grid import SOURCES
-    from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+    from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
     from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS
 
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
@@ -387,6 +387,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),
+        "/properties/certify/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/c_a": list(C_A_RULES),
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
     }
@@ -438,3 +439,13 @@ def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
     result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "--max-gap" in result.stdout and "RunGrid.train_options" in result.stdout
+
+
+def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today():
+    run = Run("digits", "cohen", "fs", 0.25)
+    assert "num_workers" not in Experiment(digits_config()).train_options(run)  # the CPU default: unchanged
+    gpu = {**digits_config(), "gpus_per_job": 1, "threads_per_job": 8, "device": "auto"}
+    assert Experiment(gpu).train_options(run)["num_workers"] == 7
+    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).train_options(run)
+    given = {**gpu, "train": {**gpu["train"], "num_workers": 2}}
+    assert Experiment(given).train_options(run)["num_workers"] == 2  # the config's own choice wins

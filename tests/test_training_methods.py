@@ -251,3 +251,55 @@ def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
         assert per_example.abs().amax(dim=1)[1:].tolist() == pytest.approx([0.1, 0.4], rel=0.01)
     else:  # N(0, σᵢ²): sample standard deviation σᵢ (1024+ draws)
         assert per_example.std(dim=1)[1:].tolist() == pytest.approx([0.1, 0.4], rel=0.1)
+
+
+def _macer_grads(model, draws_per_pass, lam=12.0):
+    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2))
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    scale = torch.linspace(0.2, 0.6, 6)
+    params = _config("macer", m=10, lam=lam, gamma=8.0, beta=4.0, draws_per_pass=draws_per_pass).params
+    model.zero_grad()
+    loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+def _small_conv(batch_norm: bool) -> nn.Module:
+    torch.manual_seed(4)
+    norm_layer = [nn.BatchNorm2d(4)] if batch_norm else []
+    return nn.Sequential(nn.Conv2d(1, 4, 3), *norm_layer, nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+
+
+@pytest.mark.parametrize("draws_per_pass", [1, 3, 5])
+def test_macer_in_chunks_of_draws_gives_the_same_loss_and_gradient(draws_per_pass):
+    """m = 10 draws run a few at a time, activations recomputed in backward: the same step (float error)."""
+    whole_loss, whole = _macer_grads(_small_conv(batch_norm=False), 0, lam=1.0)
+    loss, chunked = _macer_grads(_small_conv(batch_norm=False), draws_per_pass, lam=1.0)
+    assert torch.allclose(loss, whole_loss, rtol=0, atol=1e-6)
+    assert any(g.abs().max() > 1e-3 for g in whole)  # a gradient that can differ
+    for grad, reference in zip(chunked, whole, strict=True):
+        assert torch.allclose(grad, reference, rtol=0, atol=1e-6)
+
+
+def test_chunked_macer_updates_batch_norm_statistics_once_per_chunk():
+    """The backward pass's recomputation must not move the running statistics a second time."""
+    model = _small_conv(batch_norm=True).train()
+    _macer_grads(model, 5)
+    reference = _small_conv(batch_norm=True).train()
+    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2))
+    from ddrs.training.losses import GAUSSIAN, copies_logits, noise_copies
+
+    points = x.unsqueeze(1) + noise_copies(
+        GAUSSIAN, x, torch.linspace(0.2, 0.6, 6), 10, torch.Generator().manual_seed(9)
+    )
+    with torch.no_grad():
+        for part in points.split(5, dim=1):
+            copies_logits(reference, part)
+    assert torch.allclose(model[1].running_mean, reference[1].running_mean, atol=1e-7)
+    assert torch.allclose(model[1].running_var, reference[1].running_var, atol=1e-7)
+    assert int(model[1].num_batches_tracked) == 2
+
+
+def test_macer_draws_per_pass_must_not_be_negative():
+    with pytest.raises(ValueError, match="draws_per_pass"):
+        _config("macer", draws_per_pass=-1)

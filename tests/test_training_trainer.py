@@ -364,3 +364,30 @@ def test_uniform_sigma_is_the_half_width_unless_yang_std_is_asked_for():
 def test_a_diverging_run_stops_with_a_clear_error(tmp_path):
     with pytest.raises(FloatingPointError, match="training diverged in epoch 1: the mean cohen loss is nan"):
         train(_config(epochs=1, lr=1e30), tmp_path / "diverged.pt", progress=False)
+
+
+def test_loader_workers_train_exactly_as_the_training_process_without_augmentation(tmp_path):
+    """Workers only move loading elsewhere: same shuffled order, same batches, same weights."""
+    common = dict(epochs=1, augment=False, eval_max=50)
+    a = train(_config(**common), tmp_path / "a.pt", progress=False)
+    b = train(_config(num_workers=2, **common), tmp_path / "b.pt", progress=False)
+    _assert_same_weights(a, b)
+
+
+def test_loader_workers_with_augmentation_are_reproducible(tmp_path):
+    """Worker seeds come from the epoch's shuffle generator: two runs with workers agree."""
+    a = train(_config(epochs=1, num_workers=2, eval_max=50), tmp_path / "a.pt", progress=False)
+    b = train(_config(epochs=1, num_workers=2, eval_max=50), tmp_path / "b.pt", progress=False)
+    _assert_same_weights(a, b)
+
+
+def test_cli_pin_memory_flag_is_a_switch():
+    import argparse
+
+    from ddrs.cli import train as train_cli
+
+    parser = argparse.ArgumentParser()
+    train_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["train", "--out", "m.pt", "--no-pin-memory", "--num-workers", "3"])
+    assert args.pin_memory is False and args.num_workers == 3
+    assert parser.parse_args(["train", "--out", "m.pt"]).pin_memory is None  # not given: on CUDA only

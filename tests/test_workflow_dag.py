@@ -183,3 +183,22 @@ def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     assert counts["consistency_table"] == counts["methods_table"] == counts["easy_focus_ablation_table"] == 1
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1
     assert counts["best_table"] == 7 and counts["pa_ecdf_methods_figure"] == 1
+
+
+def test_the_gpu_profile_gives_gpu_jobs_one_gpu_each_and_cpu_jobs_none(tmp_path):
+    """profiles/gpu declares the GPUs; GPU rules request gpus_per_job, tables and data request none."""
+    config = write_config(tmp_path, {**load_config(), "gpus_per_job": 1})
+    result = snakemake(
+        tmp_path, "-n", "results/tables/table1.csv", "--configfile", str(config),
+        "--profile", str(REPO / "profiles" / "gpu"), "--resources", "gpu=2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    requests = {}
+    for block in (result.stdout + result.stderr).split("\nrule ")[1:]:
+        rule = block.split(":", 1)[0]
+        resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
+        requests.setdefault(rule, set()).add("gpu=1" in resources.split(", "))
+    for rule in ("train", "certify_fixed", "optimize_sigma", "certify_data_dependent_digits"):
+        assert requests[rule] == {True}, rule
+    for rule in ("prepare_data", "best_table"):
+        assert requests[rule] == {False}, rule

@@ -13,6 +13,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -20,10 +21,11 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
+from ddrs.device import auto_batch_size, prepare_classifier
 from ddrs.logs import COHEN_COLUMNS, LogWriter
 from ddrs.noise import get_noise
 from ddrs.seeds import Stream, input_generators
-from ddrs.settings import CertifySettings
+from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
 from ddrs.smoothing import certify_batch
 
 #: columns our logs add after Cohen's
@@ -66,7 +68,9 @@ def certify_dataset(
     e.g. :func:`ddrs.sigma_log.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
-    ``{"k": 100}``). ``model`` must already be on ``device``. The settings and ``provenance``
+    ``{"k": 100}``). ``model`` must already be on ``device``; it runs in the settings' memory
+    format, compiled once per process if ``settings.compile`` (:func:`ddrs.device.prepare_classifier`),
+    and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
     log's path; after a failure only ``<out_path>.partial`` exists. ``keep_partial`` keeps the
     finished rows there too (:meth:`ddrs.logs.LogWriter.finish`), for a job writing several logs.
@@ -81,10 +85,21 @@ def certify_dataset(
     clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS)
     if clash:
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
-    inputs_per_call = settings.inputs_per_call or max(1, math.ceil(settings.batch_size / min(settings.n0, settings.n)))
+    model.eval()
+    classifier = prepare_classifier(model, device, memory_format=settings.memory_format, compile=settings.compile)
+    if settings.batch_size is None and indices:  # probed with the laid-out model, before any compilation
+        sample_shape = tuple(dataset[indices[0]][0].shape)
+        batch_size = auto_batch_size(
+            model, sample_shape, device, precision=settings.precision,
+            memory_format=settings.memory_format, cap=max(settings.n0, settings.n),
+        )  # fmt: skip
+        settings = replace(settings, batch_size=batch_size)
+    batch_size = settings.batch_size or DEFAULT_CERTIFY_BATCH
+    inputs_per_call = settings.inputs_per_call or max(1, math.ceil(batch_size / min(settings.n0, settings.n)))
 
     resume_settings = {
         **settings.resume_settings(),
+        "memory_format": resolve_memory_format(settings.memory_format, device.type),
         "noise": noise,
         "scales": sorted(scale_of.items()) if isinstance(scales, Mapping) else float(scales),
         **extra_columns,
@@ -92,7 +107,6 @@ def certify_dataset(
     }
     writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), resume_settings)
     todo = [i for i in indices if i not in writer.done]
-    model.eval()
     with tqdm(
         total=len(indices),
         initial=len(indices) - len(todo),
@@ -110,7 +124,7 @@ def certify_dataset(
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
             generators = input_generators(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(model, x, scale, settings, num_classes=num_classes, generator=generators)
+            result = certify_batch(classifier, x, scale, settings, num_classes=num_classes, generator=generators)
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,

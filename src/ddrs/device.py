@@ -3,22 +3,42 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import torch
+from torch import nn
 
-from ddrs.settings import PRECISIONS, check_precision  # PRECISIONS: also imported from here by training
+from ddrs.gpu_slots import claim_gpu
+from ddrs.settings import (  # PRECISIONS: also imported from here by training
+    DEFAULT_CERTIFY_BATCH,
+    PRECISIONS,
+    check_precision,
+    resolve_memory_format,
+)
 
 #: the autocast dtype of each name in :data:`ddrs.settings.PRECISIONS` (None: no autocast)
 PRECISION_DTYPES = dict(zip(PRECISIONS, (None, torch.bfloat16, torch.float16), strict=True))
 
 
 def select_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted."""
+    """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted.
+
+    ``auto`` or ``cuda`` without an index on a machine with several visible GPUs claims a free one
+    (:func:`ddrs.gpu_slots.claim_gpu`) and makes it the current device, so concurrent jobs get
+    their own GPU; an explicit ``cuda:<i>`` is used as given.
+    """
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if device.type != "cuda":
+        return device
+    if not torch.cuda.is_available():
         raise ValueError(f"device {name!r} requested but CUDA is not available")
+    if device.index is None:
+        count = torch.cuda.device_count()
+        index = claim_gpu(count) if count > 1 else 0
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
     return device
 
 
@@ -39,3 +59,66 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
     generator = torch.Generator(device=device)
     generator.manual_seed(int(seed))
     return generator
+
+
+#: the compiled wrapper of each model compiled in this process, so a job compiles its model once
+_COMPILED: weakref.WeakKeyDictionary[nn.Module, nn.Module] = weakref.WeakKeyDictionary()
+
+
+def prepare_classifier(model: nn.Module, device: torch.device, *, memory_format: str, compile: bool) -> nn.Module:
+    """The base classifier as CERTIFY runs it: in ``memory_format`` (resolved on ``device``), compiled if asked.
+
+    ``channels_last`` converts the weights in place (the function they compute is unchanged).
+    ``compile`` wraps ``model`` in ``torch.compile`` once per process: a later call with the same
+    model (the next K snapshot, the next log of the job) returns the same compiled module.
+    """
+    if resolve_memory_format(memory_format, device.type) == "channels_last":
+        model.to(memory_format=torch.channels_last)
+    if not compile:
+        return model
+    if model not in _COMPILED:
+        _COMPILED[model] = torch.compile(model)
+    return _COMPILED[model]
+
+
+def batch_for_memory(free_bytes: int, bytes_per_draw: float, *, fraction: float, cap: int, multiple: int = 64) -> int:
+    """The largest forward batch using ``fraction`` of ``free_bytes``: a multiple of ``multiple``, in [1, cap]."""
+    if bytes_per_draw <= 0:
+        raise ValueError(f"bytes_per_draw must be positive, got {bytes_per_draw}")
+    batch = int(fraction * free_bytes / bytes_per_draw)
+    if batch >= multiple:
+        batch -= batch % multiple
+    return max(1, min(batch, cap))
+
+
+def auto_batch_size(
+    model: nn.Module,
+    sample_shape: tuple[int, ...],
+    device: torch.device,
+    *,
+    precision: str = "fp32",
+    memory_format: str = "auto",
+    cap: int = 100_000,
+    fraction: float = 0.5,
+    probe: int = 64,
+) -> int:
+    """CERTIFY's forward batch when the user gives none: from free memory on CUDA, else Cohen's 400 (as before).
+
+    On CUDA one probe forward pass of ``probe`` noisy copies measures the peak memory per copy; the
+    batch then fills ``fraction`` of the free memory (:func:`batch_for_memory`), at most ``cap``.
+    """
+    if device.type != "cuda":
+        return DEFAULT_CERTIFY_BATCH
+    channels_last = resolve_memory_format(memory_format, device.type) == "channels_last" and len(sample_shape) == 3
+    x = torch.zeros((probe, *sample_shape), device=device)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    with torch.inference_mode(), autocast(device, precision):
+        model(x)
+    torch.cuda.synchronize(device)
+    per_draw = max(torch.cuda.max_memory_allocated(device) - before, 1) / probe
+    free, _ = torch.cuda.mem_get_info(device)
+    return batch_for_memory(free, per_draw, fraction=fraction, cap=cap)

@@ -83,6 +83,18 @@ class SmoothAdvParams:
         _at_least(self, 0, "epsilon", "warmup")
 
 
+def _draws_per_pass() -> Any:
+    """The ``draws_per_pass`` field of the methods whose loss couples m draws per input
+    (:func:`ddrs.training.losses.chunked_copies_logits`): a memory setting, not a hyper-parameter."""
+    return field(
+        default=0,
+        metadata={
+            "help": "draws per forward pass, activations recomputed in backward (0: all m at once); "
+            "same gradient, less memory"
+        },
+    )
+
+
 @dataclass(frozen=True)
 class MacerParams:
     """MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16).
@@ -98,10 +110,11 @@ class MacerParams:
     deferred: int = field(
         default=0, metadata={"help": "first epochs trained with λ = 0 (the cross-entropy term alone)"}
     )
+    draws_per_pass: int = _draws_per_pass()
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "m")
-        _at_least(self, 0, "lam", "gamma", "deferred")
+        _at_least(self, 0, "lam", "gamma", "deferred", "draws_per_pass")
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
 
@@ -120,7 +133,7 @@ def _choice(params: Any, name: str, choices: tuple[str, ...]) -> None:
 
 def _check_consistency(params: Any) -> None:
     _at_least(params, 2, "m")
-    _at_least(params, 0, "lam", "eta")
+    _at_least(params, 0, "lam", "eta", "draws_per_pass")
     if params.divergence in RENAMED_DIVERGENCES:
         raise ValueError(
             f"divergence {params.divergence!r} was renamed {RENAMED_DIVERGENCES[params.divergence]!r} (the same term; "
@@ -150,6 +163,7 @@ class ConsistencyParams:
             "squared distance between the draws' softmaxes, averaged over pairs"
         },
     )
+    draws_per_pass: int = _draws_per_pass()
 
     def __post_init__(self) -> None:
         _check_consistency(self)
@@ -170,6 +184,7 @@ class SmoothAdvConsistencyParams:
     divergence: str = field(
         default="mean_kl", metadata={"help": "mean_kl, mean_cross_entropy or pairwise_mse (as for consistency)"}
     )
+    draws_per_pass: int = _draws_per_pass()
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "steps")

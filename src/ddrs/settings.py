@@ -14,6 +14,13 @@ from dataclasses import asdict, dataclass, field
 #: Precisions of the base classifier's forward pass (``ddrs.device.autocast`` maps them to dtypes).
 PRECISIONS = ("fp32", "bf16", "fp16")
 
+#: Memory formats of the base classifier and its noisy inputs in CERTIFY: ``auto`` is
+#: ``channels_last`` on CUDA (faster convolutions on tensor cores) and ``contiguous`` elsewhere.
+MEMORY_FORMATS = ("auto", "contiguous", "channels_last")
+
+#: CERTIFY's forward batch on a device where none is given and no memory probe applies (Cohen et al.'s 400).
+DEFAULT_CERTIFY_BATCH = 400
+
 #: Algorithm 1's objectives (:func:`ddrs.sigma.radius_objective`): ``released`` = the authors'
 #: ``OptimzeSigma`` (top two entries of ψ at every step), ``fixed_class`` = Eq. 2/3 with c_A fixed.
 SIGMA_OBJECTIVES = ("released", "fixed_class")
@@ -73,7 +80,15 @@ def check_steps(steps: Sequence[int]) -> list[int]:
     return sorted({int(k) for k in steps})
 
 
-def validate_certify_args(*, n0: int, n: int, alpha: float, batch_size: int) -> None:
+def resolve_memory_format(memory_format: str, device_type: str) -> str:
+    """``contiguous`` or ``channels_last``: ``memory_format``, or for ``auto`` the one suiting ``device_type``."""
+    check_choice("memory format", memory_format, MEMORY_FORMATS)
+    if memory_format == "auto":
+        return "channels_last" if device_type == "cuda" else "contiguous"
+    return memory_format
+
+
+def validate_certify_args(*, n0: int, n: int, alpha: float, batch_size: int | None) -> None:
     """Raise ``ValueError`` naming the first out-of-range CERTIFY parameter."""
     if n0 <= 0:
         raise ValueError(f"n0 must be positive, got {n0}")
@@ -81,7 +96,7 @@ def validate_certify_args(*, n0: int, n: int, alpha: float, batch_size: int) -> 
         raise ValueError(f"n must be positive, got {n}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    if batch_size <= 0:
+    if batch_size is not None and batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
 
 
@@ -105,20 +120,28 @@ class CertifySettings:
     ``batch_size`` noisy copies per forward pass. Input ``idx``'s draws are seeded from
     ``(seed, idx)``. ``inputs_per_call`` inputs share a CERTIFY call (default: enough to fill one
     forward pass with selection draws); it and ``batch_size`` change speed, not rows.
+    ``batch_size=None`` chooses the batch from the device's free memory on CUDA
+    (:func:`ddrs.device.auto_batch_size`) and :data:`DEFAULT_CERTIFY_BATCH` elsewhere.
+    ``memory_format`` (:data:`MEMORY_FORMATS`) lays out the model and its noisy inputs; ``compile``
+    runs the base classifier through ``torch.compile``, once per job (:func:`ddrs.device.prepare_classifier`).
+    Both, like ``precision``, fix one base classifier for selection and estimation alike.
     """
 
     noise: str = "gaussian"
     n0: int = 100
     n: int = 100_000
     alpha: float = 0.001
-    batch_size: int = 400
+    batch_size: int | None = DEFAULT_CERTIFY_BATCH
     seed: int = 0
     precision: str = "fp32"
     inputs_per_call: int | None = None
+    memory_format: str = "auto"
+    compile: bool = False
 
     def __post_init__(self) -> None:
         validate_certify_args(n0=self.n0, n=self.n, alpha=self.alpha, batch_size=self.batch_size)
         check_precision(self.precision)
+        check_choice("memory format", self.memory_format, MEMORY_FORMATS)
         if self.inputs_per_call is not None and self.inputs_per_call <= 0:
             raise ValueError(f"inputs_per_call must be positive, got {self.inputs_per_call}")
 
@@ -131,6 +154,8 @@ class CertifySettings:
             "alpha": self.alpha,
             "seed": self.seed,
             "precision": self.precision,
+            "memory_format": self.memory_format,
+            "compile": self.compile,
         }
 
 

@@ -18,11 +18,11 @@ import torch
 from torch import Tensor, nn
 
 from ddrs.binomial import clopper_pearson_lower
-from ddrs.device import autocast
+from ddrs.device import auto_batch_size, autocast
 from ddrs.logs import ABSTAIN
 from ddrs.noise import SmoothingNoise, get_noise
 from ddrs.seeds import Generators
-from ddrs.settings import CertifySettings, validate_certify_args
+from ddrs.settings import CertifySettings, resolve_memory_format, validate_certify_args
 
 
 class CertifyResult(NamedTuple):
@@ -76,6 +76,8 @@ def sample_counts(
     batch_size: int,
     generator: Generators | None,
     precision: str = "fp32",
+    *,
+    channels_last: bool = False,
 ) -> Tensor:
     """SampleUnderNoise (Cohen et al. 2019, Appendix C) for a batch: class counts ``(B, C)``.
 
@@ -84,6 +86,7 @@ def sample_counts(
     caller's read of the result. ``model`` must be on ``x``'s device and in eval mode.
     Counting uses ``index_add_`` into one ``(B·C,)`` vector (row ``b`` offset by ``b·C``):
     unlike ``torch.bincount``, it does not synchronise with the host on CUDA to size its output.
+    ``channels_last`` lays every noisy image batch out channels-last (same values, same draws).
     """
     if num <= 0:
         raise ValueError(f"num must be positive, got {num}")
@@ -119,6 +122,8 @@ def sample_counts(
                 rows = next(mixed_rows)
                 batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
                 offset = rows
+            if channels_last and batch.ndim == 4:
+                batch = batch.contiguous(memory_format=torch.channels_last)
             logits = model(batch)
             if counts is None:
                 num_classes = logits.shape[1]
@@ -168,16 +173,26 @@ def certify_batch(
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
     ``settings`` (:class:`~ddrs.settings.CertifySettings`, checked when built) give the noise,
-    ``n0``, ``n``, ``alpha``, ``batch_size`` and ``precision``.
+    ``n0``, ``n``, ``alpha``, ``batch_size`` (None: :func:`~ddrs.device.auto_batch_size`),
+    ``precision`` and the inputs' ``memory_format``; ``model`` is used as given (see
+    :func:`ddrs.device.prepare_classifier` for its memory format and compilation).
     """
     noise, n0, n, alpha = get_noise(settings.noise), settings.n0, settings.n, settings.alpha
-    batch_size, precision = settings.batch_size, settings.precision
+    precision = settings.precision
+    channels_last = resolve_memory_format(settings.memory_format, x.device.type) == "channels_last"
+    batch_size = settings.batch_size or auto_batch_size(
+        model, tuple(x.shape[1:]), x.device, precision=precision, memory_format=settings.memory_format, cap=max(n0, n)
+    )
     scales = _scales(scale, x)
-    selection = sample_counts(model, x, scales, n0, noise, batch_size, generator, precision)
+    selection = sample_counts(
+        model, x, scales, n0, noise, batch_size, generator, precision, channels_last=channels_last
+    )
     if selection.shape[1] != num_classes:
         raise ValueError(f"model has {selection.shape[1]} outputs, expected num_classes={num_classes}")
     top = selection.argmax(dim=1)
-    estimation = sample_counts(model, x, scales, n, noise, batch_size, generator, precision)
+    estimation = sample_counts(
+        model, x, scales, n, noise, batch_size, generator, precision, channels_last=channels_last
+    )
     count_a = estimation.gather(1, top[:, None]).squeeze(1)
     p_a_lower = lower_confidence_bound(count_a, n, alpha)
     certified = p_a_lower >= 0.5

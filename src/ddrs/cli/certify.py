@@ -12,7 +12,17 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.settings import CertifySettings
+from ddrs.settings import MEMORY_FORMATS, CertifySettings
+
+
+def _batch(value: str) -> int | None:
+    """``--batch``: a positive integer, or ``auto`` (None)."""
+    if value == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {value!r}") from None
 
 
 def add_parser(subparsers) -> None:
@@ -38,7 +48,23 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--n0", type=int, default=CertifySettings.n0, help="selection samples (Cohen: 100)")
     parser.add_argument("--n", type=int, default=CertifySettings.n, help="estimation samples (Cohen: 100,000)")
     parser.add_argument("--alpha", type=float, default=CertifySettings.alpha, help="failure probability (Cohen: 0.001)")
-    parser.add_argument("--batch", type=int, default=CertifySettings.batch_size, help="noisy copies per forward pass")
+    parser.add_argument(
+        "--batch",
+        type=_batch,
+        default=CertifySettings.batch_size,
+        help="noisy copies per forward pass, or auto: from free GPU memory on CUDA, 400 elsewhere",
+    )
+    parser.add_argument(
+        "--memory-format",
+        default=CertifySettings.memory_format,
+        choices=MEMORY_FORMATS,
+        help="layout of the model and its noisy inputs (auto: channels_last on CUDA, contiguous elsewhere)",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="run the base classifier through torch.compile, once for every log of the job",
+    )
     parser.add_argument(
         "--out",
         required=True,
@@ -95,6 +121,7 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.certification import certify_dataset
     from ddrs.logs import discard_partial
     from ddrs.noise import get_noise
+    from ddrs.settings import resolve_memory_format
 
     settings = CertifySettings(
         noise=get_noise(args.noise).name,
@@ -104,6 +131,8 @@ def run(args: argparse.Namespace) -> None:
         batch_size=args.batch,
         seed=args.seed,
         precision=args.precision,
+        memory_format=args.memory_format,
+        compile=args.compile,
     )
     jobs = _jobs(args)
     inputs = _test_inputs.load(args)
@@ -123,7 +152,9 @@ def run(args: argparse.Namespace) -> None:
         )
         print(
             f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-            f"n0={settings.n0}, n={settings.n} -> {path}"
+            f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
+            f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
+            f"{', compiled' if settings.compile else ''} -> {path}"
         )
         if memory_out is not None:
             from ddrs.memory import memory_certify_log

@@ -55,12 +55,12 @@ def _flag_kwargs(field: dataclasses.Field, annotation, help_text: str) -> dict:
     kwargs: dict = {"default": None, "help": help_text}
     if field.default is not dataclasses.MISSING and field.default is not None:
         kwargs["help"] = f"{kwargs['help']} (default: {field.default})".lstrip()
-    if annotation is bool:
+    base = next((t for t in typing.get_args(annotation) if t is not type(None)), annotation)
+    if base is bool:  # bool or bool | None: --flag / --no-flag
         kwargs["action"] = argparse.BooleanOptionalAction
     elif typing.get_origin(annotation) is list:
         kwargs.update(nargs="*", type=int)
     else:
-        base = next((t for t in typing.get_args(annotation) if t is not type(None)), annotation)
         kwargs["type"] = base
     if field.name in CHOICES:
         kwargs["choices"] = CHOICES[field.name]

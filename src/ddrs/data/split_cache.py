@@ -8,8 +8,9 @@ made it; one written under other versions is ignored and the split is built agai
 
 from __future__ import annotations
 
+import tomllib
 import zipfile
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +29,23 @@ def cache_path(root: str | Path, dataset: str, seed: int) -> Path:
     return Path(root) / dataset / f"split_seed{seed}.npz"
 
 
+#: the source tree's project file, read when ddrs runs from ``src/`` without being installed
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
+
+
+def maker_version(name: str) -> str:
+    """The installed version of ``name``; for ``ddrs`` run from a source tree, its pyproject's."""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        if name != "ddrs" or not PYPROJECT.is_file():
+            raise
+        return tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+
+
 def makers() -> np.ndarray:
     """``name==version`` of each of :data:`MAKERS`, as stored in the file."""
-    return np.array([f"{name}=={version(name)}" for name in MAKERS])
+    return np.array([f"{name}=={maker_version(name)}" for name in MAKERS])
 
 
 def write(root: str | Path, dataset: str, seed: int, splits: dict[str, Arrays]) -> Path:

@@ -234,7 +234,8 @@ class RunGrid:
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
-        ``n_by_method`` names the method, its n.
+        ``n_by_method`` names the method, its n. A GPU job (``gpus_per_job`` > 0, device not the
+        CPU) loads with ``threads_per_job`` − 1 DataLoader workers unless ``num_workers`` is given.
         """
         spec = self.datasets[run.dataset]
         method = get_method(run.method).name
@@ -261,4 +262,7 @@ class RunGrid:
         )
         if "clamp" in self.config["optimize_sigma"]:
             options["sigma_clamp"] = self.config["optimize_sigma"]["clamp"]
+        if "num_workers" not in options and self.config["gpus_per_job"] > 0 and self.config["device"] != "cpu":
+            # a GPU job: the job's other threads load and augment batches so the GPU never waits
+            options["num_workers"] = max(0, self.config["threads_per_job"] - 1)
         return options

@@ -99,7 +99,12 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "fp32"
+    #: DataLoader worker processes (0: load in the training process). With ``augment``, workers
+    #: draw the crops from worker seeds derived from the epoch's shuffle generator: reproducible,
+    #: but not the crops of ``num_workers = 0``; without augmentation every count trains identically
     num_workers: int = 0
+    #: page-locked batches for asynchronous host-to-GPU copies; ``None``: on CUDA only
+    pin_memory: bool | None = None
     data_root: str = "data"
     augment: bool = True
     #: test inputs scored for the per-epoch log (clean and noisy accuracy)

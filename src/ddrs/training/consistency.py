@@ -28,8 +28,8 @@ from torch import Tensor
 from ddrs.methods import DIVERGENCES, ConsistencyParams, SmoothAdvConsistencyParams
 from ddrs.training.losses import (
     GAUSSIAN,
+    chunked_copies_logits,
     copies_cross_entropy,
-    copies_logits,
     noise_copies,
     smoothadv_attack,
     smoothadv_radius,
@@ -68,7 +68,8 @@ def consistency_objective(logits: Tensor, y: Tensor, lam: float, eta: float, div
 
 def consistency_loss(model, x, y, scale, generator, params: ConsistencyParams, epoch=0) -> Tensor:
     """Gaussian + Consistency (Jeong & Shin 2020): m draws at scale σᵢ per input."""
-    logits = copies_logits(model, x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator))
+    points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    logits = chunked_copies_logits(model, points, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)
 
 
@@ -78,5 +79,5 @@ def smoothadv_consistency_loss(model, x, y, scale, generator, params: SmoothAdvC
     on the adversarial point with the same draws."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
     adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps)
-    logits = copies_logits(model, adversarial.unsqueeze(1) + noise)
+    logits = chunked_copies_logits(model, adversarial.unsqueeze(1) + noise, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from ddrs.methods import GaussianParams, MacerParams, NoParams, SmoothAdvParams, StabilityParams
 from ddrs.noise import get_noise
@@ -34,6 +35,42 @@ def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
     """Logits of ``points`` of shape ``(B, m, ...)`` as ``(B, m, C)`` in fp32 (safe under autocast)."""
     batch, m = points.shape[:2]
     return model(points.flatten(0, 1)).float().view(batch, m, -1)
+
+
+def _forward_once(model: nn.Module) -> Callable[[Tensor], Tensor]:
+    """``copies_logits`` for one chunk, whose recomputation in the backward pass leaves the buffers
+    (batch-norm running statistics) as the first pass left them: each chunk updates them once."""
+    calls = 0
+
+    def forward(points: Tensor) -> Tensor:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return copies_logits(model, points)
+        saved = [(buffer, buffer.clone()) for buffer in model.buffers()]
+        try:  # the recomputation may stop early (checkpoint's early stop) once it has what backward needs
+            return copies_logits(model, points)
+        finally:
+            with torch.no_grad():
+                for buffer, value in saved:
+                    buffer.copy_(value)
+
+    return forward
+
+
+def chunked_copies_logits(model: nn.Module, points: Tensor, chunk: int) -> Tensor:
+    """:func:`copies_logits` with the m draws of ``points`` ``(B, m, ...)`` run ``chunk`` at a time.
+
+    Each chunk's activations are dropped after its forward pass and recomputed in the backward
+    pass (``torch.utils.checkpoint``), so memory holds one chunk's activations instead of all m:
+    the same logits and gradient up to float error for a model without batch statistics; with
+    batch-norm, each chunk of B·chunk copies is normalised by its own statistics.
+    ``chunk = 0`` (or ≥ m) is one pass over all m draws.
+    """
+    if chunk <= 0 or chunk >= points.shape[1] or not torch.is_grad_enabled():
+        return copies_logits(model, points)
+    parts = points.split(chunk, dim=1)
+    return torch.cat([checkpoint(_forward_once(model), part, use_reentrant=False) for part in parts], dim=1)
 
 
 def copies_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
@@ -145,8 +182,10 @@ def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma:
 def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> Tensor:
     """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
     λ = 12, γ = 8, β = 16); λ = 0 in the first ``params.deferred`` epochs (Jeong & Shin's
-    ``train_macer.py --deferred``)."""
-    logits = copies_logits(model, x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator))
+    ``train_macer.py --deferred``). ``params.draws_per_pass`` draws at a time when set
+    (:func:`chunked_copies_logits`): the same noise, the same gradient, less memory."""
+    points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    logits = chunked_copies_logits(model, points, params.draws_per_pass)
     lam = 0.0 if epoch < params.deferred else params.lam
     return macer_objective(logits, y, scale, lam, params.gamma, params.beta)
 

@@ -52,7 +52,7 @@ LOG_COLUMNS = (
     "seconds",
 )
 #: config fields that may change between an interrupted run and its resumption
-RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "data_root"})
+RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "pin_memory", "data_root"})
 # independent random streams derived from the seed
 _AUGMENT, _SHUFFLE, _NOISE, _EVAL, _INIT, _PLAN = range(6)
 
@@ -286,7 +286,7 @@ class Trainer:
             IndexedDataset(train_set),
             batch_size=config.batch_size,
             num_workers=config.num_workers,
-            pin_memory=device.type == "cuda",
+            pin_memory=device.type == "cuda" if config.pin_memory is None else config.pin_memory,
             **order,
         )
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0

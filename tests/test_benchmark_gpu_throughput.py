@@ -1,0 +1,34 @@
+"""benchmarks/gpu_throughput.py runs on the CPU in its quick mode and writes every figure the issue names."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CERTIFY_FIGURES = {
+    "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
+    "ceiling_bf16_channels_last_eager", "best_ddrs_over_ceiling", "cohen_over_best_ddrs",
+}  # fmt: skip
+
+
+def test_quick_cpu_run_writes_every_figure(tmp_path):
+    out = tmp_path / "figures.json"
+    script = REPO / "benchmarks" / "gpu_throughput.py"
+    command = [sys.executable, str(script), "--quick", "--device", "cpu", "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(out.read_text())
+    assert record["benchmark"] == "gpu_throughput" and record["torch"]
+    figures = record["figures"]
+    assert figures["device"] == "cpu" and figures["quick"] is True
+    assert set(figures["certify_s_per_input"]) == {"cifar_resnet110", "cifar_resnet18", "imagenet_resnet50"}
+    for name, values in figures["certify_s_per_input"].items():
+        assert set(values) == CERTIFY_FIGURES, name
+        assert values["ddrs_fp32_compiled"] is None  # quick mode does not compile
+        assert all(values[key] > 0 for key in CERTIFY_FIGURES if values[key] is not None), name
+    algorithm1 = figures["algorithm1_resnet110"]
+    assert algorithm1["fp32_s_per_input"] > 0 and algorithm1["bf16_s_per_input"] > 0
+    training = figures["training_resnet18"]
+    assert training["ddrs_img_per_s"] > 0 and training["plain_on_device_img_per_s"] > 0
+    assert training["ratio"] == training["ddrs_img_per_s"] / training["plain_on_device_img_per_s"]

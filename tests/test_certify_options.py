@@ -1,0 +1,134 @@
+"""CERTIFY's GPU options — memory format, compilation, automatic batch — checked on the CPU.
+
+On the CPU every default is today's behaviour; asked for explicitly, channels_last and a compiled
+base classifier count the same draws into the same classes (they compute the same function).
+"""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from ddrs import device as device_module
+from ddrs.certification import certify_dataset
+from ddrs.device import auto_batch_size, batch_for_memory, make_generator, prepare_classifier
+from ddrs.logs import partial_path, read_log
+from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.smoothing import certify_batch, sample_counts
+
+CPU = torch.device("cpu")
+
+
+def conv_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4),
+    ).eval()  # fmt: skip
+
+
+def images(count=3):
+    return torch.rand(count, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+
+
+def counts(model, x, **options):
+    generators = [make_generator(7 + i, CPU) for i in range(len(x))]
+    return sample_counts(model, x, 0.25, 300, "gaussian", 128, generators, **options)
+
+
+def test_defaults_are_todays_behaviour_on_the_cpu():
+    settings = CertifySettings()
+    assert settings.batch_size == DEFAULT_CERTIFY_BATCH == 400
+    assert settings.memory_format == "auto" and settings.compile is False
+    assert resolve_memory_format("auto", "cpu") == "contiguous"
+    assert resolve_memory_format("auto", "cuda") == "channels_last"
+    assert auto_batch_size(conv_model(), (3, 8, 8), CPU) == 400  # no memory probe off CUDA
+    model = conv_model()
+    assert prepare_classifier(model, CPU, memory_format="auto", compile=False) is model
+    assert model[0].weight.is_contiguous()  # the CPU default leaves the weights' layout alone
+
+
+def test_channels_last_counts_the_same_draws_into_the_same_classes_on_the_cpu():
+    x = images()
+    reference = counts(conv_model(), x)
+    model = prepare_classifier(conv_model(), CPU, memory_format="channels_last", compile=False)
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(counts(model, x, channels_last=True), reference)
+    assert reference.sum(dim=1).tolist() == [300] * 3
+
+
+def test_a_job_compiles_its_model_once_and_reuses_it(monkeypatch):
+    compiled = []
+
+    def fake_compile(model):
+        compiled.append(model)
+        return nn.Sequential(model)
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    model = conv_model()
+    first = prepare_classifier(model, CPU, memory_format="contiguous", compile=True)
+    assert prepare_classifier(model, CPU, memory_format="contiguous", compile=True) is first
+    assert compiled == [model]
+
+
+@pytest.mark.slow
+def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_cpu():
+    """torch.compile on the CPU (inductor, about half a minute to build): same counts, same certificates."""
+    x = images(2)
+    settings = CertifySettings(n0=20, n=200, alpha=0.01, batch_size=64)
+    eager = certify_batch(
+        conv_model(), x, 0.25, settings, num_classes=4, generator=[make_generator(i, CPU) for i in range(2)]
+    )
+    model = prepare_classifier(conv_model(), CPU, memory_format="contiguous", compile=True)
+    try:
+        result = certify_batch(
+            model, x, 0.25, settings, num_classes=4, generator=[make_generator(i, CPU) for i in range(2)]
+        )
+    except Exception as error:  # noqa: BLE001 - no working compiler toolchain here
+        pytest.skip(f"torch.compile does not run on this machine: {error}")
+    assert torch.equal(result.predict, eager.predict)
+    assert torch.allclose(result.p_a_lower, eager.p_a_lower)
+    assert torch.equal(counts(model, x), counts(conv_model(), x))
+
+
+def test_batch_for_memory_fills_the_asked_fraction_in_multiples_and_within_the_cap():
+    assert batch_for_memory(80 * 2**30, 2**20, fraction=0.5, cap=100_000) == 40_960
+    assert batch_for_memory(10_000, 100, fraction=0.5, cap=1000) == 50  # below one multiple: as is
+    assert batch_for_memory(10 * 2**30, 1, fraction=0.5, cap=100_000) == 100_000
+    assert batch_for_memory(10, 2**20, fraction=0.5, cap=100) == 1
+    with pytest.raises(ValueError, match="bytes_per_draw must be positive"):
+        batch_for_memory(10, 0, fraction=0.5, cap=10)
+
+
+def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
+    dataset = [(image, i % 4) for i, image in enumerate(images(4))]
+
+    def run(name, **options):
+        settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3, **options)
+        out = certify_dataset(
+            conv_model(), dataset, range(4), 0.25, tmp_path / name, settings, num_classes=4, progress=False,
+            keep_partial=True,
+        )  # fmt: skip
+        return read_log(out).drop(columns="time"), json.loads(
+            partial_path(out).with_name(partial_path(out).name + ".json").read_text()
+        )
+
+    default, default_settings = run("default.tsv")
+    auto, _ = run("auto.tsv", batch_size=None)
+    assert auto.equals(default)
+    # the log's settings record the base classifier that was used
+    assert default_settings["precision"] == "fp32"
+    assert default_settings["memory_format"] == "contiguous" and default_settings["compile"] is False
+    _, asked = run("cl.tsv", memory_format="channels_last")
+    assert asked["memory_format"] == "channels_last"
+
+
+def test_unknown_memory_format_names_the_choices():
+    with pytest.raises(ValueError, match="unknown memory format 'nhwc'.*channels_last"):
+        CertifySettings(memory_format="nhwc")
+
+
+def test_the_probe_is_only_used_on_cuda(monkeypatch):
+    monkeypatch.setattr(device_module.torch.cuda, "mem_get_info", lambda *a: pytest.fail("probed off CUDA"))
+    assert auto_batch_size(conv_model(), (3, 8, 8), CPU, cap=50) == DEFAULT_CERTIFY_BATCH
