@@ -5,6 +5,7 @@ by their type."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
 from ddrs.build import build, write
 from ddrs.experiments import Experiment, Records, RunGrid
@@ -107,23 +109,123 @@ def test_a_new_table_is_one_entry(monkeypatch):
     assert arguments["render"] == {"decimals": 2, "bold": True}
 
 
-def test_a_table_per_best_table_is_one_entry_beside_them(monkeypatch):
-    """Issue 19's paired comparisons, one table per DDRS-style table: ``comparisons_{table}``
-    shares the wildcard ``{table}`` with Tables 1–4 and still never matches their files."""
-    entry = Target(
-        "comparisons_table",
-        "comparisons_{table}",
-        "ddrs.analysis.tables:per_setting_table",
-        "best_table",
-        "Paired comparisons",
-        instances=lambda exp, t: [{"table": name} for name in best_tables(exp)],
-        records=lambda exp, t, table: exp.table_records(table),
-    )
-    monkeypatch.setitem(CATALOGUE, entry.name, entry)
-    exp = experiment("config.yaml")
-    assert {"results/tables/comparisons_table1.csv", "results/tables/table1.csv"} <= set(exp.tables())
-    assert entry.inputs(exp, {"table": "table1"}) == [r.log for r in exp.table_records("table1")]
+#: issue 19's tables per best table: (entry, the best table's entry it accompanies, output name)
+PER_BEST_TABLE = [
+    ("best_table_held_out", "{table}_held_out"),
+    ("comparisons_table", "comparisons_{table}"),
+    ("comparisons_held_out_table", "comparisons_{table}_held_out"),
+    ("selection_optimism_table", "selection_optimism_{table}"),
+]
+#: each seed-paper study and its comparisons entry
+STUDY_COMPARISONS = {
+    "consistency_table": "consistency_comparisons",
+    "methods_table": "methods_comparisons",
+    "easy_focus_ablation_table": "easy_focus_ablation_comparisons",
+}
+
+
+def outputs_of(exp: Experiment) -> dict[str, list[str]]:
+    """Each entry's output names on ``exp``."""
+    found: dict[str, list[str]] = {}
+    for target, _, output in exp.targets():
+        found.setdefault(target.name, []).append(output)
+    return found
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_best_and_study_table_has_its_comparisons_and_held_out_tables(name):
+    """Issue 19: one comparisons table per best or study table (under each built selection), a
+    held-out best table and a selection-optimism table per best table, each reading the logs of
+    the table it accompanies."""
+    exp = experiment(name)
+    found = outputs_of(exp)
+    best = found["best_table"]
+    assert best == best_tables(exp) and best
+    for entry, pattern in PER_BEST_TABLE:
+        assert found[entry] == [pattern.format(table=table) for table in best], entry
+        for table in best:
+            inputs = CATALOGUE[entry].inputs(exp, {"table": table})
+            assert inputs == CATALOGUE["best_table"].inputs(exp, {"table": table}), (entry, table)
+    studies = [study for study in STUDY_COMPARISONS if study in found]
+    assert bool(studies) == (name in ("config.yaml", "seed_papers.yaml"))
+    for study in studies:
+        comparisons = CATALOGUE[STUDY_COMPARISONS[study]]
+        assert found[comparisons.name] == [f"comparisons_{table}" for table in found[study]]
+        for wildcards in CATALOGUE[study].instances(exp, CATALOGUE[study]):
+            records = comparisons.query(exp, wildcards)
+            assert comparisons.inputs(exp, wildcards) == CATALOGUE[study].inputs(exp, wildcards)
+            # exactly one baseline row per σ₀ (what study_comparisons_table requires)
+            baseline = comparisons.arguments(exp, wildcards)["builder"]["baseline"]
+            for sigma in {r.sigma0 for r in records}:
+                assert [r.name for r in records if r.sigma0 == sigma].count(baseline) == 1, (study, sigma)
     assert_one_rule_per_output(exp)
+
+
+def test_the_study_baselines_are_gaussian_and_the_full_ablation_variant():
+    exp = experiment("config.yaml")
+    baseline = {
+        entry: CATALOGUE[entry].arguments(exp, {"dataset": "mnist5k"})["builder"]["baseline"]
+        for entry in STUDY_COMPARISONS.values()
+    }
+    assert baseline == {
+        "consistency_comparisons": "Cohen",
+        "methods_comparisons": "Cohen",
+        "easy_focus_ablation_comparisons": "EasyFocus (discard+reweigh+attack)",
+    }
+
+
+def test_the_statistics_section_reaches_every_builder_with_intervals_and_the_captions():
+    """alpha, n_boot and the config's seed go to every builder that takes them; captions say the level."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["seed"], cfg["statistics"] = 7, {"alpha": 0.1, "n_boot": 50}
+    exp = Experiment(cfg)
+    checked = set()
+    for target, wildcards, output in exp.targets():
+        module, function = target.builder.split(":")
+        accepted = inspect.signature(getattr(importlib.import_module(module), function)).parameters
+        expected = {k: v for k, v in {"alpha": 0.1, "seed": 7, "n_boot": 50}.items() if k in accepted}
+        if not expected:
+            continue
+        arguments = target.arguments(exp, wildcards)
+        assert {k: arguments["builder"].get(k) for k in expected} == expected, output
+        if target.caption_of is not None:
+            assert "90%" in arguments["render"]["caption"] or "α = 0.1" in arguments["render"]["caption"], output
+        checked.add(target.name)
+    assert {"best_table", "appendix_h_table", "appendix_b_table", "methods_table", "k_sweep_figure"} <= checked
+    assert {entry for entry, _ in PER_BEST_TABLE} | set(STUDY_COMPARISONS.values()) <= checked
+    held_out = CATALOGUE["best_table_held_out"].arguments(exp, {"table": "table1"})
+    assert held_out["builder"]["selection"] == "held_out" and "other half" in held_out["render"]["caption"]
+    assert CATALOGUE["best_table"].arguments(exp, {"table": "table1"})["builder"]["selection"] == "test"
+
+
+@pytest.mark.parametrize(
+    "selection,built,absent",
+    [
+        (["test"], ["table1", "comparisons_table1"], ["table1_held_out", "selection_optimism_table1"]),
+        (["held_out"], ["table1_held_out", "comparisons_table1_held_out", "selection_optimism_table1"], ["table1"]),
+    ],
+)
+def test_statistics_selection_says_which_best_tables_are_built(selection, built, absent):
+    cfg = yaml.safe_load((REPO / "config" / "digits.yaml").read_text())
+    cfg["statistics"] = {"selection": selection}
+    tables = {Path(path).stem for path in Experiment(cfg).tables()}
+    assert set(built) <= tables and not set(absent) & tables
+    assert "comparisons_table1" not in tables or "test" in selection
+
+
+def test_the_statistics_defaults_are_the_schemas():
+    schema = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
+    section = schema["properties"]["statistics"]["properties"]
+    defaults = TableStatistics.from_config({"seed": 3})
+    assert {key: section[key]["default"] for key in section} == {
+        "alpha": defaults.alpha,
+        "n_boot": defaults.n_boot,
+        "selection": list(defaults.selection),
+    }
+    with pytest.raises(ValueError, match="statistics.selection must list distinct ones of"):
+        TableStatistics(selection=("test", "test"))
+    with pytest.raises(ValueError, match=r"statistics.alpha must lie in \(0, 1\), got 1.5"):
+        TableStatistics(alpha=1.5)
 
 
 def test_appendix_f_reads_the_benchmarks_and_the_comparison_the_tables_it_compares():

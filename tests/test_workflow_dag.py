@@ -39,6 +39,21 @@ def test_the_default_target_builds_every_table_and_figure(tmp_path):
     assert counts["pa_ecdf_figure"] == counts["easy_hard_figure"] == 1
     assert counts["train"] == 3 * 2 * 3 + 3  # three methods x fs/ds x σ, plus uniform noise
     assert counts["grid_search_sigma"] == 3 * 4  # σ x n in {1, 2, 4, 10}
+    assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, 4)
+
+
+#: issue 19's rules, one job per best table each: held-out selection, comparisons, optimism
+CLAIM_RULES = ("best_table_held_out", "comparisons_table", "comparisons_held_out_table", "selection_optimism_table")
+
+
+def test_the_embedded_default_builds_comparisons_of_every_best_and_study_table(tmp_path):
+    counts = dry_run(tmp_path, load_config("config.yaml"))
+    best = 8  # Tables 1-4 and table_<method> of consistency, SmoothAdv+Consistency, stability, ACR-focused
+    assert counts["best_table"] == best
+    assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, best)
+    studies = ("consistency", "methods", "easy_focus_ablation")
+    assert [counts[f"{study}_comparisons"] for study in studies] == [counts[f"{study}_table"] for study in studies]
+    assert [counts[f"{study}_table"] for study in studies] == [1, 1, 1]
 
 
 def test_the_paper_config_dag_builds_without_data(tmp_path):
@@ -55,6 +70,7 @@ def test_the_paper_config_dag_builds_without_data(tmp_path):
     assert counts["train"] == (3 * 2 * 3 + 3) + 2 * 3
     assert counts["best_table"] == 4
     assert counts["paper_comparison"] == 1
+    assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, 4)
     assert counts["grid_search_sigma"] == 3 * 4  # Appendix B on CIFAR-10 only: σ x n in {1, 2, 4, 10}
     # Appendix H's grids: Cohen-DS² and MACER-DS² on CIFAR-10 run longer than the others
     assert counts["certify_data_dependent_cifar10_cohen_ds"] == counts["certify_data_dependent_cifar10_macer_ds"] == 3
@@ -144,8 +160,26 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         (lambda c: c["datasets"]["digits"].update(sigmas=[]), "sigmas"),
         (lambda c: c["certify"].update(alpha=1.5), "alpha"),
         (lambda c: c["datasets"].update(svhn=c["datasets"]["digits"]), "svhn"),
+        (lambda c: c.update(statistics={"level": 0.95}), "level"),
+        (lambda c: c.update(statistics={"alpha": 0.0}), "alpha"),
+        (lambda c: c.update(statistics={"n_boot": 0}), "n_boot"),
+        (lambda c: c.update(statistics={"selection": ["cross_validated"]}), "cross_validated"),
+        (lambda c: c.update(statistics={"selection": []}), "selection"),
+        (lambda c: c.update(compare_with_paper=True, statistics={"selection": ["held_out"]}), "contain"),
     ],
-    ids=["unknown-key", "wrong-type", "empty-sigmas", "alpha-out-of-range", "unknown-dataset"],
+    ids=[
+        "unknown-key",
+        "wrong-type",
+        "empty-sigmas",
+        "alpha-out-of-range",
+        "unknown-dataset",
+        "statistics-unknown-key",
+        "statistics-alpha-zero",
+        "statistics-no-resamples",
+        "statistics-unknown-selection",
+        "statistics-no-selection",
+        "paper-comparison-without-test-selection",
+    ],
 )
 def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
     config = load_config()
@@ -183,6 +217,8 @@ def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     assert counts["consistency_table"] == counts["methods_table"] == counts["easy_focus_ablation_table"] == 1
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1
     assert counts["best_table"] == 7 and counts["pa_ecdf_methods_figure"] == 1
+    assert counts["consistency_comparisons"] == counts["methods_comparisons"] == 1
+    assert counts["easy_focus_ablation_comparisons"] == 1
 
 
 def test_the_gpu_profile_gives_gpu_jobs_one_gpu_each_and_cpu_jobs_none(tmp_path):

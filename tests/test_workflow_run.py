@@ -132,6 +132,11 @@ def test_the_whole_default_dag_and_its_report(run_dir):
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     for table in ("table2", "table3", "table4", "appendix_b", "appendix_f", "memory_summary"):
         assert (workdir / "results" / "tables" / f"{table}.csv").exists()
+    # issue 19: both selections, the paired comparisons and the selection optimism of every best table
+    for table in ("table1", "table4"):
+        for name in (f"{table}_held_out", f"comparisons_{table}", f"comparisons_{table}_held_out"):
+            assert (workdir / "results" / "tables" / f"{name}.csv").exists(), name
+        assert (workdir / "results" / "tables" / f"selection_optimism_{table}.md").exists()
     figures = list((workdir / "results" / "figures").glob("*.png"))
     assert len(figures) == 3 * 2 + 4
 
@@ -139,6 +144,7 @@ def test_the_whole_default_dag_and_its_report(run_dir):
     assert report.returncode == 0, report.stdout[-5000:] + report.stderr[-5000:]
     html = (workdir / "results" / "report.html").read_text(errors="replace")
     assert "table1.csv" in html and "certified_cohen_digits.png" in html
+    assert "comparisons_table1.csv" in html and "selection_optimism_table1.csv" in html
 
 
 def test_a_finished_tree_schedules_nothing(run_dir):

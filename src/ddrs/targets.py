@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ddrs.analysis.records import LogRecord, display_name
 from ddrs.analysis.reference import COMPARISON_CAPTION, PAPER_TABLES
-from ddrs.analysis.render import best_table_caption
+from ddrs.analysis.render import (
+    best_table_caption,
+    comparisons_caption,
+    selection_caption,
+    selection_optimism_caption,
+)
 from ddrs.methods import METHODS, get_method
 
 if TYPE_CHECKING:
@@ -186,12 +191,36 @@ def _method_figures(exp: Experiment, target: Target) -> list[Wildcards]:
 
 
 def _l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
-    return {"radii": exp.radii(2)}
+    """The ℓ2 radius grid, and the tables' statistics (``alpha``, ``seed``, ``n_boot``)."""
+    return {"radii": exp.radii(2), **exp.statistics.arguments}
 
 
-def _best_caption(exp: Experiment, records: list[LogRecord]) -> str:
-    conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records if r.norm == 1}
-    return best_table_caption(display_name(records[0].method), norm=records[0].norm, uniform_conventions=conventions)
+def _alpha(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
+    """The level of a figure's interval bands."""
+    return {"alpha": exp.statistics.alpha}
+
+
+def _table_radii(exp: Experiment, table: str) -> dict[str, Any]:
+    """The radius grid of a best table's norm, and the tables' statistics."""
+    return {"radii": exp.radii(METHODS[exp.table_methods(table)[0]].norm), **exp.statistics.arguments}
+
+
+def _selected(selection: str) -> Callable[[Experiment, Target], list[Wildcards]]:
+    """Every best table, when the config builds the tables chosen under ``selection``."""
+    return lambda exp, t: [{"table": name} for name in best_tables(exp)] if exp.statistics.builds(selection) else []
+
+
+def _best_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
+    def caption(exp: Experiment, records: list[LogRecord]) -> str:
+        conventions = {r.dataset: exp.uniform_convention(r.dataset) for r in records if r.norm == 1}
+        method, norm, alpha = display_name(records[0].method), records[0].norm, exp.statistics.alpha
+        return best_table_caption(method, norm=norm, uniform_conventions=conventions, selection=selection, alpha=alpha)
+
+    return caption
+
+
+def _comparisons_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
+    return lambda exp, records: f"{comparisons_caption(exp.statistics.alpha)} {selection_caption(selection)}"
 
 
 def _showcase_log(file: str) -> Callable[[Experiment, str], str]:
@@ -221,10 +250,10 @@ CATALOGUE: dict[str, Target] = {
             "best_table",
             "Best per radius",
             outputs=(*TABLE, "winners"),
-            instances=lambda exp, t: [{"table": name} for name in best_tables(exp)],
+            instances=_selected("test"),
             records=lambda exp, t, table: exp.table_records(table),
-            params=lambda exp, t, table: {"radii": exp.radii(METHODS[exp.table_methods(table)[0]].norm)},
-            caption_of=_best_caption,
+            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "test"},
+            caption_of=_best_caption("test"),
         ),
         Target(
             "appendix_h_table",
@@ -234,7 +263,7 @@ CATALOGUE: dict[str, Target] = {
             "Appendix H",
             instances=lambda exp, t: [{"method": m} for m in appendix_h_methods(exp)],
             records=lambda exp, t, method: exp.method_records(method),
-            params=lambda exp, t, method: {"radii": exp.radii(METHODS[method].norm)},
+            params=lambda exp, t, method: {"radii": exp.radii(METHODS[method].norm), **exp.statistics.arguments},
         ),
         Target(
             "appendix_b_table",
@@ -351,6 +380,7 @@ CATALOGUE: dict[str, Target] = {
             outputs=FIGURE,
             instances=_method_figures,
             records=lambda exp, t, method, dataset: exp.method_dataset_records(method, dataset),
+            params=_alpha,
         ),
         Target(
             "k_sweep_figure",
@@ -361,6 +391,7 @@ CATALOGUE: dict[str, Target] = {
             outputs=FIGURE,
             instances=_method_figures,
             records=lambda exp, t, method, dataset: exp.k_sweep_records(method, dataset),
+            params=_alpha,
         ),
         Target(
             "sigma_examples_figure",
@@ -426,6 +457,110 @@ CATALOGUE: dict[str, Target] = {
             requires=("easy_focus",),
             instances=_figure_datasets,
             records=lambda exp, t, dataset: exp.study_records(t.methods, dataset),
+        ),
+    )
+}
+
+
+# --- tables that carry a claim (issue 19): honest selection, paired comparisons, optimism --------
+
+COMPARISONS = "ddrs.analysis.comparisons"
+
+
+def _first_method(exp: Experiment, study: Target, dataset: str) -> str:
+    """The row a seed paper's study compares every method with: its first method (Gaussian)."""
+    return display_name(study.methods[0])
+
+
+def _ablation_baseline(exp: Experiment, study: Target, dataset: str) -> str:
+    """The ablation's all-on variant (Sun et al. 2024, Table 3: the full ACR-focused training)."""
+    full = {display_name(get_method(r.method).variants()[-1]) for r in exp.ablation_records(dataset)}
+    if len(full) != 1:
+        raise ValueError(f"{dataset}: the ablation comparisons need one ablated method, got {sorted(full)}")
+    return full.pop()
+
+
+def _study_comparisons(name: str, study: Target, baseline: Callable[[Experiment, Target, str], str]) -> Target:
+    """Each row of ``study`` (a per-σ table) against ``baseline``'s row at the same σ₀, on the study's
+    logs; built where the study has the baseline row and another one."""
+
+    def has_pairs(exp: Experiment, wildcards: Wildcards) -> bool:
+        names = {record.name for record in study.query(exp, wildcards)}
+        return baseline(exp, study, wildcards["dataset"]) in names and len(names) > 1
+
+    return Target(
+        name,
+        f"comparisons_{study.pattern}",
+        f"{COMPARISONS}:study_comparisons_table",
+        "study_comparisons",
+        "Paired comparisons",
+        instances=lambda exp, t: [w for w in study.instances(exp, study) if has_pairs(exp, w)],
+        records=lambda exp, t, dataset: study.query(exp, {"dataset": dataset}),
+        params=lambda exp, t, dataset: {
+            **_l2_radii(exp, t),
+            "baseline": baseline(exp, study, dataset),
+        },
+        caption_of=lambda exp, records: (
+            f"{comparisons_caption(exp.statistics.alpha)} Baseline: "
+            f"{baseline(exp, study, records[0].dataset)}, at each σ₀."
+        ),
+    )
+
+
+CATALOGUE |= {
+    target.name: target
+    for target in (
+        Target(
+            "best_table_held_out",
+            "{table}_held_out",
+            f"{TABLES}:best_table",
+            "best_table_held_out",
+            "Best per radius",
+            outputs=(*TABLE, "winners"),
+            instances=_selected("held_out"),
+            records=lambda exp, t, table: exp.table_records(table),
+            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "held_out"},
+            caption_of=_best_caption("held_out"),
+        ),
+        Target(
+            "comparisons_table",
+            "comparisons_{table}",
+            f"{COMPARISONS}:comparisons_table",
+            "comparisons",
+            "Paired comparisons",
+            instances=_selected("test"),
+            records=lambda exp, t, table: exp.table_records(table),
+            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "test"},
+            caption_of=_comparisons_caption("test"),
+        ),
+        Target(
+            "comparisons_held_out_table",
+            "comparisons_{table}_held_out",
+            f"{COMPARISONS}:comparisons_table",
+            "comparisons",
+            "Paired comparisons",
+            instances=_selected("held_out"),
+            records=lambda exp, t, table: exp.table_records(table),
+            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "held_out"},
+            caption_of=_comparisons_caption("held_out"),
+        ),
+        Target(
+            "selection_optimism_table",
+            "selection_optimism_{table}",
+            f"{COMPARISONS}:selection_optimism_table",
+            "selection_optimism",
+            "Selection optimism",
+            # the held-out split of the `{table}_held_out` tables (same seed)
+            instances=_selected("held_out"),
+            records=lambda exp, t, table: exp.table_records(table),
+            params=lambda exp, t, table: _table_radii(exp, table),
+            caption_of=lambda exp, records: selection_optimism_caption(exp.statistics.alpha),
+            bold=False,
+        ),
+        _study_comparisons("consistency_comparisons", CATALOGUE["consistency_table"], _first_method),
+        _study_comparisons("methods_comparisons", CATALOGUE["methods_table"], _first_method),
+        _study_comparisons(
+            "easy_focus_ablation_comparisons", CATALOGUE["easy_focus_ablation_table"], _ablation_baseline
         ),
     )
 }

@@ -11,7 +11,10 @@ here (``tests/test_experiments.py``); the DAG tests only check the wiring.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from ddrs.analysis.records import LogRecord
+from ddrs.analysis.table_settings import TableStatistics
 from ddrs.experiments.grid import RunGrid, merge_train
 from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
 from ddrs.experiments.records import Records
@@ -22,6 +25,11 @@ __all__ = ["Experiment", "KGridGroup", "Layout", "Records", "Run", "RunGrid", "m
 
 class Experiment(Records):
     """The experiment of one validated config: its run grid, its records and the catalogue's targets."""
+
+    @cached_property
+    def statistics(self) -> TableStatistics:
+        """The tables' interval level, bootstrap size, seed and selections (``statistics`` section)."""
+        return TableStatistics.from_config(self.config)
 
     def targets(self) -> list[tuple[Target, dict[str, str], str]]:
         """Every instance of every catalogue entry on this config: (entry, wildcards, output name)."""
