@@ -45,7 +45,10 @@ def test_only_the_logs_that_exist_are_records_and_nothing_is_computed(tmp_path):
     assert [(r.name, r.sigma0) for r in records] == [("Cohen", 0.25), ("Cohen", 0.5)]  # no σ = 1 log given
     assert records[0].log == f"{tmp_path}/published/cohen/fs/sigma0.25/certify_fixed.tsv"
     assert exp.runs() == [] and exp.figures() == []
-    assert [path.rsplit("/", 1)[1] for path in exp.tables()] == ["table1.csv", "appendix_h_cohen.csv"]
+    issue19 = ["table1_held_out", "comparisons_table1", "comparisons_table1_held_out", "selection_optimism_table1"]
+    assert sorted(path.rsplit("/", 1)[1] for path in exp.tables()) == sorted(
+        f"{name}.csv" for name in ["table1", "appendix_h_cohen", *issue19]
+    )
 
 
 def test_the_table_rules_tabulate_given_logs(tmp_path):
@@ -53,7 +56,9 @@ def test_the_table_rules_tabulate_given_logs(tmp_path):
     config = write_config(tmp_path, logs_config(tmp_path / "published"))
     result = snakemake(tmp_path, "--cores", "1", config=config)
     assert result.returncode == 0, result.stderr
-    assert job_counts(result.stdout + result.stderr) == {"best_table": 1, "appendix_h_table": 1, "all": 1, "total": 3}
+    per_table = ("best_table", "best_table_held_out", "comparisons_table", "comparisons_held_out_table")
+    expected = {**dict.fromkeys((*per_table, "selection_optimism_table", "appendix_h_table"), 1), "all": 1}
+    assert job_counts(result.stdout + result.stderr) == {**expected, "total": 7}
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")
     # envelope over σ: at r = 0.5, σ = 0.25 certifies idx 0 and 200 (wrong) → 25%; σ = 0.5: idx 0, 200 → 50%
     assert table[["variant", "0.00", "0.50", "1.00"]].values.tolist() == [["Cohen", 100.0, 50.0, 25.0]]
@@ -119,7 +124,9 @@ def test_the_published_logs_config_validates_and_dry_runs_on_a_log_tree(tmp_path
     result = snakemake(tmp_path, "-n", config=REPO / "config" / "published_logs.yaml")
     assert result.returncode == 0, result.stderr
     counts = job_counts(result.stdout + result.stderr)
-    assert counts == {"best_table": 2, "appendix_h_table": 2, "all": 1, "total": 5}
+    per_table = ("best_table", "best_table_held_out", "comparisons_table", "comparisons_held_out_table")
+    expected = {**dict.fromkeys((*per_table, "selection_optimism_table", "appendix_h_table"), 2), "all": 1}
+    assert counts == {**expected, "total": 13}
 
 
 def test_a_config_that_computes_still_needs_every_section(tmp_path):

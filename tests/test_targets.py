@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from ddrs.analysis.records import display_name
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
 from ddrs.build import build, write
@@ -169,7 +170,7 @@ def test_the_study_baselines_are_gaussian_and_the_full_ablation_variant():
     }
     assert baseline == {
         "consistency_comparisons": "Cohen",
-        "methods_comparisons": "Cohen",
+        "methods_comparisons": display_name("cohen@easy_focus"),  # Sun et al.'s Gaussian: m = 4
         "easy_focus_ablation_comparisons": "EasyFocus (discard+reweigh+attack)",
     }
 
