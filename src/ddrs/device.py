@@ -65,6 +65,14 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
 _COMPILED: weakref.WeakKeyDictionary[nn.Module, nn.Module] = weakref.WeakKeyDictionary()
 
 
+def forked_devices(device: torch.device) -> list[int]:
+    """The CUDA devices whose generators ``torch.random.fork_rng`` must save and restore for work on
+    ``device`` (none on the CPU)."""
+    if device.type != "cuda":
+        return []
+    return [torch.cuda.current_device() if device.index is None else device.index]
+
+
 def prepare_classifier(model: nn.Module, device: torch.device, *, memory_format: str, compile: bool) -> nn.Module:
     """The base classifier as CERTIFY runs it: in ``memory_format`` (resolved on ``device``), compiled if asked.
 

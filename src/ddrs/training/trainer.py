@@ -27,14 +27,15 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from tqdm import tqdm
 
 from ddrs.data import get_info, load_dataset
-from ddrs.device import autocast, make_generator, select_device
+from ddrs.device import autocast, forked_devices, make_generator, select_device
 from ddrs.errors import CheckpointError
 from ddrs.io import atomic_path
 from ddrs.logs import partial_path
 from ddrs.methods import get_method
-from ddrs.models import build_model, load_checkpoint, save_checkpoint
+from ddrs.models import build_model, load_checkpoint
 from ddrs.noise import get_noise
 from ddrs.seeds import derived_seed
+from ddrs.training.checkpointing import check_resumable, initial_weights, resume_source, save_training_checkpoint
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import IndexedDataset, SigmaTable, optimize_batch_scale
 
@@ -51,8 +52,6 @@ LOG_COLUMNS = (
     "distinct_inputs",
     "seconds",
 )
-#: config fields that may change between an interrupted run and its resumption
-RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "pin_memory", "data_root"})
 # independent random streams derived from the seed
 _AUGMENT, _SHUFFLE, _NOISE, _EVAL, _INIT, _PLAN = range(6)
 
@@ -136,47 +135,8 @@ class Trainer:
             torch.manual_seed(derived_seed(self.config.seed, _INIT))
             model = build_model(self.config.arch, self.config.dataset)
         if self.config.init is not None:
-            model.load_state_dict(self._initial_weights(Path(self.config.init)))
+            model.load_state_dict(initial_weights(self.config))
         return model.to(self.device)
-
-    def _initial_weights(self, path: Path) -> dict[str, Tensor]:
-        """The weights of the checkpoint to fine-tune from (read with ``weights_only=True``); it must hold
-        the run's architecture for the run's dataset."""
-        config = self.config
-        try:
-            initial, _ = load_checkpoint(path, arch=config.arch, dataset=config.dataset)
-        except CheckpointError as error:
-            raise CheckpointError(
-                f"cannot fine-tune {config.arch!r} on {config.dataset!r} from init checkpoint {path}: {error}"
-            ) from error
-        return initial.state_dict()
-
-    def _cuda_devices(self) -> list[int]:
-        """The CUDA device whose generator ``fork_rng`` saves and restores (none on the CPU)."""
-        if self.device.type != "cuda":
-            return []
-        return [torch.cuda.current_device() if self.device.index is None else self.device.index]
-
-    def _resume_source(self) -> Path | None:
-        for path in (self.partial, self.out):
-            if path.is_file():
-                return path
-        return None
-
-    def _check_resumable(self, path: Path, meta: dict[str, Any]) -> None:
-        saved, wanted = meta.get("config", {}), self.config.to_dict()
-        differing = sorted(
-            key for key in set(saved) | set(wanted) if key not in RUNTIME_FIELDS and saved.get(key) != wanted.get(key)
-        )
-        if differing:
-            details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
-            raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
-        if meta.get("init") != self.config.init:
-            raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
-        if meta["epoch"] > self.config.epochs:
-            raise ValueError(
-                f"{path} already holds {meta['epoch']} epochs, more than the {self.config.epochs} asked for"
-            )
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -197,10 +157,10 @@ class Trainer:
         history: list[dict[str, Any]] = []
         start = 0
 
-        source = self._resume_source()
+        source = resume_source(self.out, self.partial)
         if source is not None:
             saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
-            self._check_resumable(source, meta)
+            check_resumable(config, source, meta)
             model.load_state_dict(saved.state_dict())
             optimizer.load_state_dict(meta["optimizer"])
             scheduler.load_state_dict(meta["scheduler"])
@@ -217,7 +177,7 @@ class Trainer:
         for epoch in range(start, config.epochs):
             began = time.perf_counter()
             visits = self._plan_epoch(model, train_set, table, epoch)
-            with torch.random.fork_rng(devices=self._cuda_devices()):
+            with torch.random.fork_rng(devices=forked_devices(self.device)):
                 torch.manual_seed(derived_seed(config.seed, _AUGMENT, epoch))
                 loss = self._train_epoch(model, train_set, table, optimizer, scaler, epoch, visits)
             lr = optimizer.param_groups[0]["lr"]
@@ -261,7 +221,7 @@ class Trainer:
         if self.epoch_plan is None:
             return None
         seed = derived_seed(self.config.seed, _PLAN, epoch)
-        with torch.random.fork_rng(devices=self._cuda_devices()):
+        with torch.random.fork_rng(devices=forked_devices(self.device)):
             torch.manual_seed(seed)
             return self.epoch_plan.plan(epoch, model, train_set, table.values, seed)
 
@@ -320,27 +280,14 @@ class Trainer:
     # -- outputs ------------------------------------------------------------------------------
 
     def _save(self, path, model, optimizer, scheduler, scaler, table, history, epoch) -> None:
-        config = self.config
-        save_checkpoint(
-            path,
-            model,
-            arch=config.arch,
-            dataset=config.dataset,
-            method=config.method,
-            train_mode=config.train_mode,
-            sigma=float(config.sigma),
-            noise=config.noise_name,
-            scale=config.initial_scale,
-            epoch=epoch,
-            config=config.to_dict(),
-            init=config.init,
-            optimizer=optimizer.state_dict(),
-            scheduler=scheduler.state_dict(),
-            scaler=scaler.state_dict(),
-            sigma_table=table.values.clone(),
-            history=history,
-            **({} if self.epoch_plan is None else {"epoch_plan": self.epoch_plan.state_dict()}),
-        )
+        states = {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "scaler": scaler.state_dict(),
+        }
+        if self.epoch_plan is not None:
+            states["epoch_plan"] = self.epoch_plan.state_dict()
+        save_training_checkpoint(path, self.config, model, states, table, history, epoch)
 
     def _write_outputs(self, history: Iterable[dict[str, Any]], table: SigmaTable) -> None:
         if self.log is not None:

@@ -1,0 +1,78 @@
+"""A training run's checkpoint: what it saves every epoch, when it may resume, and fine-tuning's start.
+
+The checkpoint holds the weights with the optimiser, scheduler and gradient-scaler states, the
+per-example σ table of Algorithm 2 (DDRS §3.6), the epoch plan's state and the history, so a
+resumed run continues bit-identically. It is written in ddrs's own format and read back with
+``torch.load(weights_only=True)`` (:mod:`ddrs.models.checkpoint`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor, nn
+
+from ddrs.errors import CheckpointError
+from ddrs.models import load_checkpoint, save_checkpoint
+from ddrs.training.config import TrainConfig
+from ddrs.training.data_dependent import SigmaTable
+
+#: options that may change between a run and its resumption (they do not change what is trained)
+RUNTIME_FIELDS = frozenset({"epochs", "device", "num_workers", "pin_memory", "data_root"})
+
+
+def initial_weights(config: TrainConfig) -> dict[str, Tensor]:
+    """The weights of ``config.init``, the checkpoint to fine-tune from (DDRS §4.1, §4.2); it must
+    hold the run's architecture for the run's dataset."""
+    try:
+        initial, _ = load_checkpoint(config.init, arch=config.arch, dataset=config.dataset)
+    except CheckpointError as error:
+        raise CheckpointError(
+            f"cannot fine-tune {config.arch!r} on {config.dataset!r} from init checkpoint {config.init}: {error}"
+        ) from error
+    return initial.state_dict()
+
+
+def resume_source(out: Path, partial: Path) -> Path | None:
+    """The checkpoint a run resumes from: its ``.partial`` file, else a finished one, else none."""
+    return next((path for path in (partial, out) if path.is_file()), None)
+
+
+def check_resumable(config: TrainConfig, path: Path, meta: dict[str, Any]) -> None:
+    """Refuse to resume from a checkpoint trained with other options, from another init, or past the end."""
+    saved, wanted = meta.get("config", {}), config.to_dict()
+    differing = sorted(
+        key for key in set(saved) | set(wanted) if key not in RUNTIME_FIELDS and saved.get(key) != wanted.get(key)
+    )
+    if differing:
+        details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
+        raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
+    if meta.get("init") != config.init:
+        raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
+    if meta["epoch"] > config.epochs:
+        raise ValueError(f"{path} already holds {meta['epoch']} epochs, more than the {config.epochs} asked for")
+
+
+def save_training_checkpoint(
+    path: Path, config: TrainConfig, model: nn.Module, states: dict[str, Any], table: SigmaTable, history, epoch: int
+) -> None:
+    """Write the checkpoint after ``epoch`` epochs; ``states`` are the optimiser's, scheduler's,
+    scaler's (and epoch plan's) ``state_dict()``s by name."""
+    save_checkpoint(
+        path,
+        model,
+        arch=config.arch,
+        dataset=config.dataset,
+        method=config.method,
+        train_mode=config.train_mode,
+        sigma=float(config.sigma),
+        noise=config.noise_name,
+        scale=config.initial_scale,
+        epoch=epoch,
+        config=config.to_dict(),
+        init=config.init,
+        sigma_table=table.values.clone(),
+        history=history,
+        **states,
+    )
