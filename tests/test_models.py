@@ -321,27 +321,18 @@ def test_import_unknown_source_is_refused(tmp_path):
 # --- `ddrs import-checkpoint` ---------------------------------------------------------------------
 
 
+def import_lenet_args(published, out, *flags: str) -> list[str]:
+    """``ddrs import-checkpoint`` of a published MNIST LeNet file into ``out``."""
+    return ["import-checkpoint", "--published", str(published), "--arch", "lenet", "--dataset", "mnist", *flags,
+            "--out", str(out)]  # fmt: skip
+
+
 def test_import_checkpoint_command_writes_our_format(tmp_path, capsys):
     net = _published_net("lenet", "mnist")
     published = tmp_path / "macer.pth"
     torch.save({"net": net.state_dict(), "epoch": 440}, published)
     out = tmp_path / "models" / "lenet.pt"
-    argv = [
-        "import-checkpoint",
-        "--published",
-        str(published),
-        "--arch",
-        "lenet",
-        "--dataset",
-        "mnist",
-        "--source",
-        "macer",
-        "--sigma",
-        "0.5",
-        "--out",
-        str(out),
-    ]
-    assert main(argv) == 0
+    assert main(import_lenet_args(published, out, "--source", "macer", "--sigma", "0.5")) == 0
     model, meta = load_checkpoint(out, arch="lenet", dataset="mnist")
     assert (meta["sigma"], meta["method"], meta["train_mode"]) == (0.5, "macer", "fs")
     _assert_same_function(model, net, DATASETS["mnist"].input_shape)
@@ -356,59 +347,20 @@ def test_import_checkpoint_command_takes_the_source_from_the_method(tmp_path):
     # Salman et al. released files from 2019 torch: the legacy (non-zip) serialisation
     torch.save({"arch": "lenet", "state_dict": published.state_dict()}, path, _use_new_zipfile_serialization=False)
     out = tmp_path / "model.pt"
-    argv = [
-        "import-checkpoint",
-        "--published",
-        str(path),
-        "--arch",
-        "lenet",
-        "--dataset",
-        "mnist",
-        "--method",
-        "smoothadv",
-        "--sigma",
-        "0.25",
-        "--out",
-        str(out),
-    ]
-    assert main(argv) == 0
+    assert main(import_lenet_args(path, out, "--method", "smoothadv", "--sigma", "0.25")) == 0
     model, meta = load_checkpoint(out)
     assert meta["source"] == meta["method"] == "smoothadv"
     _assert_same_function(model, published, info.input_shape)
 
 
 def test_import_checkpoint_command_needs_a_source_for_other_methods(tmp_path, capsys):
-    argv = [
-        "import-checkpoint",
-        "--published",
-        str(tmp_path / "f.pt"),
-        "--arch",
-        "lenet",
-        "--dataset",
-        "mnist",
-        "--method",
-        "consistency",
-        "--out",
-        str(tmp_path / "out.pt"),
-    ]
-    assert main(argv) == 2
+    assert main(import_lenet_args(tmp_path / "f.pt", tmp_path / "out.pt", "--method", "consistency")) == 2
     assert "give --source" in capsys.readouterr().err
 
 
 def test_import_checkpoint_command_reports_a_bad_file(tmp_path, capsys):
     published = tmp_path / "broken.pth"
     published.write_bytes(b"\x80\x02 not a checkpoint")
-    argv = [
-        "import-checkpoint",
-        "--published",
-        str(published),
-        "--arch",
-        "lenet",
-        "--dataset",
-        "mnist",
-        "--out",
-        str(tmp_path / "out.pt"),
-    ]
-    assert main(argv) == 2
+    assert main(import_lenet_args(published, tmp_path / "out.pt")) == 2
     assert f"ddrs import-checkpoint: error: cannot read checkpoint {published}" in capsys.readouterr().err
     assert not (tmp_path / "out.pt").exists()

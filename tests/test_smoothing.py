@@ -53,6 +53,8 @@ def failure_bound(trials: int, alpha: float, tail: float = 1e-4) -> int:
 
 
 TRIALS, ALPHA = 1000, 0.05
+#: CERTIFY of the hyperplane tests: two classes, a few hundred draws per input
+HYPERPLANE_CERTIFY = dict(num_classes=2, n0=10, n=300, alpha=ALPHA, batch_size=1000)
 
 
 def test_gaussian_certificates_are_sound_and_useful_for_a_linear_classifier():
@@ -63,16 +65,7 @@ def test_gaussian_certificates_are_sound_and_useful_for_a_linear_classifier():
     distance = torch.linspace(-1.5, 1.5, TRIALS, dtype=torch.float64) * sigma  # p_A up to Φ(3)
     x = points_at_margins(w, b, distance * w.double().norm(), seed=2)
     result = certify_with(
-        linear_classifier(w, b),
-        x,
-        sigma,
-        num_classes=2,
-        noise="gaussian",
-        n0=10,
-        n=300,
-        alpha=ALPHA,
-        batch_size=1000,
-        generator=generators(range(TRIALS)),
+        linear_classifier(w, b), x, sigma, noise="gaussian", generator=generators(range(TRIALS)), **HYPERPLANE_CERTIFY
     )
     truth = (distance > 0).long()
     answered = result.predict != ABSTAIN
@@ -97,13 +90,9 @@ def test_uniform_certificates_are_sound_and_tight_for_an_axis_aligned_classifier
         linear_classifier(w, b),
         x,
         lam,
-        num_classes=2,
         noise="uniform",
-        n0=10,
-        n=300,
-        alpha=ALPHA,
-        batch_size=1000,
         generator=generators(range(10_000, 10_000 + TRIALS)),
+        **HYPERPLANE_CERTIFY,
     )
     truth = (margin > 0).long()
     true_radius = margin.abs() / w.abs().max()
@@ -124,13 +113,9 @@ def test_uniform_certificates_stay_below_the_l1_distance_for_a_general_hyperplan
         linear_classifier(w, b),
         x,
         lam,
-        num_classes=2,
         noise="uniform",
-        n0=10,
-        n=300,
-        alpha=ALPHA,
-        batch_size=1000,
         generator=generators(range(20_000, 20_400)),
+        **HYPERPLANE_CERTIFY,
     )
     answered = result.predict != ABSTAIN
     failures = answered & ((result.predict != (distance > 0).long()) | (result.radius > distance.abs() + 1e-5))
@@ -181,18 +166,8 @@ def test_smooth_has_cohens_interface_and_agrees_with_certify_batch():
     smooth = Smooth(model, num_classes=2, sigma=0.25)
     prediction, radius = smooth.certify(x, 100, 2000, 0.001, 400, generator=torch.Generator().manual_seed(7))
     assert isinstance(prediction, int) and isinstance(radius, float)
-    batch = certify_with(
-        model,
-        x[None],
-        0.25,
-        num_classes=2,
-        noise="gaussian",
-        n0=100,
-        n=2000,
-        alpha=0.001,
-        batch_size=400,
-        generator=torch.Generator().manual_seed(7),
-    )
+    settings = dict(num_classes=2, noise="gaussian", n0=100, n=2000, alpha=0.001, batch_size=400)
+    batch = certify_with(model, x[None], 0.25, generator=torch.Generator().manual_seed(7), **settings)
     assert (prediction, radius) == (1, pytest.approx(batch.radius.item()))
     assert 0 < radius < 2 / math.sqrt(DIM)  # true distance |w·x + b| / ||w|| = 2 / √10
     assert Smooth.ABSTAIN == -1
@@ -217,18 +192,8 @@ def test_per_input_scales_give_each_input_its_own_radius():
     x = torch.full((3, 4), 0.5)
     x[:, 0] = torch.tensor([0.9, 0.9, 0.9])
     scales = torch.tensor([0.1, 0.2, 0.4])
-    result = certify_with(
-        model,
-        x,
-        scales,
-        num_classes=2,
-        noise="gaussian",
-        n0=50,
-        n=2000,
-        alpha=0.001,
-        batch_size=500,
-        generator=generators(range(3)),
-    )
+    settings = dict(num_classes=2, noise="gaussian", n0=50, n=2000, alpha=0.001, batch_size=500)
+    result = certify_with(model, x, scales, generator=generators(range(3)), **settings)
     assert result.predict.tolist() == [1, 1, 1]
     # distance 0.4 to the boundary: p_A = Φ(0.4 / σ), so the radius follows each input's own σ
     assert result.radius.tolist() == pytest.approx(
