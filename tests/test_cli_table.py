@@ -74,7 +74,7 @@ def test_table_seed_alpha_and_bold_options(logs, tmp_path, capsys):
     assert (narrow["0.00_high"] - narrow["0.00_low"] < first["0.00_high"] - first["0.00_low"]).all()
     capsys.readouterr()
     assert run("--alpha", "1.5") == 2
-    assert "--alpha must be in (0, 1)" in capsys.readouterr().err
+    assert "alpha must lie in (0, 1), got 1.5" in capsys.readouterr().err
 
 
 def test_table_missing_log_is_a_clear_error(logs, tmp_path, capsys):

@@ -12,7 +12,7 @@ from statsmodels.stats.multitest import multipletests
 from ddrs.analysis import LogRecord, best_table, per_sigma_table
 from ddrs.analysis.assemble import BOLD_ATTR
 from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
-from ddrs.analysis.stats import held_out_split
+from ddrs.analysis.stats import Inference, held_out_split
 from ddrs.errors import LogFormatError
 
 
@@ -81,7 +81,7 @@ def test_held_out_selection_chooses_on_one_half_and_reports_on_the_other():
 
 def test_selection_optimism_is_test_selected_minus_held_out_selected_on_the_evaluation_half():
     records, _, evaluate = two_candidates()
-    optimism = selection_optimism_table(records, radii=[0.0, 0.5], n_boot=500).iloc[0]
+    optimism = selection_optimism_table(records, radii=[0.0, 0.5], inference=Inference(n_boot=500)).iloc[0]
     # on the evaluation half B certifies all, A none: test selection reports 100 %, held-out 0 %
     assert optimism["0.00"] == pytest.approx(100.0) and optimism["0.50"] == 0.0
     assert optimism["ACR_per_log"] == pytest.approx(0.4)
@@ -132,7 +132,7 @@ def ddrs_rows():
 
 def test_comparisons_pair_each_variant_with_its_baselines_on_the_winning_logs(ddrs_rows):
     radii = [0.0, 0.25, 0.5, 1.0]
-    comparisons = comparisons_table(ddrs_rows, radii=radii, n_boot=400)
+    comparisons = comparisons_table(ddrs_rows, radii=radii, inference=Inference(n_boot=400))
     pairs = list(zip(comparisons["variant"], comparisons["baseline"], strict=True))
     assert pairs == [("Cohen-DS", "Cohen"), ("Cohen-DS²", "Cohen-DS"), ("Cohen-DS²", "Cohen")]
     best = best_table(ddrs_rows, radii=radii)
@@ -189,9 +189,9 @@ def test_study_comparisons_against_gaussian_per_sigma():
 
 
 def test_acr_intervals_are_seeded(ddrs_rows):
-    first = best_table(ddrs_rows, radii=[0.0], seed=1, n_boot=300).table
-    again = best_table(ddrs_rows, radii=[0.0], seed=1, n_boot=300).table
-    other = best_table(ddrs_rows, radii=[0.0], seed=2, n_boot=300).table
+    first = best_table(ddrs_rows, radii=[0.0], inference=Inference(n_boot=300, seed=1)).table
+    again = best_table(ddrs_rows, radii=[0.0], inference=Inference(n_boot=300, seed=1)).table
+    other = best_table(ddrs_rows, radii=[0.0], inference=Inference(n_boot=300, seed=2)).table
     columns = ["ACR_per_log_low", "ACR_per_log_high", "ACR_per_input_best_low"]
     pd.testing.assert_frame_equal(first, again)
     assert not first[columns].equals(other[columns])
@@ -209,8 +209,12 @@ def test_bad_selection_and_duplicated_inputs_are_named(ddrs_rows):
 def test_held_out_tables_of_one_seed_agree_with_the_optimism_table(ddrs_rows):
     """The held-out table's cell plus the optimism is the best candidate on the evaluation half."""
     radii = [0.0, 0.5, 1.0]
-    held = best_table(ddrs_rows, radii=radii, selection="held_out", seed=3).table.set_index("variant")
-    optimism = selection_optimism_table(ddrs_rows, radii=radii, seed=3, n_boot=200).set_index("variant")
+    held = best_table(ddrs_rows, radii=radii, selection="held_out", inference=Inference(seed=3)).table.set_index(
+        "variant"
+    )
+    optimism = selection_optimism_table(ddrs_rows, radii=radii, inference=Inference(n_boot=200, seed=3)).set_index(
+        "variant"
+    )
     _, evaluate = held_out_split(60, seed=3, dataset="digits")
     for variant, logs in (("Cohen", ddrs_rows[:2]), ("Cohen-DS", ddrs_rows[2:4])):
         for r in radii:

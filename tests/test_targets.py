@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from ddrs.analysis.records import display_name
+from ddrs.analysis.stats import Inference
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
 from ddrs.build import build, write
@@ -176,7 +177,7 @@ def test_the_study_baselines_are_gaussian_and_the_full_ablation_variant():
 
 
 def test_the_statistics_section_reaches_every_builder_with_intervals_and_the_captions():
-    """alpha, n_boot and the config's seed go to every builder that takes them; captions say the level."""
+    """alpha, n_boot and the config's seed reach every builder with intervals; captions say the level."""
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     cfg["seed"], cfg["statistics"] = 7, {"alpha": 0.1, "n_boot": 50}
     exp = Experiment(cfg)
@@ -184,7 +185,8 @@ def test_the_statistics_section_reaches_every_builder_with_intervals_and_the_cap
     for target, wildcards, output in exp.targets():
         module, function = target.builder.split(":")
         accepted = inspect.signature(getattr(importlib.import_module(module), function)).parameters
-        expected = {k: v for k, v in {"alpha": 0.1, "seed": 7, "n_boot": 50}.items() if k in accepted}
+        wanted = {"inference": Inference(alpha=0.1, n_boot=50, seed=7), "alpha": 0.1}
+        expected = {k: v for k, v in wanted.items() if k in accepted}
         if not expected:
             continue
         arguments = target.arguments(exp, wildcards)
@@ -219,14 +221,16 @@ def test_the_statistics_defaults_are_the_schemas():
     section = schema["properties"]["statistics"]["properties"]
     defaults = TableStatistics.from_config({"seed": 3})
     assert {key: section[key]["default"] for key in section} == {
-        "alpha": defaults.alpha,
-        "n_boot": defaults.n_boot,
+        "alpha": defaults.inference.alpha,
+        "n_boot": defaults.inference.n_boot,
         "selection": list(defaults.selection),
     }
     with pytest.raises(ValueError, match="statistics.selection must list distinct ones of"):
         TableStatistics(selection=("test", "test"))
-    with pytest.raises(ValueError, match=r"statistics.alpha must lie in \(0, 1\), got 1.5"):
-        TableStatistics(alpha=1.5)
+    with pytest.raises(ValueError, match=r"alpha must lie in \(0, 1\), got 1.5"):
+        Inference(alpha=1.5)
+    with pytest.raises(ValueError, match="n_boot must be a positive integer, got 0"):
+        Inference(n_boot=0)
 
 
 def test_appendix_f_reads_the_benchmarks_and_the_comparison_the_tables_it_compares():

@@ -7,7 +7,7 @@ so the catalogue stays torch-free), its outputs, caption and report category, an
 parameters (radii, number of examples, the methods a seed paper's study compares: plain methods,
 or matched variants such as ``smoothadv@smoothadv_consistency`` where the study's baseline shares
 hyper-parameters with another method, :func:`ddrs.methods.variant_options`). The workflow
-generates one rule per entry (``rules/targets.smk``) and one adapter runs them all
+generates one rule per entry (``rules/tables.smk``) and one adapter runs them all
 (``workflow/scripts/target.py`` → :func:`ddrs.build.build`).
 
 Adding a table: write its builder (records and keyword parameters in, a DataFrame or
@@ -191,8 +191,8 @@ def _method_figures(exp: Experiment, target: Target) -> list[Wildcards]:
 
 
 def _l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
-    """The ℓ2 radius grid, and the tables' statistics (``alpha``, ``seed``, ``n_boot``)."""
-    return {"radii": exp.radii(2), **exp.statistics.arguments}
+    """The ℓ2 radius grid, and the tables' inference (level, bootstrap resamples, seed)."""
+    return {"radii": exp.radii(2), "inference": exp.statistics.inference}
 
 
 def _alpha(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def _alpha(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
 
 def _table_radii(exp: Experiment, table: str) -> dict[str, Any]:
     """The radius grid of a best table's norm, and the tables' statistics."""
-    return {"radii": exp.radii(METHODS[exp.table_methods(table)[0]].norm), **exp.statistics.arguments}
+    return {"radii": exp.radii(METHODS[exp.table_methods(table)[0]].norm), "inference": exp.statistics.inference}
 
 
 def _selected(selection: str) -> Callable[[Experiment, Target], list[Wildcards]]:
@@ -263,7 +263,10 @@ CATALOGUE: dict[str, Target] = {
             "Appendix H",
             instances=lambda exp, t: [{"method": m} for m in appendix_h_methods(exp)],
             records=lambda exp, t, method: exp.method_records(method),
-            params=lambda exp, t, method: {"radii": exp.radii(METHODS[method].norm), **exp.statistics.arguments},
+            params=lambda exp, t, method: {
+                "radii": exp.radii(METHODS[method].norm),
+                "inference": exp.statistics.inference,
+            },
         ),
         Target(
             "appendix_b_table",
@@ -507,6 +510,27 @@ def _study_comparisons(name: str, study: Target, baseline: Callable[[Experiment,
     )
 
 
+def _table_records(exp: Experiment, target: Target, table: str) -> list[LogRecord]:
+    """A best table's logs (the issue-19 tables of a best table read the same inputs)."""
+    return exp.table_records(table)
+
+
+def _best_table_comparisons(selection: str) -> Target:
+    """A best table's paired comparisons (DS vs FS, DS² vs DS and FS), its cells selected as ``selection``."""
+    suffix = "" if selection == "test" else f"_{selection}"
+    return Target(
+        f"comparisons{suffix}_table",
+        f"comparisons_{{table}}{suffix}",
+        f"{COMPARISONS}:comparisons_table",
+        "comparisons",
+        "Paired comparisons",
+        instances=_selected(selection),
+        records=_table_records,
+        params=lambda exp, t, table: {**_table_radii(exp, table), "selection": selection},
+        caption_of=_comparisons_caption(selection),
+    )
+
+
 CATALOGUE |= {
     target.name: target
     for target in (
@@ -518,32 +542,11 @@ CATALOGUE |= {
             "Best per radius",
             outputs=(*TABLE, "winners"),
             instances=_selected("held_out"),
-            records=lambda exp, t, table: exp.table_records(table),
+            records=_table_records,
             params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "held_out"},
             caption_of=_best_caption("held_out"),
         ),
-        Target(
-            "comparisons_table",
-            "comparisons_{table}",
-            f"{COMPARISONS}:comparisons_table",
-            "comparisons",
-            "Paired comparisons",
-            instances=_selected("test"),
-            records=lambda exp, t, table: exp.table_records(table),
-            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "test"},
-            caption_of=_comparisons_caption("test"),
-        ),
-        Target(
-            "comparisons_held_out_table",
-            "comparisons_{table}_held_out",
-            f"{COMPARISONS}:comparisons_table",
-            "comparisons",
-            "Paired comparisons",
-            instances=_selected("held_out"),
-            records=lambda exp, t, table: exp.table_records(table),
-            params=lambda exp, t, table: {**_table_radii(exp, table), "selection": "held_out"},
-            caption_of=_comparisons_caption("held_out"),
-        ),
+        *(_best_table_comparisons(selection) for selection in ("test", "held_out")),
         Target(
             "selection_optimism_table",
             "selection_optimism_{table}",
@@ -552,7 +555,7 @@ CATALOGUE |= {
             "Selection optimism",
             # the held-out split of the `{table}_held_out` tables (same seed)
             instances=_selected("held_out"),
-            records=lambda exp, t, table: exp.table_records(table),
+            records=_table_records,
             params=lambda exp, t, table: _table_radii(exp, table),
             caption_of=lambda exp, records: selection_optimism_caption(exp.statistics.alpha),
             bold=False,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SINGLE_ACR, Evidence
-from ddrs.analysis.stats import bootstrap_means, holm, mcnemar_p, percentile_interval
+from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar_p, percentile_interval
 from ddrs.binomial import clopper_pearson
 
 ACR_COLUMNS = (PER_LOG, PER_INPUT_BEST, SINGLE_ACR)
@@ -71,23 +71,21 @@ def assemble(
     leading: Sequence[str],
     *,
     groups: Sequence[str] = ("dataset",),
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    inference: Inference = DEFAULT_INFERENCE,
 ) -> pd.DataFrame:
     """One table row per (keys, evidence): values, intervals, and the bold mask (module docstring)."""
     records = [dict(keys) for keys, _ in rows]
     evidence = [e for _, e in rows]
     for record, e in zip(records, evidence, strict=True):
         k = e.certified.sum(axis=1)
-        low, high = clopper_pearson(k, e.inputs, alpha)
+        low, high = clopper_pearson(k, e.inputs, inference.alpha)
         for r, count, lo, hi in zip(e.radii, k, low, high, strict=True):
             column = radius_column(r)
             record[column] = 100 * count / e.inputs
             record.update(dict(zip(interval_columns(column), (100 * lo, 100 * hi), strict=True)))
         for column, values in e.acr.items():
             record[column] = float(values.mean())
-    samples = _bootstrap(evidence, alpha=alpha, seed=seed, n_boot=n_boot)
+    samples = _bootstrap(evidence, inference)
     for i, record in enumerate(records):
         for column, (_, low, high) in samples[i].items():
             record.update(dict(zip(interval_columns(column), (low, high), strict=True)))
@@ -99,13 +97,13 @@ def assemble(
         for i in block.index:
             comparable.setdefault((evidence[i].radii, evidence[i].inputs), []).append(i)
         for members in comparable.values():
-            bold |= _bold_ca(frame, members, [evidence[i] for i in members], alpha)
-            bold |= _bold_acr(frame, members, [samples[i] for i in members], alpha)
+            bold |= _bold_ca(frame, members, [evidence[i] for i in members], inference.alpha)
+            bold |= _bold_acr(frame, members, [samples[i] for i in members], inference.alpha)
     frame.attrs[BOLD_ATTR] = frozenset(bold)
     return frame
 
 
-def _bootstrap(evidence: Sequence[Evidence], *, alpha: float, seed: int, n_boot: int) -> list[dict]:
+def _bootstrap(evidence: Sequence[Evidence], inference: Inference) -> list[dict]:
     """Per row, per ACR column: (bootstrap means, low, high), resamples shared within a dataset."""
     out: list[dict] = [{} for _ in evidence]
     by_inputs: dict[tuple[str, int], list[tuple[int, str]]] = {}
@@ -114,8 +112,8 @@ def _bootstrap(evidence: Sequence[Evidence], *, alpha: float, seed: int, n_boot:
             by_inputs.setdefault((e.dataset, e.inputs), []).append((i, column))
     for (dataset, _), cells in by_inputs.items():
         values = np.stack([evidence[i].acr[column] for i, column in cells], axis=1)
-        means = bootstrap_means(values, n_boot=n_boot, seed=seed, dataset=dataset)
-        low, high = percentile_interval(means, alpha)
+        means = bootstrap_means(values, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
+        low, high = percentile_interval(means, inference.alpha)
         for j, (i, column) in enumerate(cells):
             out[i][column] = (means[:, j], float(low[j]), float(high[j]))
     return out

@@ -38,15 +38,24 @@ import pandas as pd
 
 from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
 from ddrs.analysis.evidence import PER_LOG, Evidence, candidate_arrays, row_evidence, selection_masks
-from ddrs.analysis.records import LogRecord, load_log
-from ddrs.analysis.stats import bootstrap_means, holm, mcnemar, percentile_interval
-from ddrs.analysis.tables import Radii, _check_same_inputs, _envelope, _grouped, _load_all, _modes, _radii_for
+from ddrs.analysis.records import load_log
+from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
+from ddrs.analysis.tables import (
+    LogRecords,
+    Radii,
+    _check_same_inputs,
+    _envelope,
+    _grouped,
+    _load_all,
+    _modes,
+    _radii_for,
+)
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
 
 
-def compare(variant: Evidence, baseline: Evidence, *, alpha: float, seed: int, n_boot: int) -> tuple[dict, set]:
+def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> tuple[dict, set]:
     """One comparison row's values (module docstring) and its significant columns."""
     if variant.radii != baseline.radii or variant.inputs != baseline.inputs:
         raise ValueError("compared rows must share their radius grid and test inputs")
@@ -59,11 +68,12 @@ def compare(variant: Evidence, baseline: Evidence, *, alpha: float, seed: int, n
         row[column] = difference[i]
         row |= {f"{column}_better": int(better[i]), f"{column}_worse": int(worse[i])}
         row |= {f"{column}_p": p[i], f"{column}_p_holm": adjusted[i]}
-        if adjusted[i] < alpha:
+        if adjusted[i] < inference.alpha:
             significant.add(column)
     columns = [c for c in variant.acr if c in baseline.acr]
     values = np.stack([variant.acr[c] - baseline.acr[c] for c in columns], axis=1)
-    low, high = percentile_interval(bootstrap_means(values, n_boot=n_boot, seed=seed, dataset=variant.dataset), alpha)
+    means = bootstrap_means(values, n_boot=inference.n_boot, seed=inference.seed, dataset=variant.dataset)
+    low, high = percentile_interval(means, inference.alpha)
     for j, column in enumerate(columns):
         row[column] = float(values[:, j].mean())
         row |= dict(zip(interval_columns(column), (float(low[j]), float(high[j])), strict=True))
@@ -72,10 +82,10 @@ def compare(variant: Evidence, baseline: Evidence, *, alpha: float, seed: int, n
     return row, significant
 
 
-def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], **stats) -> pd.DataFrame:
+def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], inference: Inference) -> pd.DataFrame:
     rows, bold = [], set()
     for position, (keys, variant, baseline) in enumerate(pairs):
-        values, significant = compare(variant, baseline, **stats)
+        values, significant = compare(variant, baseline, inference)
         rows.append({**keys, **values})
         bold |= {(position, column) for column in significant}
     frame = ordered(pd.DataFrame(rows, columns=None if rows else leading), leading)
@@ -84,19 +94,13 @@ def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], **s
 
 
 def comparisons_table(
-    records: Sequence[LogRecord],
-    radii: Radii = None,
-    *,
-    selection: str = "test",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    records: LogRecords, radii: Radii = None, *, selection: str = "test", inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """The comparisons of a best table (:func:`~ddrs.analysis.tables.best_table`, same arguments):
     Method-DS vs Method, Method-DS² vs Method-DS and vs Method, per dataset and method."""
     groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
     rows = {key: (candidates[0][0], _modes(candidates, key[1])) for key, candidates in groups.items()}
-    evidence = {key: _envelope(candidates, radii, selection, seed) for key, candidates in groups.items()}
+    evidence = {key: _envelope(candidates, radii, selection, inference.seed) for key, candidates in groups.items()}
     pairs = []
     for (dataset, name), (record, modes) in rows.items():
         for modes_b in BASELINES.get((modes["train"].lower(), modes["certify"].lower()), ()):
@@ -105,17 +109,11 @@ def comparisons_table(
                 if same and (found["train"].lower(), found["certify"].lower()) == modes_b:
                     keys = {"dataset": dataset, "variant": name, "baseline": name_b}
                     pairs.append((keys, evidence[(dataset, name)], evidence[(dataset_b, name_b)]))
-    return _table(pairs, ["dataset", "variant", "baseline"], alpha=alpha, seed=seed, n_boot=n_boot)
+    return _table(pairs, ["dataset", "variant", "baseline"], inference)
 
 
 def study_comparisons_table(
-    records: Sequence[LogRecord],
-    radii: Radii = None,
-    *,
-    baseline: str = "cohen",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    records: LogRecords, radii: Radii = None, *, baseline: str = "cohen", inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """The comparisons of a per-σ study (:func:`~ddrs.analysis.tables.per_sigma_table`): every
     row against the ``baseline`` row at the same dataset and σ₀. ``baseline`` is a row name
@@ -131,17 +129,17 @@ def study_comparisons_table(
             names = [r.name for r, _ in members]
             raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {names}")
         base_record, base_log = members[is_base.index(True)]
-        base = _envelope([(base_record, base_log)], radii, "test", seed, single=True)
+        base = _envelope([(base_record, base_log)], radii, "test", inference.seed, single=True)
         for (record, log), skip in zip(members, is_base, strict=True):
             if not skip:
                 keys = {"dataset": dataset, "sigma0": sigma0, "variant": record.name, "baseline": base_record.name}
-                pairs.append((keys, _envelope([(record, log)], radii, "test", seed, single=True), base))
+                pairs.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True), base))
     leading = ["dataset", "sigma0", "variant", "baseline"]
-    return _table(pairs, leading, alpha=alpha, seed=seed, n_boot=n_boot)
+    return _table(pairs, leading, inference)
 
 
 def selection_optimism_table(
-    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+    records: LogRecords, radii: Radii = None, *, inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """Per best-table row and cell, test-selected minus held-out-selected value on the evaluation
     half, with a bootstrap interval (module docstring); arguments as
@@ -151,7 +149,7 @@ def selection_optimism_table(
         record = candidates[0][0]
         grid = _radii_for(radii, dataset, record.norm)
         certified, radius = candidate_arrays([log for _, log in candidates], grid)
-        select, evaluate = selection_masks("held_out", radius.shape[1], seed=seed, dataset=dataset)
+        select, evaluate = selection_masks("held_out", radius.shape[1], seed=inference.seed, dataset=dataset)
         chosen = [*certified[:, :, select].sum(axis=2).argmax(axis=0), radius[:, select].sum(axis=1).argmax()]
         # candidates × cells × evaluation inputs: each radius's indicators (percent), then the radii
         values = np.concatenate([100 * certified[:, :, evaluate], radius[:, None, evaluate]], axis=1)
@@ -159,8 +157,9 @@ def selection_optimism_table(
         cells = np.arange(values.shape[1])
         estimate = point.max(axis=0) - point[chosen, cells]
         flat = values.transpose(2, 0, 1).reshape(values.shape[2], -1)
-        draws = bootstrap_means(flat, n_boot=n_boot, seed=seed, dataset=dataset).reshape(n_boot, *point.shape)
-        low, high = percentile_interval(draws.max(axis=1) - draws[:, chosen, cells], alpha)
+        draws = bootstrap_means(flat, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
+        draws = draws.reshape(inference.n_boot, *point.shape)
+        low, high = percentile_interval(draws.max(axis=1) - draws[:, chosen, cells], inference.alpha)
         row = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
         for column, value, lo, hi in zip([*map(radius_column, grid), PER_LOG], estimate, low, high, strict=True):
             row |= {column: value, **dict(zip(interval_columns(column), (lo, hi), strict=True))}
@@ -175,9 +174,7 @@ def log_comparisons_table(
     radii: Sequence[float],
     *,
     baseline: str,
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    inference: Inference = DEFAULT_INFERENCE,
 ) -> pd.DataFrame:
     """Any labelled logs against the one labelled ``baseline`` (``ddrs table --baseline``): one
     row per other log, columns as the comparisons tables (module docstring)."""
@@ -188,4 +185,4 @@ def log_comparisons_table(
     evidence = {label: row_evidence("", [frame], radii) for label, frame in frames.items()}
     pairs = [({"log": label, "baseline": baseline}, e, evidence[baseline]) for label, e in evidence.items()]
     pairs = [pair for pair in pairs if pair[0]["log"] != baseline]
-    return _table(pairs, ["log", "baseline"], alpha=alpha, seed=seed, n_boot=n_boot)
+    return _table(pairs, ["log", "baseline"], inference)

@@ -16,10 +16,33 @@ table does not change another dataset's draws, and the held-out split never reus
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 from scipy.stats import binom
+
+
+@dataclass(frozen=True)
+class Inference:
+    """How a table's cells carry their uncertainty, checked once when built: intervals at level
+    1 − ``alpha`` (and the tests behind bold cells and comparisons at ``alpha``), ``n_boot``
+    bootstrap resamples, and the ``seed`` of the resamples and of the held-out split."""
+
+    alpha: float = 0.05
+    n_boot: int = 2000
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+        if int(self.n_boot) != self.n_boot or self.n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer, got {self.n_boot}")
+
+
+#: the builders' default: 95% intervals, 2,000 resamples, seed 0
+DEFAULT_INFERENCE = Inference()
+
 
 #: resamples drawn per block (memory: block × inputs counts)
 _BLOCK = 256

@@ -13,9 +13,10 @@ candidates (an oracle figure). Rows of one log (Appendix H, the per-σ studies) 
 The companion ``winners`` table records which (σ₀, K) won each cell.
 
 ``selection="test"`` chooses each cell's candidate on the test inputs it reports (the paper's);
-``selection="held_out"`` chooses on a seeded half and reports on the other half. ``alpha``
-(interval level 1 − α, significance level of the bolding), ``seed`` (bootstrap and split) and
-``n_boot`` (bootstrap resamples) are keyword parameters of every builder that has intervals.
+``selection="held_out"`` chooses on a seeded half and reports on the other half. Every builder
+with intervals takes ``inference`` (:class:`~ddrs.analysis.stats.Inference`: interval level
+1 − α and the bolding's significance level, bootstrap resamples, the seed of the bootstrap and
+the split).
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ from ddrs.analysis.assemble import BOLD_ATTR, assemble, radius_column
 from ddrs.analysis.evidence import PER_LOG, row_evidence, selection_masks
 from ddrs.analysis.metrics import paper_radii
 from ddrs.analysis.records import LogRecord, load_log, modes_of, variant_order
+from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.errors import LogFormatError
 from ddrs.memory import MEMORY_ACTIONS
 
+#: a table's certification logs
+LogRecords = Sequence[LogRecord]
 Radii = Sequence[float] | Mapping[str, Sequence[float]] | None
 WINNER_COLUMNS = ["dataset", "variant", "metric", "radius", "sigma0", "K", "value"]
 
@@ -165,13 +169,7 @@ def _modes(candidates, name) -> dict:
 
 
 def best_table(
-    records: Sequence[LogRecord],
-    radii: Radii = None,
-    *,
-    selection: str = "test",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    records: LogRecords, radii: Radii = None, *, selection: str = "test", inference: Inference = DEFAULT_INFERENCE
 ) -> BestTable:
     """Tables 1–4: per dataset, one row per variant (Cohen, Cohen-DS, Cohen-DS², …).
 
@@ -185,8 +183,8 @@ def best_table(
     rows = []
     for (dataset, name), candidates in groups.items():
         keys = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
-        rows.append((keys, _envelope(candidates, radii, selection, seed)))
-    table = assemble(rows, ["dataset", "variant", "train", "certify"], alpha=alpha, seed=seed, n_boot=n_boot)
+        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
+    table = assemble(rows, ["dataset", "variant", "train", "certify"], inference=inference)
     winners = [
         w
         for (_, evidence), candidates, (_, row) in zip(rows, groups.values(), table.iterrows(), strict=True)
@@ -196,7 +194,7 @@ def best_table(
 
 
 def per_setting_table(
-    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+    records: LogRecords, radii: Radii = None, *, inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """Appendix H: certified accuracy (percent) per radius for every (variant, σ₀, K), and ACR."""
     rows = []
@@ -204,15 +202,15 @@ def per_setting_table(
         for record, log in members:
             keys = {"dataset": dataset, "variant": name, **_modes(members, name), "sigma0": record.sigma0}
             keys["K"] = record.K
-            rows.append((keys, _envelope([(record, log)], radii, "test", seed, single=True)))
+            rows.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True)))
     leading = ["dataset", "variant", "train", "certify", "sigma0", "K"]
-    frame = assemble(rows, leading, alpha=alpha, seed=seed, n_boot=n_boot)
+    frame = assemble(rows, leading, inference=inference)
     frame["K"] = frame["K"].astype("Int64")
     return frame
 
 
 def per_sigma_table(
-    records: Sequence[LogRecord], radii: Radii = None, *, alpha: float = 0.05, seed: int = 0, n_boot: int = 2000
+    records: LogRecords, radii: Radii = None, *, inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """One row per (σ₀, log), σ₀ ascending and the given order within each σ₀: certified accuracy
     (percent) per radius and ACR, the layout of Jeong & Shin (2020) Table 2 and of Sun et al. (2024)
@@ -223,19 +221,13 @@ def per_sigma_table(
     rows = []
     for _, (record, log) in sorted(enumerate(loaded), key=lambda item: (item[1][0].sigma0, item[0])):
         keys = {"dataset": record.dataset, "sigma0": record.sigma0, "variant": record.name}
-        rows.append((keys, _envelope([(record, log)], radii, "test", seed, single=True)))
+        rows.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True)))
     leading = ["dataset", "sigma0", "variant"]
-    return assemble(rows, leading, groups=("dataset", "sigma0"), alpha=alpha, seed=seed, n_boot=n_boot)
+    return assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
 
 
 def grid_search_table(
-    records: Sequence[LogRecord],
-    radii: Radii = None,
-    *,
-    selection: str = "test",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    records: LogRecords, radii: Radii = None, *, selection: str = "test", inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
     """Appendix B: fixed σ, grid search (Method-GDS-n-{1,2,4,10}) and Algorithm 1 (Method-DS).
 
@@ -248,12 +240,12 @@ def grid_search_table(
     per_sigma = _grouped(loaded, lambda r: (r.dataset, r.sigma0, r.name))
     for (dataset, sigma0, name), candidates in sorted(per_sigma.items(), key=_by_dataset_then_sigma(per_sigma)):
         keys = {"dataset": dataset, "sigma0": f"{sigma0:g}", "variant": name}
-        rows.append((keys, _envelope(candidates, radii, selection, seed)))
+        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
     for (dataset, name), candidates in _grouped(loaded, lambda r: (r.dataset, r.name)).items():
         keys = {"dataset": dataset, "sigma0": "envelope", "variant": name}
-        rows.append((keys, _envelope(candidates, radii, selection, seed)))
+        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
     leading = ["dataset", "sigma0", "variant"]
-    return assemble(rows, leading, groups=("dataset", "sigma0"), alpha=alpha, seed=seed, n_boot=n_boot)
+    return assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
 
 
 def _by_dataset_then_sigma(groups: dict):
@@ -338,9 +330,7 @@ def log_table(
     logs: Mapping[str, str | os.PathLike | pd.DataFrame],
     radii: Sequence[float],
     *,
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_boot: int = 2000,
+    inference: Inference = DEFAULT_INFERENCE,
 ) -> BestTable:
     """Any logs side by side: one row per labelled log, then their ``envelope`` row, with intervals.
 
@@ -355,7 +345,7 @@ def log_table(
     rows = [({"log": label}, row_evidence("", [log], radii)) for label, log in frames.items()]
     envelope = row_evidence("", list(frames.values()), radii)
     rows.append(({"log": "envelope"}, envelope))
-    table = assemble(rows, ["log"], groups=(), alpha=alpha, seed=seed, n_boot=n_boot)
+    table = assemble(rows, ["log"], groups=(), inference=inference)
     last = table.index[-1]
     table.attrs[BOLD_ATTR] = frozenset(cell for cell in table.attrs[BOLD_ATTR] if cell[0] != last)
     labels = list(frames)

@@ -54,10 +54,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> None:
     from ddrs.analysis import RADII_CIFAR10, log_table, to_markdown, write_table
     from ddrs.analysis.records import labelled_logs
+    from ddrs.analysis.stats import Inference
 
     radii = list(RADII_CIFAR10) if args.radii is None else args.radii
-    if not 0 < args.alpha < 1:
-        raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")
+    inference = Inference(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed)
     logs = labelled_logs(args.logs, args.label)
     if args.common_inputs:
         from ddrs.analysis.tables import restrict_to_common_inputs
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
 
         frames = restrict_to_common_inputs([(path, "", read_log(path)) for path in logs.values()], {""})
         logs = dict(zip(logs, frames, strict=True))
-    result = log_table(logs, radii, alpha=args.alpha, seed=args.seed, n_boot=args.n_boot)
+    result = log_table(logs, radii, inference=inference)
     write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
     print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")
     if args.baseline is not None:
@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> None:
         from ddrs.analysis.comparisons import log_comparisons_table
         from ddrs.analysis.render import comparisons_caption
 
-        stats = {"alpha": args.alpha, "seed": args.seed, "n_boot": args.n_boot}
-        comparisons = log_comparisons_table(logs, radii, baseline=args.baseline, **stats)
+        comparisons = log_comparisons_table(logs, radii, baseline=args.baseline, inference=inference)
         out = Path(args.out)
         caption = comparisons_caption(args.alpha)
         write_table(comparisons, out.with_name(f"{out.stem}_comparisons.csv"), caption=caption, decimals=args.decimals)
