@@ -6,13 +6,14 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from ddrs.experiments import Experiment, Run
+from ddrs.experiments.published import missing_checkpoints_message
 from ddrs.methods import METHODS, get_method
 from ddrs.targets import CATALOGUE, REPORTED
 
 EXP = Experiment(config)
 # Published checkpoints are downloaded by hand: name each missing one before building the DAG.
-MISSING = EXP.missing_checkpoints_message(
-    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
+MISSING = missing_checkpoints_message(
+    EXP, [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
 )
 if MISSING:
     raise WorkflowError(MISSING)

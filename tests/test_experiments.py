@@ -13,6 +13,7 @@ import yaml
 
 from ddrs.data import DATASETS
 from ddrs.experiments import Experiment, Layout, Run
+from ddrs.experiments.published import missing_checkpoints, missing_checkpoints_message
 from ddrs.methods import METHODS
 from ddrs.models import ARCHS
 from ddrs.targets import CATALOGUE
@@ -319,15 +320,15 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     cfg = config("paper.yaml")
     exp = Experiment(cfg)
     paths = cfg["datasets"]["imagenet"]["checkpoints"]
-    assert [path for _, path in exp.missing_checkpoints()] == [p for m in paths.values() for p in m.values()]
-    message = exp.missing_checkpoints_message(["config/paper.yaml"])
+    assert [path for _, path in missing_checkpoints(exp)] == [p for m in paths.values() for p in m.values()]
+    message = missing_checkpoints_message(exp, ["config/paper.yaml"])
     assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
     assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
     for methods in paths.values():
         for path in methods.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).touch()
-    assert exp.missing_checkpoints() == [] and exp.missing_checkpoints_message() is None
+    assert missing_checkpoints(exp) == [] and missing_checkpoints_message(exp) is None
     # leaving a dataset out drops it from the whole experiment
     alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
     assert list(alone.datasets) == ["cifar10"] and {r.dataset for r in alone.table_records("table1")} == {"cifar10"}

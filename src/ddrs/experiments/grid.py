@@ -8,8 +8,7 @@ Algorithm 1 + memory certification), per training method of :mod:`ddrs.methods`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from ddrs.data import DATASETS
@@ -23,14 +22,6 @@ RADII_KEY = {2: "radii", 1: "l1_radii"}
 #: where a dataset's models come from: trained here, imported from published checkpoints (fixed-σ
 #: models; DDRS §4, ImageNet), or none at all: its certification logs are given
 SOURCES = ("train", "published", "logs")
-#: where each published checkpoint layout (``ddrs.methods.Method.published_format``) is downloaded from
-PUBLISHED_AT = {
-    "cohen": "Cohen et al. (2019): https://github.com/locuslab/smoothing (its README links the trained models)",
-    "smoothadv": "Salman et al. (2019): https://github.com/Hadisalman/smoothing-adversarial (its README links "
-    "the pretrained models)",
-    "macer": "Zhai et al. (2020): https://github.com/RuntianZ/macer",
-    "rs4a": "Yang et al. (2020): https://github.com/tonyduan/rs4a (its README links the trained models)",
-}
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,44 +55,6 @@ class RunGrid:
     def is_logs(self, dataset: str) -> bool:
         """The dataset's certification logs are given (e.g. published ones), not computed."""
         return self.datasets[dataset]["source"] == "logs"
-
-    def missing_checkpoints(self) -> list[tuple[Run, str]]:
-        """Every published checkpoint the experiment imports (a configured method's σ₀ on a
-        published dataset) whose file is not there, with its path."""
-        missing = []
-        for dataset in self.datasets:
-            if not self.is_published(dataset):
-                continue
-            for method in self.methods:
-                for sigma in self.sigmas(dataset, method):
-                    path = self.datasets[dataset]["checkpoints"][method][scale_label(sigma)]
-                    if not Path(path).is_file():
-                        missing.append((Run(dataset, method, "fs", sigma), path))
-        return missing
-
-    def missing_checkpoints_message(self, configfiles: Sequence[str] = ("<config>",)) -> str | None:
-        """What to do about :meth:`missing_checkpoints` (None when every file is there): each file,
-        who publishes it, and how to run the other datasets of ``configfiles`` alone."""
-        missing = self.missing_checkpoints()
-        if not missing:
-            return None
-        lines = ["Published checkpoints named in the config are missing (paths from the working directory):"]
-        for run, path in missing:
-            origin = PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors")
-            lines.append(f"  {run.dataset} {run.method} σ = {scale_label(run.sigma)}: {path}\n    from {origin}")
-        datasets = sorted({run.dataset for run, _ in missing})
-        others = [d for d in self.datasets if d not in datasets]
-        lines += [
-            "Download them (docs/protocol.md, 'Published checkpoints', names each file) to these paths, or set "
-            "datasets.<dataset>.checkpoints.<method>.<σ> to where they are.",
-        ]
-        if others:
-            lines += [
-                f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile):",
-                f"  snakemake --cores all --configfile {' '.join(configfiles)} "
-                f"--config 'exclude_datasets=[{','.join(datasets)}]'",
-            ]
-        return "\n".join(lines)
 
     def k_grid(self, dataset: str, method: str, mode: str) -> list[int]:
         """Algorithm 1's snapshot steps K of one (dataset, method, training mode): the dataset's

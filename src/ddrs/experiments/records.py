@@ -173,17 +173,11 @@ class Records(RunGrid):
     def gradient_norm_runs(self, methods: Sequence[str], dataset: str) -> list[Run]:
         """Sun et al. (2024), Table 1: the fixed-σ model at ``sun2024.gradient_norm_sigma`` of each
         of ``methods`` whose method is configured (a matched variant's own model unless it trains
-        exactly as its method)."""
+        exactly as its method: the model of :meth:`study_records`' row)."""
         sigma = self.config.get("sun2024", {}).get("gradient_norm_sigma")
-        runs = []
-        for name in methods:
-            method = get_method(name).name
-            if method not in self.methods or sigma not in self.sigmas(dataset, name):
-                continue
-            run = Run(dataset, name, "fs", sigma)
-            plain = Run(dataset, method, "fs", sigma)
-            runs.append(plain if name != method and self.trains_alike(run, plain) else run)
-        return runs
+        return [
+            Run(r.dataset, r.method, "fs", r.sigma0) for r in self.study_records(methods, dataset) if r.sigma0 == sigma
+        ]
 
     def figure_datasets(self) -> list[str]:
         """Computed datasets with a full method: the figures need their σ logs and test images."""

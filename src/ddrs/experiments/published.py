@@ -1,0 +1,60 @@
+"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models): which are
+missing, and what a user should do about it, said before the DAG is built."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ddrs.experiments.grid import RunGrid
+from ddrs.experiments.layout import Run, scale_label
+from ddrs.methods import get_method
+
+#: where each published checkpoint layout (``ddrs.methods.Method.published_format``) is downloaded from
+PUBLISHED_AT = {
+    "cohen": "Cohen et al. (2019): https://github.com/locuslab/smoothing (its README links the trained models)",
+    "smoothadv": "Salman et al. (2019): https://github.com/Hadisalman/smoothing-adversarial (its README links "
+    "the pretrained models)",
+    "macer": "Zhai et al. (2020): https://github.com/RuntianZ/macer",
+    "rs4a": "Yang et al. (2020): https://github.com/tonyduan/rs4a (its README links the trained models)",
+}
+
+
+def missing_checkpoints(grid: RunGrid) -> list[tuple[Run, str]]:
+    """Every published checkpoint the experiment imports (a configured method's σ₀ on a published
+    dataset) whose file is not there, with its path."""
+    missing = []
+    for dataset in grid.datasets:
+        if not grid.is_published(dataset):
+            continue
+        for method in grid.methods:
+            for sigma in grid.sigmas(dataset, method):
+                path = grid.datasets[dataset]["checkpoints"][method][scale_label(sigma)]
+                if not Path(path).is_file():
+                    missing.append((Run(dataset, method, "fs", sigma), path))
+    return missing
+
+
+def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<config>",)) -> str | None:
+    """What to do about :func:`missing_checkpoints` (None when every file is there): each file, who
+    publishes it, and how to run the other datasets of ``configfiles`` alone."""
+    missing = missing_checkpoints(grid)
+    if not missing:
+        return None
+    lines = ["Published checkpoints named in the config are missing (paths from the working directory):"]
+    for run, path in missing:
+        origin = PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors")
+        lines.append(f"  {run.dataset} {run.method} σ = {scale_label(run.sigma)}: {path}\n    from {origin}")
+    datasets = sorted({run.dataset for run, _ in missing})
+    others = [d for d in grid.datasets if d not in datasets]
+    lines += [
+        "Download them (docs/protocol.md, 'Published checkpoints', names each file) to these paths, or set "
+        "datasets.<dataset>.checkpoints.<method>.<σ> to where they are.",
+    ]
+    if others:
+        lines += [
+            f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile):",
+            f"  snakemake --cores all --configfile {' '.join(configfiles)} "
+            f"--config 'exclude_datasets=[{','.join(datasets)}]'",
+        ]
+    return "\n".join(lines)
