@@ -53,7 +53,8 @@ def shown(frame: pd.DataFrame, measured: Sequence[str], decimals: int) -> pd.Dat
 @write.register
 def _(best: BestTable, outputs: Mapping[str, str], **render: Any) -> None:
     write_table(best.table, outputs["csv"], **render)
-    best.winners.to_csv(outputs["winners"], index=False)
+    with atomic_path(outputs["winners"]) as tmp:
+        best.winners.to_csv(tmp, index=False)
 
 
 @write.register
