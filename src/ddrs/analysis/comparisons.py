@@ -37,7 +37,14 @@ import numpy as np
 import pandas as pd
 
 from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
-from ddrs.analysis.evidence import PER_LOG, Evidence, candidate_arrays, row_evidence, selection_masks
+from ddrs.analysis.evidence import (
+    PER_LOG,
+    Evidence,
+    candidate_arrays,
+    chosen_candidates,
+    row_evidence,
+    selection_masks,
+)
 from ddrs.analysis.records import load_log
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
 from ddrs.analysis.tables import (
@@ -150,7 +157,8 @@ def selection_optimism_table(
         grid = _radii_for(radii, dataset, record.norm)
         certified, radius = candidate_arrays([log for _, log in candidates], grid)
         select, evaluate = selection_masks("held_out", radius.shape[1], seed=inference.seed, dataset=dataset)
-        chosen = [*certified[:, :, select].sum(axis=2).argmax(axis=0), radius[:, select].sum(axis=1).argmax()]
+        by_radius, by_acr = chosen_candidates(certified, radius, select)
+        chosen = [*by_radius, by_acr]
         # candidates × cells × evaluation inputs: each radius's indicators (percent), then the radii
         values = np.concatenate([100 * certified[:, :, evaluate], radius[:, None, evaluate]], axis=1)
         point = values.mean(axis=2)

@@ -74,6 +74,12 @@ def candidate_arrays(logs: Sequence[pd.DataFrame], radii: Sequence[float]) -> tu
     return correct[:, None, :] & (radius[:, None, :] >= grid), radius
 
 
+def chosen_candidates(certified: np.ndarray, radius: np.ndarray, select: np.ndarray) -> tuple[np.ndarray, int]:
+    """The candidate behind each radius cell (most certified on ``select``) and behind
+    ``ACR_per_log`` (best ACR on ``select``); the first candidate on ties."""
+    return certified[:, :, select].sum(axis=2).argmax(axis=0), int(radius[:, select].sum(axis=1).argmax())
+
+
 def selection_masks(selection: str, inputs: int, *, seed: int, dataset: str) -> tuple[np.ndarray, np.ndarray]:
     """(select, evaluate) masks over a dataset's inputs for ``selection`` (see the module docstring)."""
     if selection == "test":
@@ -102,8 +108,7 @@ def row_evidence(
     everything = np.ones(radius.shape[1], dtype=bool)
     select = everything if select is None else select
     evaluate = everything if evaluate is None else evaluate
-    by_radius = certified[:, :, select].sum(axis=2).argmax(axis=0)  # first candidate on ties
-    by_acr = int(radius[:, select].sum(axis=1).argmax())
+    by_radius, by_acr = chosen_candidates(certified, radius, select)
     cells = certified[by_radius, np.arange(len(radii))][:, evaluate]
     if single:
         acr = {SINGLE_ACR: radius[by_acr, evaluate]}
