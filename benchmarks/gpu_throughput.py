@@ -3,13 +3,20 @@
 Random weights (speed does not depend on training). Every figure is seconds per input (CERTIFY,
 Algorithm 1) or images per second (training), best of ``--repeats`` timed runs after one warm-up:
 
-  certify     for CIFAR ResNet-110, CIFAR ResNet-18 and ImageNet ResNet-50, n0 = 100 and ``--n``:
-              ddrs ``certify_batch`` (per-input generators, as ``certify_dataset``) in fp32 and bf16,
-              eager and ``torch.compile``d (:func:`ddrs.device.prepare_classifier`); a Cohen-style
+  certify     for CIFAR ResNet-110, CIFAR ResNet-18 and ImageNet ResNet-50, n0 = 100 and n draws:
+              ddrs ``certify_batch`` (per-input streams, as ``certify_dataset``) in fp32 and bf16,
+              eager and ``torch.compile``d (:func:`ddrs.device.prepare_classifier`), and compiled
+              bf16 with one ``torch.Generator`` per input instead of Philox streams; a Cohen-style
               per-input fp32 loop at batch 400 (``core.Smooth``: repeat, randn, forward, argmax,
               bincount on the host); and the raw ceiling (noise, forward, argmax, bincount on the
-              device, bf16 channels_last, compiled), with the ratios the issue's targets name;
-  algorithm1  DDRS Algorithm 1 (``ddrs.sigma.optimize_sigma``) on CIFAR ResNet-110 to K = ``--k``;
+              device, bf16 channels_last, compiled), with the ratios the issue's targets name.
+              Seconds are per input at n = 100,000: ImageNet is timed at ``--imagenet-n`` draws
+              and scaled (the work is linear in n);
+  algorithm1  DDRS Algorithm 1 (``ddrs.sigma.optimize_sigma``) on CIFAR ResNet-110, n = 1, per input
+              at K = ``--k``: timed over ``--k-timed`` steps and scaled (each step is the same
+              work). "today" is one ``torch.Generator`` per input at the paper config's batch 64
+              with a contiguous model, "now" Philox streams at ``--sigma-batch`` inputs with the
+              model laid out as ``ddrs.sigma_log`` lays it out (channels_last on CUDA);
   training    ResNet-18 Gaussian augmentation steps fed by the trainer's DataLoader settings
               (workers, pinned memory, non-blocking copies) against the same steps on batches
               already on the device.
@@ -17,7 +24,8 @@ Algorithm 1) or images per second (training), best of ``--repeats`` timed runs a
 On CUDA the sizes are the paper's (n = 100,000, K = 1500, batch 256). Without CUDA, or with
 ``--quick``, the sizes are tiny and compilation is skipped (it alone takes longer than the run),
 so CI exercises every path in well under a minute; those figures say nothing about a GPU.
-Run:  python benchmarks/gpu_throughput.py [--quick] [--device cuda] [--json PATH]
+``--sections`` runs some of the figures (a full CUDA run takes longer than ten minutes).
+Run:  python benchmarks/gpu_throughput.py [--quick] [--device cuda] [--sections ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,10 +45,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from ddrs.data import get_info
 from ddrs.device import autocast, prepare_classifier, select_device
 from ddrs.models import build_model
-from ddrs.seeds import Stream, input_generators
+from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, CertifySettings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import certify_batch
+from ddrs.streams import input_streams
 from ddrs.training.losses import cohen_loss
 
 SIGMA, N0, ALPHA, COHEN_BATCH = 0.25, 100, 0.001, 400
@@ -52,15 +61,22 @@ MODELS = (
 )
 
 
+#: CERTIFY's seconds per input are quoted at this many estimation draws
+QUOTED_N = 100_000
+
+
 @dataclass(frozen=True)
 class Sizes:
     """How much work each figure times."""
 
     n: int
+    imagenet_n: int  # ImageNet's draws, scaled to n (a 224² forward pass is 50× a CIFAR one)
     n0: int
     inputs: int
     batch: int | None  # ddrs's forward batch; None: chosen from free memory
     k: int
+    k_timed: int
+    sigma_batch_today: int
     sigma_batch: int
     train_batch: int
     train_steps: int
@@ -69,10 +85,13 @@ class Sizes:
     max_side: int | None  # quick: images no larger than this (ImageNet's 224 shrinks)
 
     @staticmethod
-    def for_run(quick: bool, n: int | None, k: int | None) -> Sizes:
+    def for_run(quick: bool, n: int | None, k: int | None, imagenet_n: int | None, sigma_batch: int | None) -> Sizes:
         if quick:
-            return Sizes(n or 4, 2, 1, 4, k or 1, 1, 4, 2, 1, False, 32)
-        return Sizes(n or 100_000, N0, 2, None, k or 1500, 64, 256, 20, 2, True, None)
+            return Sizes(n or 4, imagenet_n or 4, 2, 1, 4, k or 2, 1, 1, sigma_batch or 2, 4, 2, 1, False, 32)
+        n = n or QUOTED_N
+        return Sizes(
+            n, imagenet_n or 10_000, N0, 2, None, k or 1500, 50, 64, sigma_batch or 1024, 256, 20, 2, True, None
+        )
 
 
 def _sync(device: torch.device) -> None:
@@ -95,13 +114,15 @@ def best_seconds(run: Callable[[], object], device: torch.device, repeats: int) 
     return best
 
 
-def ddrs_certify(model, x, sizes: Sizes, precision: str, device: torch.device) -> None:
-    settings = CertifySettings(n0=sizes.n0, n=sizes.n, alpha=ALPHA, batch_size=sizes.batch, precision=precision)
-    generators = input_generators(0, range(len(x)), Stream.CERTIFY, device)
-    certify_batch(model, x, SIGMA, settings, num_classes=_classes(model, x), generator=generators)
+def ddrs_certify(
+    model, x, sizes: Sizes, n: int, precision: str, device: torch.device, streams: str | None = None
+) -> None:
+    settings = CertifySettings(n0=sizes.n0, n=n, alpha=ALPHA, batch_size=sizes.batch, precision=precision)
+    generator = input_streams(0, range(len(x)), Stream.CERTIFY, device, kind=streams)
+    certify_batch(model, x, SIGMA, settings, num_classes=_classes(model, x), generator=generator)
 
 
-def cohen_certify(model, x, sizes: Sizes) -> None:
+def cohen_certify(model, x, sizes: Sizes, n: int) -> None:
     """Cohen et al.'s ``core.Smooth.certify`` one input at a time: fp32, batch 400, counts on the host."""
 
     def sample(image: torch.Tensor, num: int) -> torch.Tensor:
@@ -117,16 +138,16 @@ def cohen_certify(model, x, sizes: Sizes) -> None:
 
     for image in x:
         c_a = int(sample(image, sizes.n0).argmax())
-        int(sample(image, sizes.n)[c_a])
+        int(sample(image, n)[c_a])
 
 
-def ceiling_certify(model, x, sizes: Sizes, batch: int, precision: str) -> None:
+def ceiling_certify(model, x, sizes: Sizes, n: int, batch: int, precision: str) -> None:
     """The least CERTIFY can do: noise, forward, argmax and counting on the device, one sync at the end."""
     classes = _classes(model, x)
     counts = torch.zeros(len(x), classes, dtype=torch.long, device=x.device)
     with torch.inference_mode(), autocast(x.device, precision):
         for i, image in enumerate(x):
-            for num in (sizes.n0, sizes.n):
+            for num in (sizes.n0, n):
                 while num > 0:
                     size = min(batch, num)
                     num -= size
@@ -153,6 +174,7 @@ def certify_figures(arch: str, dataset: str, sizes: Sizes, device: torch.device)
     shape = get_info(dataset).input_shape
     if sizes.max_side is not None:  # quick: a smaller image (every model here pools adaptively)
         shape = (shape[0], *(min(side, sizes.max_side) for side in shape[1:]))
+    n = sizes.imagenet_n if dataset == "imagenet" else sizes.n
     x = torch.rand(sizes.inputs, *shape, generator=torch.Generator().manual_seed(1)).to(device)
     built = build_model(arch, dataset).eval()
 
@@ -160,56 +182,62 @@ def certify_figures(arch: str, dataset: str, sizes: Sizes, device: torch.device)
         model = copy.deepcopy(built).to(device)
         return prepare_classifier(model, device, memory_format=memory_format, compile=compile)
 
-    per_input = sizes.inputs
+    def per_input(run: Callable[[], object]) -> float:
+        """Seconds per input at n = sizes.n (the work beyond n0 is linear in n)."""
+        return best_seconds(run, device, sizes.repeats) / sizes.inputs * (sizes.n / n)
+
     figures: dict[str, float | None] = {}
     for precision in ("fp32", "bf16"):
-        eager = fresh()
-        figures[f"ddrs_{precision}_eager"] = (
-            best_seconds(lambda m=eager, p=precision: ddrs_certify(m, x, sizes, p, device), device, sizes.repeats)
-            / per_input
-        )
-        if sizes.compile:
-            compiled = fresh(compile=True)
-            figures[f"ddrs_{precision}_compiled"] = (
-                best_seconds(
-                    lambda m=compiled, p=precision: ddrs_certify(m, x, sizes, p, device), device, sizes.repeats
+        for compiled in (False, True):
+            name = f"ddrs_{precision}_{'compiled' if compiled else 'eager'}"
+            if compiled and not sizes.compile:
+                figures[name] = None
+                continue
+            model = fresh(compile=compiled)
+            figures[name] = per_input(lambda m=model, p=precision: ddrs_certify(m, x, sizes, n, p, device))
+            if compiled and precision == "bf16":
+                figures["ddrs_bf16_compiled_generator_streams"] = per_input(
+                    lambda m=model: ddrs_certify(m, x, sizes, n, "bf16", device, streams="generator")
                 )
-                / per_input
-            )
-        else:
-            figures[f"ddrs_{precision}_compiled"] = None
     plain = copy.deepcopy(built).to(device)
-    figures["cohen_fp32_batch400"] = (
-        best_seconds(lambda: cohen_certify(plain, x, sizes), device, sizes.repeats) / per_input
-    )
+    figures["cohen_fp32_batch400"] = per_input(lambda: cohen_certify(plain, x, sizes, n))
     ceiling_model = fresh("channels_last", compile=sizes.compile)
     ceiling_batch = sizes.batch or 4096
-    figures["ceiling_bf16_channels_last" + ("_compiled" if sizes.compile else "_eager")] = (
-        best_seconds(lambda: ceiling_certify(ceiling_model, x, sizes, ceiling_batch, "bf16"), device, sizes.repeats)
-        / per_input
+    figures["ceiling_bf16_channels_last" + ("_compiled" if sizes.compile else "_eager")] = per_input(
+        lambda: ceiling_certify(ceiling_model, x, sizes, n, ceiling_batch, "bf16")
     )
     ours = [value for key, value in figures.items() if key.startswith("ddrs_") and value is not None]
     ceiling = next(value for key, value in figures.items() if key.startswith("ceiling_"))
     figures["best_ddrs_over_ceiling"] = min(ours) / ceiling
     figures["cohen_over_best_ddrs"] = figures["cohen_fp32_batch400"] / min(ours)
+    figures["n_timed"] = n
     return figures
 
 
 def algorithm1_figures(sizes: Sizes, device: torch.device) -> dict[str, float]:
+    """Seconds per input to K = sizes.k, timed over sizes.k_timed steps: today's streams and batch, and now's."""
     torch.manual_seed(0)
-    model = build_model("resnet110", "cifar10").to(device).eval()
+    today = build_model("resnet110", "cifar10").to(device).eval()
+    now = prepare_classifier(copy.deepcopy(today), device, memory_format="auto", compile=False)  # as ddrs.sigma_log
     x = torch.rand(sizes.sigma_batch, 3, 32, 32, generator=torch.Generator().manual_seed(1)).to(device)
-    figures = {}
-    for precision in ("fp32", "bf16"):
-        settings = Algorithm1Settings(sigma0=SIGMA, n=1, steps=(sizes.k,), lr=1e-4, precision=precision)
+    figures: dict[str, float] = {}
+    runs = (("today", today, sizes.sigma_batch_today, "generator"), ("now", now, sizes.sigma_batch, None))
+    for label, model, batch, streams in runs:
+        for precision in ("fp32", "bf16"):
+            settings = Algorithm1Settings(sigma0=SIGMA, n=1, steps=(sizes.k_timed,), lr=1e-4, precision=precision)
 
-        def run(settings=settings):
-            generators = input_generators(0, range(len(x)), Stream.OPTIMIZE, device)
-            optimize_sigma(model, x, settings, generator=generators)
+            def solve(model=model, settings=settings, inputs=x[:batch], streams=streams):
+                generator = input_streams(0, range(len(inputs)), Stream.OPTIMIZE, device, kind=streams)
+                optimize_sigma(model, inputs, settings, generator=generator)
 
-        figures[f"{precision}_s_per_input"] = best_seconds(run, device, sizes.repeats) / len(x)
-    figures["k"] = sizes.k
-    figures["batch"] = sizes.sigma_batch
+            seconds = best_seconds(solve, device, sizes.repeats)
+            figures[f"{label}_{precision}_s_per_input"] = seconds / batch * sizes.k / sizes.k_timed
+        figures[f"{label}_batch"] = batch
+    figures["speedup_fp32"] = figures["today_fp32_s_per_input"] / figures["now_fp32_s_per_input"]
+    figures["speedup_best"] = figures["today_fp32_s_per_input"] / min(
+        figures["now_fp32_s_per_input"], figures["now_bf16_s_per_input"]
+    )
+    figures["k"], figures["k_timed"] = sizes.k, sizes.k_timed
     return figures
 
 
@@ -256,24 +284,39 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
     }
 
 
-def run(quick: bool, device: torch.device, n: int | None = None, k: int | None = None, workers: int = 0) -> dict:
-    sizes = Sizes.for_run(quick, n, k)
-    certify = {name: certify_figures(arch, dataset, sizes, device) for name, arch, dataset in MODELS}
-    return {
+SECTIONS = (*(name for name, _, _ in MODELS), "algorithm1", "training")
+
+
+def run(
+    quick: bool,
+    device: torch.device,
+    sizes: Sizes,
+    workers: int = 0,
+    sections: tuple[str, ...] = SECTIONS,
+) -> dict:
+    certify = {
+        name: certify_figures(arch, dataset, sizes, device) for name, arch, dataset in MODELS if name in sections
+    }
+    figures = {
         "device": str(device),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "quick": quick,
         "sizes": {
             "n0": sizes.n0,
             "n": sizes.n,
+            "imagenet_n_timed": sizes.imagenet_n,
             "inputs": sizes.inputs,
             "batch": sizes.batch or "auto",
             "k": sizes.k,
             "max_image_side": sizes.max_side,
         },  # fmt: skip
         "certify_s_per_input": certify,
-        "algorithm1_resnet110": algorithm1_figures(sizes, device),
-        "training_resnet18": training_figures(sizes, device, workers),
     }
+    if "algorithm1" in sections:
+        figures["algorithm1_resnet110"] = algorithm1_figures(sizes, device)
+    if "training" in sections:
+        figures["training_resnet18"] = training_figures(sizes, device, workers)
+    return figures
 
 
 def main() -> None:
@@ -281,7 +324,10 @@ def main() -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, …")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no compilation (automatic without CUDA)")
     parser.add_argument("--n", type=int, help="CERTIFY's estimation draws (default: 100,000; quick: 4)")
-    parser.add_argument("--k", type=int, help="Algorithm 1's steps (default: 1500; quick: 1)")
+    parser.add_argument("--imagenet-n", type=int, help="ImageNet's draws, scaled to --n (default: 10,000; quick: 4)")
+    parser.add_argument("--k", type=int, help="Algorithm 1's steps (default: 1500; quick: 2)")
+    parser.add_argument("--sigma-batch", type=int, help="Algorithm 1's inputs per batch now (default: 1024; quick: 2)")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=SECTIONS, help="the figures to measure")
     parser.add_argument(
         "--workers", type=int, default=None, help="training DataLoader workers (default: 0 quick, else 7)"
     )
@@ -293,11 +339,13 @@ def main() -> None:
     device = select_device(args.device)
     quick = args.quick or device.type != "cuda"
     workers = args.workers if args.workers is not None else (0 if quick else 7)
-    figures = run(quick, device, args.n, args.k, workers)
+    sizes = Sizes.for_run(quick, args.n, args.k, args.imagenet_n, args.sigma_batch)
+    figures = run(quick, device, sizes, workers, tuple(args.sections))
     for name, values in figures["certify_s_per_input"].items():
         print(name, {key: (round(value, 4) if isinstance(value, float) else value) for key, value in values.items()})
-    print("algorithm1", figures["algorithm1_resnet110"])
-    print("training", figures["training_resnet18"])
+    for section in ("algorithm1_resnet110", "training_resnet18"):
+        if section in figures:
+            print(section, figures[section])
     write_report("gpu_throughput", figures, args.json, threads=torch.get_num_threads())
 
 

@@ -21,10 +21,11 @@ from threadpoolctl import threadpool_limits
 
 from ddrs.memory import memory_certify
 from ddrs.models import build_model
-from ddrs.seeds import Stream, input_generators
+from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import sample_counts
+from ddrs.streams import input_streams
 
 CPU = torch.device("cpu")
 
@@ -45,7 +46,7 @@ def model_and_inputs(arch: str, dataset: str, shape: tuple[int, ...], batch: int
 
 def algorithm1_per_input(model, x, steps: int) -> tuple[float, float]:
     """Seconds per input per step (the default, released objective): all of ``x`` in one batch, and one at a time."""
-    gens = input_generators(0, range(len(x)), Stream.OPTIMIZE, CPU)
+    gens = input_streams(0, range(len(x)), Stream.OPTIMIZE, CPU)
     settings = Algorithm1Settings(sigma0=0.25, steps=(steps,))
 
     def batched():
@@ -61,7 +62,7 @@ def algorithm1_per_input(model, x, steps: int) -> tuple[float, float]:
 
 def certify_per_input_per_sample(model, x, samples: int, noise_batch: int) -> float:
     """Seconds per input per noise sample of CERTIFY's estimation pass (sample_counts)."""
-    gens = input_generators(0, range(len(x)), Stream.CERTIFY, CPU)
+    gens = input_streams(0, range(len(x)), Stream.CERTIFY, CPU)
     elapsed = seconds(lambda: sample_counts(model, x, 0.25, samples, "gaussian", noise_batch, gens))
     return elapsed / len(x) / samples
 

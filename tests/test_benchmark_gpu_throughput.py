@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CERTIFY_FIGURES = {
     "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
-    "ceiling_bf16_channels_last_eager", "best_ddrs_over_ceiling", "cohen_over_best_ddrs",
+    "ceiling_bf16_channels_last_eager", "best_ddrs_over_ceiling", "cohen_over_best_ddrs", "n_timed",
 }  # fmt: skip
 
 
@@ -28,7 +28,9 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
         assert values["ddrs_fp32_compiled"] is None  # quick mode does not compile
         assert all(values[key] > 0 for key in CERTIFY_FIGURES if values[key] is not None), name
     algorithm1 = figures["algorithm1_resnet110"]
-    assert algorithm1["fp32_s_per_input"] > 0 and algorithm1["bf16_s_per_input"] > 0
+    for when in ("today", "now"):
+        assert algorithm1[f"{when}_fp32_s_per_input"] > 0 and algorithm1[f"{when}_bf16_s_per_input"] > 0
+    assert algorithm1["speedup_fp32"] == algorithm1["today_fp32_s_per_input"] / algorithm1["now_fp32_s_per_input"]
     training = figures["training_resnet18"]
     assert training["ddrs_img_per_s"] > 0 and training["plain_on_device_img_per_s"] > 0
     assert training["ratio"] == training["ddrs_img_per_s"] / training["plain_on_device_img_per_s"]

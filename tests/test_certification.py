@@ -11,6 +11,8 @@ from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
 from ddrs.settings import CertifySettings
 
 NUM_INPUTS = 11
+#: the devices whose rows must not depend on batching or interruption (CUDA draws Philox streams)
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 
 
 def tiny_model() -> nn.Module:
@@ -29,10 +31,10 @@ def tiny_dataset() -> list[tuple[torch.Tensor, int]]:
 SETTINGS = dict(noise="gaussian", n0=20, n=150, alpha=0.01, batch_size=64, seed=3)
 
 
-def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=None, **changes):
+def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=None, device="cpu", **changes):
     settings = CertifySettings(**{**SETTINGS, **changes})
     return certify_dataset(
-        model,
+        model.to(device),
         tiny_dataset(),
         list(indices),
         scales,
@@ -40,6 +42,7 @@ def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=Non
         settings,
         num_classes=3,
         extra_columns=extra_columns,
+        device=device,
         progress=False,
     )
 
@@ -62,21 +65,23 @@ def test_log_round_trips_through_read_log(tmp_path):
     assert not partial_path(out).exists()
 
 
-def test_rows_do_not_depend_on_how_inputs_are_batched(tmp_path):
-    one = certify(tiny_model(), tmp_path / "one.tsv", inputs_per_call=1)
-    many = certify(tiny_model(), tmp_path / "many.tsv", inputs_per_call=4)
+@pytest.mark.parametrize("device", DEVICES)
+def test_rows_do_not_depend_on_how_inputs_are_batched(tmp_path, device):
+    one = certify(tiny_model(), tmp_path / "one.tsv", inputs_per_call=1, device=device)
+    many = certify(tiny_model(), tmp_path / "many.tsv", inputs_per_call=4, device=device)
     pd.testing.assert_frame_equal(rows(one), rows(many))
 
 
-def test_resume_after_a_crash_equals_an_uninterrupted_run(tmp_path):
-    reference = certify(tiny_model(), tmp_path / "reference.tsv")
+@pytest.mark.parametrize("device", DEVICES)
+def test_resume_after_a_crash_equals_an_uninterrupted_run(tmp_path, device):
+    reference = certify(tiny_model(), tmp_path / "reference.tsv", device=device)
     out = tmp_path / "log.tsv"
     with pytest.raises(RuntimeError, match="simulated crash"):
-        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2, device=device)
     assert not out.exists()
     written = read_log(partial_path(out))
     assert 0 < len(written) < NUM_INPUTS
-    resumed = certify(tiny_model(), out, inputs_per_call=3)
+    resumed = certify(tiny_model(), out, inputs_per_call=3, device=device)
     pd.testing.assert_frame_equal(rows(resumed), rows(reference))
     # the resumed run kept the rows of the crashed one, time included
     pd.testing.assert_frame_equal(read_log(resumed).iloc[: len(written)], written)

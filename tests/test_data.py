@@ -6,6 +6,7 @@ import hashlib
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -305,6 +306,8 @@ def test_a_source_tree_run_without_the_installed_package_saves_and_reads_its_spl
         return version(name)
 
     monkeypatch.setattr(split_cache, "version", uninstalled)
+    # the source tree's pyproject, wherever the package under test is installed (a wheel, on the GPU machine)
+    monkeypatch.setattr(split_cache, "PYPROJECT", Path(__file__).resolve().parents[1] / "pyproject.toml")
     assert f"ddrs=={version('ddrs')}" in split_cache.makers().tolist()  # the installed one agrees
     saved = save_arrays("digits", root=tmp_path, seed=0)
     monkeypatch.setattr(embedded, "_stratified_split", lambda *args: pytest.fail("the saved split was rebuilt"))

@@ -14,10 +14,11 @@ from ddrs.cli import main
 from ddrs.data import TensorImages
 from ddrs.errors import LogFormatError
 from ddrs.logs import partial_path
-from ddrs.seeds import Stream, input_generators
+from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, GridSearchSettings
 from ddrs.sigma import smoothed_top_class
 from ddrs.sigma_log import grid_search_dataset, optimize_dataset, read_sigma_log
+from ddrs.streams import input_streams
 
 
 def test_sigma_log_uses_the_smoothed_prediction_not_the_label(digits_model, digits_data, tmp_path):
@@ -38,7 +39,7 @@ def test_sigma_log_uses_the_smoothed_prediction_not_the_label(digits_model, digi
         noise="gaussian",
         n0=50,
         batch_size=400,
-        generator=input_generators(0, indices, Stream.SELECTION, torch.device("cpu")),
+        generator=input_streams(0, indices, Stream.SELECTION, torch.device("cpu")),
     )
     assert log["c_a"].tolist() == expected.tolist()
     assert (log["c_a"] != pd.Series(wrong.targets)).sum() >= 6  # the model is ~95% accurate on true labels

@@ -2,7 +2,7 @@
 
 Rows go to ``<out>.partial`` through :class:`ddrs.logs.LogWriter` as soon as they are certified; a
 rerun skips the ``idx`` already there, and the finished log is renamed into place. Every input's
-noise comes from its own generator seeded from ``(seed, idx)``, so a row never depends on how the
+noise comes from its own stream keyed by ``(seed, idx)`` (:mod:`ddrs.streams`), so a row never depends on how the
 run was batched or where it was interrupted: a resumed run writes the rows an uninterrupted one
 would have written.
 """
@@ -24,9 +24,10 @@ from tqdm.auto import tqdm
 from ddrs.device import auto_batch_size, prepare_classifier
 from ddrs.logs import COHEN_COLUMNS, LogWriter
 from ddrs.noise import get_noise
-from ddrs.seeds import Stream, input_generators
+from ddrs.seeds import Stream
 from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
 from ddrs.smoothing import certify_batch
+from ddrs.streams import default_stream_kind, input_streams
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
@@ -101,6 +102,7 @@ def certify_dataset(
         **settings.resume_settings(),
         "memory_format": resolve_memory_format(settings.memory_format, device.type),
         "noise": noise,
+        "streams": default_stream_kind(device),
         "scales": sorted(scale_of.items()) if isinstance(scales, Mapping) else float(scales),
         **extra_columns,
         **(provenance or {}),
@@ -122,9 +124,9 @@ def certify_dataset(
                 x = x.pin_memory()
             x = x.to(device, non_blocking=True)
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
-            generators = input_generators(settings.seed, group, Stream.CERTIFY, device)
+            streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(classifier, x, scale, settings, num_classes=num_classes, generator=generators)
+            result = certify_batch(classifier, x, scale, settings, num_classes=num_classes, generator=streams)
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,

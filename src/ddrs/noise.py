@@ -7,6 +7,7 @@ through the same code. Noise is added in pixel space; normalisation is the model
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import torch
@@ -34,6 +35,11 @@ class SmoothingNoise(ABC):
     def unit(self, shape: torch.Size, *, generator: torch.Generator | None, device, dtype) -> Tensor:
         """Draw ε̂ from the scale-1 member (N(0, I) or U[-1, 1]^d); ε = scale · ε̂ (DDRS Eq. 3/4)."""
 
+    @abstractmethod
+    def from_uniforms(self, u: Tensor) -> Tensor:
+        """ε̂ from uniforms on (0, 1) of shape ``(..., 2m)``, one value each: the counter-based streams'
+        transform (:class:`ddrs.streams.PhiloxStreams`)."""
+
     def perturb(self, x: Tensor, scale: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
         """Return ``x + scale · ε̂`` with one scale per input (the reparameterisation of DDRS Eq. 3)."""
         eps = self.unit(x.shape, generator=generator, device=x.device, dtype=x.dtype)
@@ -57,6 +63,12 @@ class Gaussian(SmoothingNoise):
     def unit(self, shape, *, generator, device, dtype):
         return torch.randn(shape, generator=generator, device=device, dtype=dtype)
 
+    def from_uniforms(self, u):
+        """Box–Muller, pairwise: (u₁, u₂) → √(−2 ln u₁)·(cos 2πu₂, sin 2πu₂)."""
+        radius = torch.sqrt(-2.0 * torch.log(u[..., 0::2]))
+        angle = (2.0 * math.pi) * u[..., 1::2]
+        return torch.stack((radius * torch.cos(angle), radius * torch.sin(angle)), dim=-1).flatten(-2)
+
     def radius(self, p_a_lower, scale):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
         return torch.as_tensor(scale, dtype=torch.float64) * torch.special.ndtri(p)
@@ -78,6 +90,9 @@ class Uniform(SmoothingNoise):
 
     def unit(self, shape, *, generator, device, dtype):
         return torch.rand(shape, generator=generator, device=device, dtype=dtype) * 2 - 1
+
+    def from_uniforms(self, u):
+        return u * 2 - 1
 
     def radius(self, p_a_lower, scale):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)

@@ -1,24 +1,16 @@
 """Seeds derived from the config's one seed, so every random draw is reproducible.
 
-Each test input gets its own generators, keyed by ``(seed, idx, stream)``: results do not depend
-on how inputs were batched or on where an interrupted run resumed. The streams are independent;
+Each test input gets its own random streams, keyed by ``(seed, idx, stream)`` (:mod:`ddrs.streams`):
+results do not depend on how inputs were batched or on where an interrupted run resumed. The streams are independent;
 in particular CERTIFY's draws never reuse the draws that chose σ*ₓ, which the data-dependent
 certificate needs to stay sound (DDRS §3.5).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
 import numpy as np
-import torch
-
-from ddrs.device import make_generator
-
-#: The randomness of a batch: one generator shared by all its inputs, or one generator per input
-#: (then an input's draws never depend on which other inputs share the batch).
-Generators = torch.Generator | Sequence[torch.Generator]
 
 
 class Stream(IntEnum):
@@ -32,10 +24,3 @@ class Stream(IntEnum):
 def derived_seed(seed: int, *keys: int) -> int:
     """A well-mixed 64-bit seed for the stream ``keys`` of run ``seed`` (numpy's SeedSequence)."""
     return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0])
-
-
-def input_generators(
-    seed: int, indices: Iterable[int], stream: Stream, device: torch.device | str
-) -> list[torch.Generator]:
-    """One generator per test input ``idx``, seeded from ``(seed, idx, stream)``."""
-    return [make_generator(derived_seed(seed, idx, stream), torch.device(device)) for idx in indices]

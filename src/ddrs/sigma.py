@@ -41,9 +41,9 @@ from torch import Tensor, nn
 
 from ddrs.device import autocast
 from ddrs.noise import SmoothingNoise, get_noise
-from ddrs.seeds import Generators
 from ddrs.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
 from ddrs.smoothing import sample_counts
+from ddrs.streams import Generators, as_streams
 
 
 def _noise(noise: str | SmoothingNoise) -> SmoothingNoise:
@@ -53,16 +53,6 @@ def _noise(noise: str | SmoothingNoise) -> SmoothingNoise:
 def _check_positive(name: str, value) -> None:
     if not torch.all(torch.as_tensor(value) > 0):
         raise ValueError(f"{name} must be > 0, got {value}")
-
-
-def unit_noise(noise: SmoothingNoise, generator: Generators, batch: int, n: int, like: Tensor) -> Tensor:
-    """ε̂ of shape ``(batch, n, *like.shape[1:])``: from one generator, or one generator per input."""
-    shape = (n, *like.shape[1:])
-    if isinstance(generator, torch.Generator):
-        return noise.unit((batch, *shape), generator=generator, device=like.device, dtype=like.dtype)
-    if len(generator) != batch:
-        raise ValueError(f"got {len(generator)} generators for {batch} inputs")
-    return torch.stack([noise.unit(shape, generator=g, device=like.device, dtype=like.dtype) for g in generator])
 
 
 @contextlib.contextmanager
@@ -177,13 +167,15 @@ def optimize_sigma(
     c_a = None if c_a is None else c_a.to(x.device)
     scale = torch.as_tensor(sigma0, dtype=x.dtype, device=x.device).expand(batch).clone()
     snapshots = x.new_empty(len(steps), batch)
-    with _eval_mode(model):
+    streams = as_streams(generator, batch)
+    # one autocast region around all K steps: its cache keeps the low-precision weights across steps
+    with _eval_mode(model), autocast(x.device, settings.precision):
         for k in range(steps[-1] + 1):
             if k in steps:
                 snapshots[steps.index(k)] = scale
             if k == steps[-1]:
                 break
-            unit = unit_noise(noise, generator, batch, settings.n, x)
+            unit = streams.draw_each(noise, settings.n, x)
             scale_var = scale.detach().requires_grad_(True)
             psi = expected_softmax(model, x, scale_var, unit, settings.precision)
             radius = radius_objective(psi, scale_var, noise, objective=objective, clamp=clamp, c_a=c_a)
@@ -225,10 +217,11 @@ def grid_search_sigma(
     c_a = None if c_a is None else c_a.to(x.device)
     best_value = torch.full((batch,), -torch.inf, device=x.device)
     best_index = torch.zeros(batch, dtype=torch.long, device=x.device)
+    streams = as_streams(generator, batch)
     with _eval_mode(model), torch.no_grad():
         for index, value in enumerate(grid.to(x.dtype)):
             scale = value.expand(batch)
-            psi = expected_softmax(model, x, scale, unit_noise(noise, generator, batch, n, x), settings.precision)
+            psi = expected_softmax(model, x, scale, streams.draw_each(noise, n, x), settings.precision)
             radius = radius_objective(psi, scale, noise, objective=objective, clamp=clamp, c_a=c_a).float()
             better = radius > best_value
             best_value = torch.where(better, radius, best_value)

@@ -25,9 +25,11 @@ from tqdm import tqdm
 from ddrs.errors import LogFormatError
 from ddrs.logs import LogWriter
 from ddrs.noise import get_noise
-from ddrs.seeds import Stream, input_generators
+from ddrs.device import prepare_classifier
+from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
 from ddrs.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
+from ddrs.streams import InputStreams, default_stream_kind, input_streams
 
 #: The columns every σ log starts with; the scale columns follow.
 KEY_COLUMNS = ("idx", "c_a")
@@ -77,8 +79,8 @@ def read_sigma_log(path: str | os.PathLike, k: int | None = None, *, column: str
     return dict(zip(idx.astype(int).tolist(), scale.astype(float).tolist(), strict=True))
 
 
-#: ``solve(x, c_a, generators)`` → scales ``(columns, B)`` for a batch of inputs.
-Solver = Callable[[Tensor, Tensor, list[torch.Generator]], Tensor]
+#: ``solve(x, c_a, streams)`` → scales ``(columns, B)`` for a batch of inputs.
+Solver = Callable[[Tensor, Tensor, InputStreams], Tensor]
 
 
 def _run_dataset(
@@ -98,13 +100,16 @@ def _run_dataset(
 
     ``settings.batch`` inputs are solved together; c_A is counted ``max(n0, batch · n)`` noisy
     images per forward pass. The settings and ``provenance`` (e.g. the checkpoint's digest)
-    decide whether a partial σ log from an earlier run resumes.
+    decide whether a partial σ log from an earlier run resumes, with the kind of random stream the
+    device draws from (:func:`ddrs.streams.default_stream_kind`).
     """
     noise = get_noise(settings.noise)
     device = torch.device(device)
-    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns), {**settings.resume_settings(), **(provenance or {})})
+    resume_settings = {**settings.resume_settings(), "streams": default_stream_kind(device), **(provenance or {})}
+    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns), resume_settings)
     todo = [idx for idx in indices if idx not in writer.done]
-    model = model.to(device)
+    # channels_last weights on CUDA: cuDNN then runs every convolution channels-last (the inputs follow)
+    model = prepare_classifier(model.to(device), device, memory_format="auto", compile=False)
     for start in tqdm(range(0, len(todo), settings.batch), desc=Path(out_path).name, disable=None):
         chunk = todo[start : start + settings.batch]
         x = torch.stack([dataset[idx][0] for idx in chunk]).to(device, non_blocking=True)
@@ -116,10 +121,10 @@ def _run_dataset(
             noise=noise,
             n0=settings.n0,
             batch_size=max(settings.n0, settings.batch * settings.n),
-            generator=input_generators(settings.seed, chunk, Stream.SELECTION, device),
+            generator=input_streams(settings.seed, chunk, Stream.SELECTION, device),
             precision=settings.precision,
         )
-        sigmas = solve(x, c_a, input_generators(settings.seed, chunk, Stream.OPTIMIZE, device)).cpu()
+        sigmas = solve(x, c_a, input_streams(settings.seed, chunk, Stream.OPTIMIZE, device)).cpu()
         for row, idx in enumerate(chunk):
             writer.write({"idx": idx, "c_a": int(c_a[row]), **dict(zip(columns, sigmas[:, row].tolist(), strict=True))})
     return writer.finish()

@@ -4,10 +4,10 @@ Every input carries its own smoothing scale (σ for Gaussian noise, half-width �
 noise), so fixed-scale certification and DDRS's data-dependent certification (§3.4) share one
 code path. Noise is drawn with :mod:`ddrs.noise` in pixel space.
 
-Randomness: ``generator`` is either one ``torch.Generator`` shared by the whole batch or one
-generator per input. With one generator per input, the draws an input sees depend only on its
-own generator, never on which other inputs share the batch, so batched and one-at-a-time runs
-agree exactly (what resumable certification relies on).
+Randomness: ``generator`` is one ``torch.Generator`` shared by the whole batch, or one stream per
+input (:mod:`ddrs.streams`; a list of generators is one per input). With a stream per input, the
+draws an input sees depend only on its own stream, never on which other inputs share the batch,
+so batched and one-at-a-time runs agree exactly (what resumable certification relies on).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ddrs.binomial import clopper_pearson_lower
 from ddrs.device import auto_batch_size, autocast
 from ddrs.logs import ABSTAIN
 from ddrs.noise import SmoothingNoise, get_noise
-from ddrs.seeds import Generators
 from ddrs.settings import CertifySettings, resolve_memory_format, validate_certify_args
+from ddrs.streams import Generators, as_streams
 
 
 class CertifyResult(NamedTuple):
@@ -97,14 +97,7 @@ def sample_counts(
     num_inputs = x.shape[0]
     if num_inputs == 0:
         raise ValueError("x holds no inputs (batch dimension 0)")
-    per_input = generator is not None and not isinstance(generator, torch.Generator)
-    if per_input and len(generator) != num_inputs:
-        raise ValueError(f"got {len(generator)} generators for {num_inputs} inputs")
-
-    def unit(draws: int, i: int) -> Tensor:
-        source = generator[i] if per_input else generator
-        return noise.unit((draws, *x.shape[1:]), generator=source, device=x.device, dtype=x.dtype)
-
+    streams = as_streams(generator, num_inputs)
     passes = _schedule(num_inputs, num, batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
     shape = (-1, *([1] * (x.ndim - 1)))
@@ -113,12 +106,12 @@ def sample_counts(
     with torch.inference_mode(), autocast(x.device, precision):
         for blocks in passes:
             draws = sum(size for _, size in blocks)
+            eps = streams.draw(noise, blocks, x)
             if len(blocks) == 1:
                 i = blocks[0][0]
-                batch = unit(draws, i).mul_(scales[i]).add_(x[i])
+                batch = eps.mul_(scales[i]).add_(x[i])
                 offset = i
             else:
-                eps = torch.cat([unit(size, i) for i, size in blocks]) if per_input else unit(draws, -1)
                 rows = next(mixed_rows)
                 batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
                 offset = rows

@@ -1,0 +1,189 @@
+"""Where a batch's smoothing noise ε̂ comes from: one independent random stream per test input.
+
+Every input ``idx`` of a run draws from its own stream keyed by ``(seed, idx, purpose)``
+(:func:`ddrs.seeds.derived_seed`, :class:`ddrs.seeds.Stream`), so its noise never depends on which
+inputs share a batch or on where an interrupted run resumed. Two kinds of stream give this:
+
+- :class:`GeneratorStreams`, one ``torch.Generator`` per input: the CPU's streams (mt19937 is fast
+  there, and one call per input costs nothing beside the forward passes);
+- :class:`PhiloxStreams`, counter-based (:mod:`ddrs.philox`): the CUDA streams. All inputs' draws
+  are one set of tensor ops, so Algorithm 1 at batch 1,024 pays no 1,024 generator launches per
+  step, and draw ``j`` of an input is the same whatever the forward batch size.
+
+The two draw different numbers for the same key (as torch's CPU and CUDA generators do), so CPU
+and CUDA certificates differ within their statistical error. :class:`SharedGenerator` is one
+generator for the whole batch (training, where inputs need no streams of their own).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+import torch
+from torch import Tensor
+
+from ddrs.device import make_generator
+from ddrs.noise import SmoothingNoise
+from ddrs.philox import keyed_uniforms, split_key
+from ddrs.seeds import Stream, derived_seed
+
+#: Blocks of draws in a forward pass: ``(input, count)`` pairs, each the input's next ``count`` draws.
+Blocks = Sequence[tuple[int, int]]
+
+
+class InputStreams(ABC):
+    """The noise source of a batch of inputs ``x`` of shape ``(B, *sample_shape)``."""
+
+    @abstractmethod
+    def draw(self, noise: SmoothingNoise, blocks: Blocks, x: Tensor) -> Tensor:
+        """ε̂ for ``blocks``, concatenated in order: ``(Σ count, *x.shape[1:])`` on ``x``'s device and dtype."""
+
+    def draw_each(self, noise: SmoothingNoise, count: int, x: Tensor) -> Tensor:
+        """The next ``count`` draws of every input: ``(B, count, *x.shape[1:])``."""
+        return self.draw(noise, [(i, count) for i in range(len(x))], x).view(len(x), count, *x.shape[1:])
+
+
+class SharedGenerator(InputStreams):
+    """One generator (or torch's global one, ``None``) for all inputs: draws depend on the batch."""
+
+    def __init__(self, generator: torch.Generator | None):
+        self.generator = generator
+
+    def draw(self, noise, blocks, x):
+        shape = (sum(count for _, count in blocks), *x.shape[1:])
+        return noise.unit(shape, generator=self.generator, device=x.device, dtype=x.dtype)
+
+    def draw_each(self, noise, count, x):
+        return noise.unit((len(x), count, *x.shape[1:]), generator=self.generator, device=x.device, dtype=x.dtype)
+
+
+class GeneratorStreams(InputStreams):
+    """One ``torch.Generator`` per input; each block is one call to its input's generator."""
+
+    def __init__(self, generators: Sequence[torch.Generator]):
+        self.generators = list(generators)
+
+    def __len__(self) -> int:
+        return len(self.generators)
+
+    def draw(self, noise, blocks, x):
+        parts = [
+            noise.unit((count, *x.shape[1:]), generator=self.generators[i], device=x.device, dtype=x.dtype)
+            for i, count in blocks
+        ]
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def keyed_unit(noise: SmoothingNoise, key: Tensor, draw: Tensor, numel: int) -> Tensor:
+    """ε̂ of draws ``draw`` under ``key`` (:func:`ddrs.philox.keyed_uniforms`), flat: ``draw.shape + (numel,)``."""
+    return noise.from_uniforms(keyed_uniforms(key, draw, numel))[..., :numel]
+
+
+@cache
+def compiled_keyed_unit():
+    """:func:`keyed_unit` through ``torch.compile``: one fused kernel per pass on CUDA, built once per process."""
+    return torch.compile(keyed_unit, dynamic=True)
+
+
+class PhiloxStreams(InputStreams):
+    """Counter-based streams: input ``i``'s draw ``j`` is Philox4x32-10 under key ``keys[i]`` at counter ``j``.
+
+    Each input's position advances by the draws it takes, like a generator's state, so CERTIFY's
+    selection draws and estimation draws are disjoint parts of one stream. ``compile`` fuses the
+    generator into one kernel (worth it for CERTIFY's large passes on CUDA, where the eager ops
+    would move ~400 bytes per noise value).
+    """
+
+    def __init__(self, keys: Iterable[int], device: torch.device | str, *, compile: bool = False):
+        self.keys = torch.tensor([split_key(int(key)) for key in keys], dtype=torch.int64, device=device)
+        self.position = [0] * len(self.keys)
+        self._unit = compiled_keyed_unit() if compile else keyed_unit
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def _take(self, i: int, count: int) -> int:
+        start = self.position[i]
+        self.position[i] += count
+        return start
+
+    def draw(self, noise, blocks, x):
+        numel = math.prod(x.shape[1:])
+        if len(blocks) == 1:
+            ((i, count),) = blocks
+            key, draw = self.keys[i], torch.arange(count, device=x.device) + self._take(i, count)
+        else:
+            rows = torch.repeat_interleave(*(torch.tensor(column) for column in zip(*blocks, strict=True)))
+            draw = torch.cat([torch.arange(count) + self._take(i, count) for i, count in blocks])
+            rows, draw = (_to_device(t, x.device) for t in (rows, draw))
+            key = self.keys[rows]
+        return self._unit(noise, key, draw, numel).view(-1, *x.shape[1:]).to(x.dtype)
+
+    def draw_each(self, noise, count, x):
+        starts = [self._take(i, count) for i in range(len(x))]
+        offsets = torch.arange(count, device=x.device)
+        if len(set(starts)) == 1:
+            draw = offsets + starts[0]
+        else:
+            draw = _to_device(torch.tensor(starts)[:, None], x.device) + offsets
+        unit = self._unit(noise, self.keys[:, None, :], draw, math.prod(x.shape[1:]))
+        return unit.view(len(x), count, *x.shape[1:]).to(x.dtype)
+
+
+def _to_device(host: Tensor, device: torch.device) -> Tensor:
+    """A host tensor on ``device`` through a non-blocking copy (pinned first on CUDA)."""
+    if device.type == "cuda":
+        host = host.pin_memory()
+    return host.to(device, non_blocking=True)
+
+
+#: noise sources the sampling functions accept: streams, one generator, or one generator per input
+Generators = InputStreams | torch.Generator | Sequence[torch.Generator]
+
+
+def as_streams(source: Generators | None, num_inputs: int) -> InputStreams:
+    """``source`` as streams for ``num_inputs`` inputs (a list of generators: one per input)."""
+    if source is None or isinstance(source, torch.Generator):
+        return SharedGenerator(source)
+    if not isinstance(source, InputStreams):
+        source = GeneratorStreams(source)
+    if not isinstance(source, SharedGenerator) and len(source) != num_inputs:
+        raise ValueError(f"got {len(source)} generators for {num_inputs} inputs")
+    return source
+
+
+#: which kind of stream each device draws from unless told
+STREAM_KINDS = ("generator", "philox")
+
+
+def default_stream_kind(device: torch.device | str) -> str:
+    """``philox`` on CUDA, ``generator`` elsewhere (see the module docstring)."""
+    return "philox" if torch.device(device).type == "cuda" else "generator"
+
+
+def input_streams(
+    seed: int,
+    indices: Iterable[int],
+    stream: Stream,
+    device: torch.device | str,
+    *,
+    kind: str | None = None,
+    compile: bool | None = None,
+) -> InputStreams:
+    """The ``stream`` of every test input ``idx`` in ``indices`` under run ``seed``, keyed by ``(seed, idx, stream)``.
+
+    ``kind`` (:data:`STREAM_KINDS`; default :func:`default_stream_kind`) chooses the generator;
+    ``compile`` (default: on CUDA) fuses Philox into one kernel (ignored by per-input generators).
+    """
+    device = torch.device(device)
+    kind = kind or default_stream_kind(device)
+    compile = device.type == "cuda" if compile is None else compile
+    keys = [derived_seed(seed, idx, stream) for idx in indices]
+    if kind == "philox":
+        return PhiloxStreams(keys, device, compile=compile)
+    if kind == "generator":
+        return GeneratorStreams([make_generator(key, device) for key in keys])
+    raise ValueError(f"unknown stream kind {kind!r}; choose one of {list(STREAM_KINDS)}")

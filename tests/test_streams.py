@@ -1,0 +1,140 @@
+"""Per-input random streams (ddrs.streams) and the counter-based generator behind them (ddrs.philox)."""
+
+import pytest
+import torch
+from scipy import stats
+
+from ddrs.noise import get_noise
+from ddrs.philox import philox4x32
+from ddrs.seeds import Stream
+from ddrs.settings import Algorithm1Settings
+from ddrs.sigma import optimize_sigma
+from ddrs.smoothing import sample_counts
+from ddrs.streams import GeneratorStreams, PhiloxStreams, default_stream_kind, input_streams
+
+CPU = torch.device("cpu")
+DEVICES = [CPU] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+GAUSSIAN, UNIFORM = get_noise("gaussian"), get_noise("uniform")
+
+#: Random123's known-answer vectors for philox4x32_10 (kat_vectors): counter, key, output
+KNOWN_ANSWERS = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+@pytest.mark.parametrize(("counter", "key", "expected"), KNOWN_ANSWERS)
+def test_philox_matches_random123_known_answers(counter, key, expected, device):
+    words = philox4x32(
+        tuple(torch.tensor([c], device=device) for c in counter), tuple(torch.tensor([k], device=device) for k in key)
+    )
+    assert [int(w) for w in words] == list(expected)
+
+
+def x_batch(batch: int = 3, shape=(2, 3, 3)) -> torch.Tensor:
+    return torch.rand(batch, *shape, generator=torch.Generator().manual_seed(5))
+
+
+@pytest.mark.parametrize("noise", [GAUSSIAN, UNIFORM], ids=lambda n: n.name)
+def test_an_inputs_draws_do_not_depend_on_the_batch_or_the_block_sizes(noise):
+    x = x_batch()
+    together = input_streams(0, [10, 11, 12], Stream.CERTIFY, CPU, kind="philox")
+    drawn = together.draw(noise, [(0, 3), (1, 5), (2, 2), (1, 4)], x)
+    alone = input_streams(0, [11], Stream.CERTIFY, CPU, kind="philox")
+    first, second = (alone.draw(noise, [(0, size)], x[1:2]) for size in (2, 7))  # other block sizes
+    assert torch.equal(drawn[3:8], torch.cat([first, second])[:5])
+    assert torch.equal(drawn[10:14], torch.cat([first, second])[5:9])
+    each = input_streams(0, [10, 11, 12], Stream.CERTIFY, CPU, kind="philox").draw_each(noise, 3, x)
+    assert torch.equal(each[0], drawn[:3]) and torch.equal(each[1], drawn[3:6])
+
+
+def test_streams_differ_by_input_purpose_and_seed():
+    x = x_batch(1)
+    draws = [
+        input_streams(seed, [idx], stream, CPU, kind="philox").draw(GAUSSIAN, [(0, 4)], x)
+        for seed, idx, stream in [
+            (0, 1, Stream.CERTIFY),
+            (0, 2, Stream.CERTIFY),
+            (0, 1, Stream.OPTIMIZE),
+            (1, 1, Stream.CERTIFY),
+        ]
+    ]
+    for i in range(len(draws)):
+        for j in range(i):
+            assert not torch.allclose(draws[i], draws[j])
+
+
+def test_philox_gaussian_and_uniform_noise_have_their_distributions():
+    x = torch.zeros(2, 1, 50, 50)  # 2,500 values a draw
+    streams = input_streams(3, [0, 1], Stream.CERTIFY, CPU, kind="philox")
+    gaussian = streams.draw_each(GAUSSIAN, 40, x)  # 100,000 values per input
+    for values in gaussian.flatten(1):
+        assert stats.kstest(values.double().numpy(), "norm").pvalue > 1e-3
+    assert abs(float(torch.corrcoef(gaussian.flatten(1))[0, 1])) < 0.02  # the two inputs are unrelated
+    uniform = streams.draw_each(UNIFORM, 40, x).flatten()
+    assert stats.kstest(uniform.double().numpy(), stats.uniform(-1, 2).cdf).pvalue > 1e-3
+    assert float(uniform.abs().max()) < 1
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(18, 4)
+        torch.nn.init.normal_(self.layer.weight, generator=torch.Generator().manual_seed(0))
+
+    def forward(self, x):
+        return self.layer(x.flatten(1))
+
+
+def test_counts_with_philox_streams_do_not_depend_on_batching_or_forward_batch_size():
+    model, x = Linear().eval(), x_batch()
+
+    def counts(indices, rows, batch_size):
+        streams = input_streams(0, indices, Stream.CERTIFY, CPU, kind="philox")
+        return sample_counts(model, x[rows], 0.5, 50, GAUSSIAN, batch_size, streams)
+
+    together = counts([10, 11, 12], slice(None), 16)
+    assert together.sum(dim=1).tolist() == [50, 50, 50]
+    for i in range(3):
+        for batch_size in (7, 50, 64):
+            assert torch.equal(counts([10 + i], slice(i, i + 1), batch_size)[0], together[i])
+
+
+def test_algorithm1_with_philox_streams_solves_each_input_as_if_alone():
+    model, x = Linear().eval(), x_batch()
+    settings = Algorithm1Settings(sigma0=0.3, n=4, steps=(0, 5), lr=0.01)
+    together = optimize_sigma(
+        model, x, settings, generator=input_streams(0, [4, 5, 6], Stream.OPTIMIZE, CPU, kind="philox")
+    )
+    for i in range(3):
+        alone = optimize_sigma(
+            model, x[i : i + 1], settings, generator=input_streams(0, [4 + i], Stream.OPTIMIZE, CPU, kind="philox")
+        )
+        torch.testing.assert_close(alone[:, 0], together[:, i], rtol=1e-5, atol=0)
+
+
+def test_each_device_gets_its_kind_of_stream_and_bad_kinds_are_named():
+    assert default_stream_kind("cpu") == "generator" and default_stream_kind("cuda") == "philox"
+    assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU), GeneratorStreams)
+    assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU, kind="philox"), PhiloxStreams)
+    with pytest.raises(ValueError, match="unknown stream kind 'mt'"):
+        input_streams(0, [1], Stream.CERTIFY, CPU, kind="mt")
+    with pytest.raises(ValueError, match="got 2 generators for 3 inputs"):
+        sample_counts(Linear().eval(), x_batch(), 0.5, 4, GAUSSIAN, 8, input_streams(0, [1, 2], Stream.CERTIFY, CPU))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("compile", [False, True], ids=["eager", "compiled"])
+def test_cuda_philox_draws_the_cpus_values(compile):
+    cuda = torch.device("cuda")
+    x = x_batch()
+    blocks = [(0, 3), (2, 5), (1, 2)]
+    on_cpu = input_streams(7, [1, 2, 3], Stream.CERTIFY, CPU, kind="philox").draw(GAUSSIAN, blocks, x)
+    on_cuda = input_streams(7, [1, 2, 3], Stream.CERTIFY, cuda, compile=compile).draw(GAUSSIAN, blocks, x.to(cuda))
+    torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=1e-5, atol=1e-5)  # transcendental functions' ulps
