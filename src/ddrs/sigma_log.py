@@ -22,10 +22,10 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from ddrs.device import prepare_classifier
 from ddrs.errors import LogFormatError
 from ddrs.logs import LogWriter
 from ddrs.noise import get_noise
-from ddrs.device import prepare_classifier
 from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
 from ddrs.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
