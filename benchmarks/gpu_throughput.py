@@ -17,9 +17,11 @@ Algorithm 1) or images per second (training), best of ``--repeats`` timed runs a
               work). "today" is one ``torch.Generator`` per input at the paper config's batch 64
               with a contiguous model, "now" Philox streams at ``--sigma-batch`` inputs with the
               model laid out as ``ddrs.sigma_log`` lays it out (channels_last on CUDA);
-  training    ResNet-18 Gaussian augmentation steps fed by the trainer's DataLoader settings
-              (workers, pinned memory, non-blocking copies) against the same steps on batches
-              already on the device.
+  training    ResNet-18 Gaussian augmentation epochs of the trainer's own loop and DataLoader
+              (persistent workers, pinned memory, non-blocking copies) in fp32 and in bf16 +
+              channels_last, against the same steps on batches already on the device (target: 0.85);
+  macer       peak memory of one MACER step, batch 256 and m = 64 (target: 40 GB), with all draws
+              in one pass and 16 at a time (``draws_per_pass``), and the gradients' difference.
 
 On CUDA the sizes are the paper's (n = 100,000, K = 1500, batch 256). Without CUDA, or with
 ``--quick``, the sizes are tiny and compilation is skipped (it alone takes longer than the run),
@@ -40,17 +42,18 @@ from dataclasses import dataclass
 import torch
 from _report import add_json_option, write_report
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
-from ddrs.data import get_info
+from ddrs.data import TensorImages, get_info
 from ddrs.device import autocast, prepare_classifier, select_device
+from ddrs.methods import get_method
 from ddrs.models import build_model
 from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, CertifySettings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import certify_batch
 from ddrs.streams import input_streams
-from ddrs.training.losses import cohen_loss
+from ddrs.training import SigmaTable, TrainConfig, Trainer, training_loader
+from ddrs.training.trainer import build_optimizer
 
 SIGMA, N0, ALPHA, COHEN_BATCH = 0.25, 100, 0.001, 400
 #: (name, arch, dataset) of the base classifiers certified
@@ -80,6 +83,9 @@ class Sizes:
     sigma_batch: int
     train_batch: int
     train_steps: int
+    macer_batch: int
+    macer_m: int
+    macer_chunk: int  # draws_per_pass
     repeats: int
     compile: bool
     max_side: int | None  # quick: images no larger than this (ImageNet's 224 shrinks)
@@ -87,10 +93,26 @@ class Sizes:
     @staticmethod
     def for_run(quick: bool, n: int | None, k: int | None, imagenet_n: int | None, sigma_batch: int | None) -> Sizes:
         if quick:
-            return Sizes(n or 4, imagenet_n or 4, 2, 1, 4, k or 2, 1, 1, sigma_batch or 2, 4, 2, 1, False, 32)
+            return Sizes(n or 4, imagenet_n or 4, 2, 1, 4, k or 2, 1, 1, sigma_batch or 2, 4, 2, 2, 4, 2, 1, False, 32)
         n = n or QUOTED_N
         return Sizes(
-            n, imagenet_n or 10_000, N0, 2, None, k or 1500, 50, 64, sigma_batch or 1024, 256, 20, 2, True, None
+            n,
+            imagenet_n or 10_000,
+            N0,
+            2,
+            None,
+            k or 1500,
+            50,
+            64,
+            sigma_batch or 1024,
+            256,
+            20,
+            256,
+            64,
+            16,
+            2,
+            True,
+            None,
         )
 
 
@@ -241,50 +263,127 @@ def algorithm1_figures(sizes: Sizes, device: torch.device) -> dict[str, float]:
     return figures
 
 
-def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> dict[str, float]:
-    """Gaussian augmentation SGD steps on ResNet-18: fed as the trainer feeds them, and from the device."""
+#: (precision, memory format) of the training figures: the defaults, and the fast settings
+TRAINING_VARIANTS = (("fp32", "contiguous"), ("bf16", "channels_last"))
+
+
+def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> dict[str, object]:
+    """ResNet-18 Gaussian augmentation epochs of the trainer (``Trainer.train_epoch`` fed by
+    ``training_loader``: workers that persist, pinned memory, non-blocking copies) on in-memory
+    CIFAR-shaped images, against a plain loop of the same steps over batches already on the
+    device, with the same model, loss, precision and memory format; img/s and their ratio."""
     count = sizes.train_batch * sizes.train_steps
     images = torch.rand(count, 3, 32, 32, generator=torch.Generator().manual_seed(2))
     labels = torch.randint(10, (count,), generator=torch.Generator().manual_seed(3))
-    from ddrs.methods import get_method
+    figures: dict[str, object] = {"num_workers": num_workers}
+    for precision, memory_format in TRAINING_VARIANTS:
+        config = TrainConfig(
+            dataset="cifar10",
+            arch="resnet18",
+            method="cohen",
+            sigma=SIGMA,
+            batch_size=sizes.train_batch,
+            lr=0.01,
+            device=str(device),
+            precision=precision,
+            memory_format=memory_format,
+            num_workers=num_workers,
+        )
+        loaded = count / _trainer_epoch_seconds(config, images, labels, sizes.repeats)
+        plain = count / _plain_epoch_seconds(config, images, labels, sizes.repeats)
+        figures[f"{precision}_{memory_format}"] = {
+            "ddrs_img_per_s": loaded,
+            "plain_on_device_img_per_s": plain,
+            "ratio": loaded / plain,
+        }
+    return figures
 
-    params = get_method("cohen").make_params({}, source="benchmark")
 
-    def steps(batches) -> None:
-        torch.manual_seed(0)
-        model = build_model("resnet18", "cifar10").to(device).train()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        noise = torch.Generator(device=device).manual_seed(0)
-        for x, y in batches():
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            scale = torch.full((len(x),), SIGMA, device=device)
-            loss = cohen_loss(model, x, y, scale, noise, params)
+def _fresh_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(0)
+    model = build_model(config.arch, config.dataset).to(device).train()
+    model = prepare_classifier(model, device, memory_format=config.memory_format, compile=False)
+    return model, build_optimizer(model, config)[0]
+
+
+def _trainer_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> float:
+    """The trainer's epoch loop over the trainer's DataLoader, built once (as a run builds it)."""
+    trainer = Trainer(config, "unused.pt", progress=False)
+    model, optimizer = _fresh_model(config, trainer.device)
+    scaler = torch.amp.GradScaler(trainer.device.type, enabled=False)
+    table = SigmaTable.constant(len(images), config.initial_scale)
+    loader = training_loader(TensorImages(images, labels), config, trainer.device)
+    return best_seconds(
+        lambda: trainer.train_epoch(model, loader, table, optimizer, scaler, 0), trainer.device, repeats
+    )
+
+
+def _plain_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> float:
+    """The same steps over batches already on the device, laid out in the config's memory format."""
+    device = select_device(config.device)
+    loss_fn = get_method(config.method).load_loss()
+    channels_last = config.memory_format == "channels_last"
+    batches = [
+        (x.contiguous(memory_format=torch.channels_last) if channels_last else x, y)
+        for x, y in zip(
+            images.to(device).split(config.batch_size), labels.to(device).split(config.batch_size), strict=True
+        )
+    ]
+    model, optimizer = _fresh_model(config, device)
+    noise = torch.Generator(device=device).manual_seed(0)
+
+    def epoch() -> None:
+        for x, y in batches:
+            scale = torch.full((len(x),), config.initial_scale, device=device)
+            with autocast(device, config.precision):
+                loss = loss_fn(model, x, y, scale, noise, config.params, 0)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
 
-    loader = DataLoader(
-        TensorDataset(images, labels),
-        batch_size=sizes.train_batch,
-        shuffle=True,
-        num_workers=num_workers,
-        pin_memory=device.type == "cuda",
-        generator=torch.Generator().manual_seed(4),
-    )
-    on_device = list(
-        zip(images.to(device).split(sizes.train_batch), labels.to(device).split(sizes.train_batch), strict=True)
-    )
-    loaded = count / best_seconds(lambda: steps(lambda: loader), device, sizes.repeats)
-    plain = count / best_seconds(lambda: steps(lambda: on_device), device, sizes.repeats)
+    return best_seconds(epoch, device, repeats)
+
+
+def macer_memory(sizes: Sizes, device: torch.device) -> dict[str, object]:
+    """Peak CUDA memory (GiB) of one MACER step (the registry's loss, ResNet-18 CIFAR) with all m
+    draws in one pass and ``draws_per_pass`` at a time, and the relative difference of the two
+    gradients. The gradients are compared with batch-norm on its running statistics (eval mode):
+    in training mode every chunk is normalised by its own statistics (``chunked_copies_logits``),
+    which is not float error. Memory is null off CUDA."""
+    method = get_method("macer")
+    loss_fn = method.load_loss()
+    torch.manual_seed(0)
+    model = build_model("resnet18", "cifar10").to(device)
+    x = torch.rand(sizes.macer_batch, 3, 32, 32, generator=torch.Generator().manual_seed(5)).to(device)
+    y = torch.randint(10, (sizes.macer_batch,), generator=torch.Generator().manual_seed(6)).to(device)
+    scale = torch.full((len(x),), SIGMA, device=device)
+
+    def step(draws_per_pass: int, train: bool) -> tuple[float | None, torch.Tensor]:
+        params = method.make_params({"m": sizes.macer_m, "draws_per_pass": draws_per_pass}, source="benchmark")
+        model.train(train)
+        model.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+        loss_fn(model, x, y, scale, torch.Generator(device=device).manual_seed(0), params).backward()
+        peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+        return peak, torch.cat([parameter.grad.flatten() for parameter in model.parameters()])
+
+    whole_gib, _ = step(0, train=True)
+    chunked_gib, _ = step(sizes.macer_chunk, train=True)
+    _, whole_grad = step(0, train=False)
+    _, chunked_grad = step(sizes.macer_chunk, train=False)
     return {
-        "ddrs_img_per_s": loaded,
-        "plain_on_device_img_per_s": plain,
-        "ratio": loaded / plain,
-        "num_workers": num_workers,
+        "batch": sizes.macer_batch,
+        "m": sizes.macer_m,
+        "draws_per_pass": sizes.macer_chunk,
+        "whole_peak_gib": whole_gib,
+        "chunked_peak_gib": chunked_gib,
+        "gradient_relative_difference": float((chunked_grad - whole_grad).norm() / whole_grad.norm()),
     }
 
 
-SECTIONS = (*(name for name, _, _ in MODELS), "algorithm1", "training")
+SECTIONS = (*(name for name, _, _ in MODELS), "algorithm1", "training", "macer")
 
 
 def run(
@@ -316,6 +415,8 @@ def run(
         figures["algorithm1_resnet110"] = algorithm1_figures(sizes, device)
     if "training" in sections:
         figures["training_resnet18"] = training_figures(sizes, device, workers)
+    if "macer" in sections:
+        figures["macer_memory_resnet18"] = macer_memory(sizes, device)
     return figures
 
 
@@ -343,7 +444,7 @@ def main() -> None:
     figures = run(quick, device, sizes, workers, tuple(args.sections))
     for name, values in figures["certify_s_per_input"].items():
         print(name, {key: (round(value, 4) if isinstance(value, float) else value) for key, value in values.items()})
-    for section in ("algorithm1_resnet110", "training_resnet18"):
+    for section in ("algorithm1_resnet110", "training_resnet18", "macer_memory_resnet18"):
         if section in figures:
             print(section, figures[section])
     write_report("gpu_throughput", figures, args.json, threads=torch.get_num_threads())

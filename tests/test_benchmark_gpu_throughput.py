@@ -32,5 +32,12 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
         assert algorithm1[f"{when}_fp32_s_per_input"] > 0 and algorithm1[f"{when}_bf16_s_per_input"] > 0
     assert algorithm1["speedup_fp32"] == algorithm1["today_fp32_s_per_input"] / algorithm1["now_fp32_s_per_input"]
     training = figures["training_resnet18"]
-    assert training["ddrs_img_per_s"] > 0 and training["plain_on_device_img_per_s"] > 0
-    assert training["ratio"] == training["ddrs_img_per_s"] / training["plain_on_device_img_per_s"]
+    assert set(training) == {"num_workers", "fp32_contiguous", "bf16_channels_last"}
+    for name in ("fp32_contiguous", "bf16_channels_last"):
+        values = training[name]
+        assert values["ddrs_img_per_s"] > 0 and values["plain_on_device_img_per_s"] > 0, name
+        assert values["ratio"] == values["ddrs_img_per_s"] / values["plain_on_device_img_per_s"], name
+    macer = figures["macer_memory_resnet18"]
+    assert macer["whole_peak_gib"] is None and macer["chunked_peak_gib"] is None  # no CUDA: no peak memory
+    assert macer["m"] > macer["draws_per_pass"] > 0
+    assert 0 <= macer["gradient_relative_difference"] < 1e-4  # chunked draws: the same gradient

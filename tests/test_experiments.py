@@ -400,6 +400,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),
         "/properties/certify/properties/memory_format": list(MEMORY_FORMATS),
+        "/$defs/train/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/c_a": list(C_A_RULES),
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
         "/properties/statistics/properties/selection/items": list(SELECTIONS),

@@ -278,6 +278,7 @@ def test_split_needs_a_batch_size_that_m_divides():
         ({"sigma": -0.5}, "sigma must be a positive number"),
         ({"params": {"m": 0}, "method": "macer"}, "m must be >= 1"),
         ({"params": {"steps": 2}, "method": "macer"}, r"unknown macer option\(s\) \['steps'\]"),
+        ({"memory_format": "nhwc"}, "unknown memory_format 'nhwc'"),
     ],
 )
 def test_bad_options_fail_clearly(overrides, message):
@@ -374,11 +375,112 @@ def test_loader_workers_train_exactly_as_the_training_process_without_augmentati
     _assert_same_weights(a, b)
 
 
-def test_loader_workers_with_augmentation_are_reproducible(tmp_path):
-    """Worker seeds come from the epoch's shuffle generator: two runs with workers agree."""
-    a = train(_config(epochs=1, num_workers=2, eval_max=50), tmp_path / "a.pt", progress=False)
-    b = train(_config(epochs=1, num_workers=2, eval_max=50), tmp_path / "b.pt", progress=False)
+class _Jittered:
+    """The training split with a random flip and jitter drawn from torch's global generator, as
+    torchvision's crops and flips draw."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        x, y = self.dataset[index]
+        if torch.rand(()) < 0.5:
+            x = x.flip(-1)
+        return x + 0.1 * torch.rand_like(x), y
+
+
+@pytest.fixture
+def augmented(monkeypatch):
+    """``load_dataset`` in the trainer returns an augmented training split."""
+    real_load = trainer_module.load_dataset
+
+    def load(name, split, **kwargs):
+        dataset = real_load(name, split, **kwargs)
+        return _Jittered(dataset) if split == "train" else dataset
+
+    monkeypatch.setattr(trainer_module, "load_dataset", load)
+
+
+def test_augmentation_does_not_depend_on_loader_workers(tmp_path, augmented):
+    """Every input's augmentation is seeded from (seed, epoch, idx): the persistent workers of a
+    two-epoch run draw the crops of the training process."""
+    common = dict(epochs=2, eval_max=50)
+    a = train(_config(**common), tmp_path / "a.pt", progress=False)
+    b = train(_config(num_workers=2, **common), tmp_path / "b.pt", progress=False)
     _assert_same_weights(a, b)
+
+
+def test_augmented_resume_with_workers_equals_uninterrupted(tmp_path, monkeypatch, augmented):
+    config = _config(epochs=4, lr_step=3, num_workers=2, eval_max=50)
+    whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
+    _assert_same_weights(whole, resumed)
+
+
+def test_augmented_inputs_differ_between_epochs_and_seeds():
+    from ddrs.training.loading import IndexedDataset
+
+    dataset = _Jittered(TensorImages(torch.zeros(4, 1, 8, 8), [0, 1, 2, 3]))
+    keyed = IndexedDataset(dataset, seed=0)
+    state = torch.random.get_rng_state()
+    x, y, index = keyed[(3, 2)]
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's generator is untouched
+    assert (y, index) == (2, 2) and torch.equal(keyed[(3, 2)][0], x)
+    assert not torch.equal(keyed[(4, 2)][0], x) and not torch.equal(keyed[(3, 1)][0], x)
+    assert not torch.equal(IndexedDataset(dataset, seed=1)[(3, 2)][0], x)
+
+
+def test_one_loader_per_run_with_persistent_workers(tmp_path, monkeypatch):
+    built = []
+    real_loader = trainer_module.training_loader
+
+    def spy(*args, **kwargs):
+        built.append(real_loader(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(trainer_module, "training_loader", spy)
+    train(_config(epochs=2, num_workers=1, eval_max=50), tmp_path / "a.pt", progress=False)
+    assert len(built) == 1 and built[0].persistent_workers and built[0].sampler.epoch == 1
+    assert not real_loader(
+        TensorImages(torch.zeros(2, 1, 8, 8), [0, 1]), _config(), torch.device("cpu")
+    ).persistent_workers
+
+
+def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch):
+    """``memory_format: channels_last`` on the CPU (ResNet-18 on 16 random CIFAR-shaped images):
+    the weights and every batch the loss sees are channels-last, ``auto`` keeps both contiguous,
+    the first step's loss agrees up to float error, and the setting may change on resume."""
+    images = torch.rand(16, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    labels = [i % 10 for i in range(16)]
+    monkeypatch.setattr(trainer_module, "load_dataset", lambda *args, **kwargs: TensorImages(images, labels))
+
+    def steps(memory_format, out, epochs=1):
+        """(batch channels-last, first conv's weight channels-last, loss) of every SGD step."""
+        config = _config(
+            dataset="cifar10", arch="resnet18", epochs=epochs, batch_size=8, eval_max=8, memory_format=memory_format
+        )
+        trainer, seen = Trainer(config, out, progress=False), []
+        loss_fn = trainer.loss_fn
+
+        def spy(model, x, *rest):
+            conv = next(module for module in model.modules() if isinstance(module, torch.nn.Conv2d))
+            loss = loss_fn(model, x, *rest)
+            layout = torch.channels_last
+            seen.append(
+                (x.is_contiguous(memory_format=layout), conv.weight.is_contiguous(memory_format=layout), float(loss))
+            )
+            return loss
+
+        trainer.loss_fn = spy
+        trainer.run()
+        return seen
+
+    last, plain = steps("channels_last", tmp_path / "last.pt"), steps("auto", tmp_path / "plain.pt")
+    assert all(x and w for x, w, _ in last) and not any(x or w for x, w, _ in plain)
+    assert last[0][2] == pytest.approx(plain[0][2], rel=1e-5)
+    assert not any(x for x, _, _ in steps("contiguous", tmp_path / "last.pt", epochs=2))  # resumed in the other layout
 
 
 def test_cli_pin_memory_flag_is_a_switch():

@@ -15,7 +15,7 @@ import dataclasses
 import typing
 
 from ddrs.methods import METHODS, TRAIN_MODES
-from ddrs.settings import PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
 from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS, TrainConfig, read_yaml
 
 HELP = {
@@ -38,6 +38,8 @@ HELP = {
     "noise_batching": "whole = batch_size inputs per SGD step, each with its m noisy copies; split = the authors': "
     "every batch cut into m chunks, one step each (for the methods whose authors do so)",
     "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
+    "memory_format": "layout of the model and its input batches (auto: channels_last on CUDA, contiguous elsewhere)",
+    "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them)",
 }
 CHOICES = {
     "method": tuple(METHODS),
@@ -46,6 +48,7 @@ CHOICES = {
     "sigma_objective": SIGMA_OBJECTIVES,
     "uniform_convention": UNIFORM_CONVENTIONS,
     "precision": tuple(PRECISIONS),
+    "memory_format": MEMORY_FORMATS,
     "noise_batching": NOISE_BATCHINGS,
 }
 

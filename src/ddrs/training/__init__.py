@@ -6,6 +6,7 @@
 - :mod:`correctness`: p_A of a training input's label from noisy draws; :mod:`gradient_norms`:
   per-input loss-gradient norms of easy and hard inputs (Sun et al. 2024, Table 1);
 - :mod:`data_dependent`: the per-example σ table and the Algorithm 2 batch update;
+- :mod:`loading`: the training DataLoader (augmentation keyed per input, persistent workers);
 - :mod:`trainer`: the resumable epoch loop; :mod:`config`: every hyper-parameter.
 
 The names below load their module on first use (PEP 562), so ``ddrs.training.config`` — what
@@ -23,7 +24,6 @@ _MODULE_OF = {
     "mean_prediction_entropy": "consistency",
     "smoothadv_consistency_loss": "consistency",
     "correct_counts": "correctness",
-    "IndexedDataset": "data_dependent",
     "SigmaTable": "data_dependent",
     "optimize_batch_scale": "data_dependent",
     "top_class": "data_dependent",
@@ -33,6 +33,9 @@ _MODULE_OF = {
     "radius_weights": "easy_focus",
     "reference_lower_bound": "easy_focus",
     "EpochPlan": "epoch_plan",
+    "EpochSampler": "loading",
+    "IndexedDataset": "loading",
+    "training_loader": "loading",
     "cohen_loss": "losses",
     "macer_loss": "losses",
     "macer_objective": "losses",

@@ -36,6 +36,7 @@ import yaml
 
 from ddrs.methods import METHODS, TRAIN_MODES, get_method
 from ddrs.settings import (
+    MEMORY_FORMATS,
     PRECISIONS,
     SIGMA_OBJECTIVES,
     UNIFORM_CONVENTIONS,
@@ -99,9 +100,13 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "fp32"
-    #: DataLoader worker processes (0: load in the training process). With ``augment``, workers
-    #: draw the crops from worker seeds derived from the epoch's shuffle generator: reproducible,
-    #: but not the crops of ``num_workers = 0``; without augmentation every count trains identically
+    #: layout of the model and its input batches (:data:`ddrs.settings.MEMORY_FORMATS`); ``auto``:
+    #: channels_last on CUDA (faster convolutions, float results differ in the last bits), contiguous
+    #: elsewhere. It may change on resume (:data:`ddrs.training.checkpointing.RUNTIME_FIELDS`).
+    memory_format: str = "auto"
+    #: DataLoader worker processes (0: load in the training process), kept alive across epochs.
+    #: Every input's augmentation is seeded from (seed, epoch, idx) (:mod:`ddrs.training.loading`),
+    #: so every count trains identically
     num_workers: int = 0
     #: page-locked batches for asynchronous host-to-GPU copies; ``None``: on CUDA only
     pin_memory: bool | None = None
@@ -133,6 +138,7 @@ class TrainConfig:
         resolve_clamp(self.sigma_objective, self.sigma_clamp)
         _choice("uniform_convention", self.uniform_convention, UNIFORM_CONVENTIONS)
         _choice("precision", self.precision, tuple(PRECISIONS))
+        _choice("memory_format", self.memory_format, MEMORY_FORMATS)
         if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
         for name in (

@@ -13,30 +13,14 @@ allows ("σ₀ can be zero reducing the smooth classifier to f_θ") and one forw
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils.data import Dataset
 
 from ddrs.device import autocast
 from ddrs.io import atomic_path
 from ddrs.sigma import optimize_sigma, smoothed_top_class
 from ddrs.training.config import TrainConfig
-
-
-class IndexedDataset(Dataset):
-    """Wrap a dataset of ``(x, y)`` to yield ``(x, y, idx)``, so a batch knows its rows of the σ table."""
-
-    def __init__(self, dataset: Dataset):
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def __getitem__(self, index: int) -> tuple[Any, Any, int]:
-        x, y = self.dataset[index]
-        return x, y, index
 
 
 class SigmaTable:

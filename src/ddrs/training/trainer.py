@@ -4,10 +4,11 @@ While training, the checkpoint lives at ``<out>.partial`` (written atomically af
 model, optimizer, scheduler, grad-scaler, σ table, per-epoch history and config); it is renamed
 to ``<out>`` after the last epoch. Rerunning on a partial run resumes from it and ends with exactly
 the weights of an uninterrupted run: every random stream of an epoch — shuffling, smoothing noise,
-data augmentation (torch's global generator, forked so the caller's is untouched), the method's
-epoch plan — is seeded from ``(seed, epoch)``, so no generator state has to survive the
-interruption; what a method's epoch plan carries across epochs (``Method.epoch_plan``, e.g. which
-inputs Sun et al.'s training discarded) is saved in the checkpoint. Rerunning on a finished
+torch's global generator (forked so the caller's is untouched), the method's epoch plan — is
+seeded from ``(seed, epoch)``, and every input's data augmentation from ``(seed, epoch, idx)``
+(:mod:`ddrs.training.loading`), so no generator state has to survive the interruption; what a
+method's epoch plan carries across epochs (``Method.epoch_plan``, e.g. which inputs Sun et al.'s
+training discarded) is saved in the checkpoint. Rerunning on a finished
 ``<out>`` with more epochs continues training from it.
 """
 
@@ -27,17 +28,19 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from tqdm import tqdm
 
 from ddrs.data import get_info, load_dataset
-from ddrs.device import autocast, forked_devices, make_generator, select_device
+from ddrs.device import autocast, forked_devices, make_generator, prepare_classifier, select_device
 from ddrs.errors import CheckpointError
 from ddrs.io import atomic_path
 from ddrs.logs import partial_path
 from ddrs.methods import get_method
 from ddrs.models import build_model, load_checkpoint
 from ddrs.noise import get_noise
-from ddrs.seeds import derived_seed
+from ddrs.seeds import TrainingStream, derived_seed
+from ddrs.settings import resolve_memory_format
 from ddrs.training.checkpointing import check_resumable, initial_weights, resume_source, save_training_checkpoint
 from ddrs.training.config import TrainConfig
-from ddrs.training.data_dependent import IndexedDataset, SigmaTable, optimize_batch_scale
+from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
+from ddrs.training.loading import EpochView, training_loader
 
 #: per-epoch CSV log columns
 LOG_COLUMNS = (
@@ -52,8 +55,6 @@ LOG_COLUMNS = (
     "distinct_inputs",
     "seconds",
 )
-# independent random streams derived from the seed
-_AUGMENT, _SHUFFLE, _NOISE, _EVAL, _INIT, _PLAN = range(6)
 
 
 def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
@@ -86,7 +87,7 @@ def evaluate(
 ) -> tuple[float, float]:
     """Accuracy of the base classifier on clean inputs and under one draw of noise at ``scale``."""
     model.eval()
-    generator = make_generator(derived_seed(seed, _EVAL), device)
+    generator = make_generator(derived_seed(seed, TrainingStream.EVAL), device)
     distribution = get_noise(noise)
     correct_clean = correct_noisy = total = 0
     for x, y in DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda"):
@@ -127,16 +128,19 @@ class Trainer:
         plan = method.load_epoch_plan()
         self.epoch_plan = None if plan is None else plan(config.params, config, self.device)
         self.num_classes = get_info(config.dataset).num_classes
+        self.channels_last = resolve_memory_format(config.memory_format, self.device.type) == "channels_last"
 
     # -- set-up -------------------------------------------------------------------------------
 
     def _build_model(self) -> nn.Module:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derived_seed(self.config.seed, _INIT))
+            torch.manual_seed(derived_seed(self.config.seed, TrainingStream.INIT))
             model = build_model(self.config.arch, self.config.dataset)
         if self.config.init is not None:
             model.load_state_dict(initial_weights(self.config))
-        return model.to(self.device)
+        return prepare_classifier(
+            model.to(self.device), self.device, memory_format=self.config.memory_format, compile=False
+        )
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class Trainer:
             self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
         )
         table = SigmaTable.constant(len(train_set), config.initial_scale)
+        loader = training_loader(train_set, config, self.device)
         history: list[dict[str, Any]] = []
         start = 0
 
@@ -178,8 +183,8 @@ class Trainer:
             began = time.perf_counter()
             visits = self._plan_epoch(model, train_set, table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
-                torch.manual_seed(derived_seed(config.seed, _AUGMENT, epoch))
-                loss = self._train_epoch(model, train_set, table, optimizer, scaler, epoch, visits)
+                torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
+                loss = self.train_epoch(model, loader, table, optimizer, scaler, epoch, visits)
             lr = optimizer.param_groups[0]["lr"]
             scheduler.step()
             clean, noisy = evaluate(
@@ -215,40 +220,35 @@ class Trainer:
     def _plan_epoch(self, model: nn.Module, train_set: Dataset, table: SigmaTable, epoch: int) -> Tensor | None:
         """The indices the method's epoch plan has ``epoch`` visit, or ``None`` for a shuffled pass.
 
-        The plan runs under torch's global generator seeded from ``(seed, epoch)`` (data
-        augmentation of the inputs it scores), forked so the training stream is untouched.
+        The plan scores the inputs as the epoch augments them (:class:`~ddrs.training.loading.EpochView`),
+        under torch's global generator seeded from ``(seed, epoch)``, forked so the training stream
+        is untouched.
         """
         if self.epoch_plan is None:
             return None
-        seed = derived_seed(self.config.seed, _PLAN, epoch)
+        seed = derived_seed(self.config.seed, TrainingStream.PLAN, epoch)
         with torch.random.fork_rng(devices=forked_devices(self.device)):
             torch.manual_seed(seed)
-            return self.epoch_plan.plan(epoch, model, train_set, table.values, seed)
+            return self.epoch_plan.plan(epoch, model, EpochView(train_set, self.config.seed, epoch), table.values, seed)
 
-    def _train_epoch(
+    def train_epoch(
         self,
         model: nn.Module,
-        train_set: Dataset,
+        loader: DataLoader,
         table: SigmaTable,
         optimizer,
         scaler,
         epoch: int,
         visits: Tensor | None = None,
     ) -> float:
-        """One pass over ``visits`` (default: the shuffled training set), DDRS Algorithm 2 per batch
-        in ``ds`` mode; mean loss. Under ``noise_batching: split`` every loaded batch is cut into
-        ``config.chunks`` consecutive chunks, each a batch of its own (σ update and SGD step)."""
+        """One pass of ``loader`` (:func:`~ddrs.training.loading.training_loader`) over ``visits``
+        (default: the shuffled training set), DDRS Algorithm 2 per batch in ``ds`` mode; mean loss.
+        Under ``noise_batching: split`` every loaded batch is cut into ``config.chunks`` consecutive
+        chunks, each a batch of its own (σ update and SGD step). Image batches are laid out as
+        ``memory_format`` says."""
         config, device = self.config, self.device
-        shuffle = torch.Generator().manual_seed(derived_seed(config.seed, _SHUFFLE, epoch))
-        noise = make_generator(derived_seed(config.seed, _NOISE, epoch), device)
-        order = {"shuffle": True, "generator": shuffle} if visits is None else {"sampler": visits.tolist()}
-        loader = DataLoader(
-            IndexedDataset(train_set),
-            batch_size=config.batch_size,
-            num_workers=config.num_workers,
-            pin_memory=device.type == "cuda" if config.pin_memory is None else config.pin_memory,
-            **order,
-        )
+        noise = make_generator(derived_seed(config.seed, TrainingStream.NOISE, epoch), device)
+        loader.sampler.set_epoch(epoch, visits)
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
         model.train()
         total, count = torch.zeros((), device=device), 0
@@ -257,6 +257,8 @@ class Trainer:
         )
         for x, y, indices in (chunk for batch in bar for chunk in _chunked(batch, config.chunks)):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if self.channels_last and x.ndim == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
             scale = table.gather(indices).to(device, non_blocking=True)
             if optimise_sigma:
                 scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)

@@ -1,0 +1,99 @@
+"""How the trainer loads its training set: augmentation keyed per input, one DataLoader per run.
+
+Every example's data augmentation (torchvision's random crop and flip draw from torch's global
+generator) is seeded from ``(seed, epoch, idx)`` alone (:data:`ddrs.seeds.TrainingStream.AUGMENT`),
+so the crops of an epoch do not depend on the number of DataLoader workers, on whether they
+persist across epochs, or on where an interrupted run resumed. The sampler yields ``(epoch, idx)``
+keys; the DataLoader is built once per run (its workers persist) and told each epoch's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from ddrs.seeds import TrainingStream, derived_seed
+from ddrs.training.config import TrainConfig
+
+
+def augmented_item(dataset: Dataset, seed: int, epoch: int, index: int) -> Any:
+    """``dataset[index]`` with torch's global generator seeded from ``(seed, AUGMENT, epoch, index)``;
+    the caller's generator state is restored."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derived_seed(seed, TrainingStream.AUGMENT, epoch, index))
+        return dataset[index]
+
+
+class IndexedDataset(Dataset):
+    """``dataset`` keyed by ``(epoch, idx)``, yielding ``(x, y, idx)`` (so a batch knows its rows of
+    the σ table) with the augmentation of :func:`augmented_item`."""
+
+    def __init__(self, dataset: Dataset, seed: int):
+        self.dataset, self.seed = dataset, seed
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, key: tuple[int, int]) -> tuple[Any, Any, int]:
+        epoch, index = key
+        x, y = augmented_item(self.dataset, self.seed, epoch, index)
+        return x, y, index
+
+
+class EpochView(Dataset):
+    """``dataset`` as epoch ``epoch`` sees it: item ``idx`` is :func:`augmented_item` of that epoch
+    (what the method's epoch plan scores)."""
+
+    def __init__(self, dataset: Dataset, seed: int, epoch: int):
+        self.dataset, self.seed, self.epoch = dataset, seed, epoch
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Any:
+        return augmented_item(self.dataset, self.seed, self.epoch, index)
+
+
+class EpochSampler(Sampler):
+    """The ``(epoch, idx)`` keys of the epoch set by :meth:`set_epoch`: its ``visits`` (the method's
+    epoch plan), else a permutation of the training set from ``(seed, SHUFFLE, epoch)``."""
+
+    def __init__(self, size: int, seed: int):
+        self.size, self.seed = size, seed
+        self.epoch, self.visits = 0, None
+
+    def set_epoch(self, epoch: int, visits: Tensor | None = None) -> None:
+        self.epoch, self.visits = epoch, visits
+
+    def __len__(self) -> int:
+        return self.size if self.visits is None else len(self.visits)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        if self.visits is None:
+            generator = torch.Generator().manual_seed(derived_seed(self.seed, TrainingStream.SHUFFLE, self.epoch))
+            # the one draw a per-epoch DataLoader took from this generator before shuffling (its
+            # worker base seed), so orders, hence trained weights, match runs of earlier versions
+            torch.empty((), dtype=torch.int64).random_(generator=generator)
+            order = torch.randperm(self.size, generator=generator)
+        else:
+            order = self.visits
+        return ((self.epoch, index) for index in order.tolist())
+
+
+def training_loader(dataset: Dataset, config: TrainConfig, device: torch.device) -> DataLoader:
+    """The run's DataLoader over ``dataset`` (``sampler.set_epoch`` before each epoch): ``batch_size``,
+    ``num_workers`` workers that persist across epochs, pinned memory per ``pin_memory`` (default:
+    on CUDA only)."""
+    return DataLoader(
+        IndexedDataset(dataset, config.seed),
+        batch_size=config.batch_size,
+        sampler=EpochSampler(len(dataset), config.seed),
+        num_workers=config.num_workers,
+        persistent_workers=config.num_workers > 0,
+        pin_memory=device.type == "cuda" if config.pin_memory is None else config.pin_memory,
+        generator=torch.Generator().manual_seed(derived_seed(config.seed, TrainingStream.LOADER)),
+    )
