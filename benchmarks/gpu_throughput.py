@@ -201,6 +201,8 @@ def certify_figures(arch: str, dataset: str, sizes: Sizes, device: torch.device)
     built = build_model(arch, dataset).eval()
 
     def fresh(memory_format: str = "auto", compile: bool = False) -> nn.Module:
+        if compile:  # a new model of a class compiled before would count towards dynamo's recompile limit
+            torch._dynamo.reset()
         model = copy.deepcopy(built).to(device)
         return prepare_classifier(model, device, memory_format=memory_format, compile=compile)
 
