@@ -21,7 +21,7 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.device import auto_batch_size, prepare_classifier
+from ddrs.device import auto_batch_size, copy_to, prepare_classifier
 from ddrs.logs import COHEN_COLUMNS, LogWriter
 from ddrs.noise import get_noise
 from ddrs.seeds import Stream
@@ -119,10 +119,7 @@ def certify_dataset(
         for start in range(0, len(todo), inputs_per_call):
             group = todo[start : start + inputs_per_call]
             images, labels = zip(*(dataset[i] for i in group), strict=True)
-            x = torch.stack(images)
-            if device.type == "cuda":
-                x = x.pin_memory()
-            x = x.to(device, non_blocking=True)
+            x = copy_to(torch.stack(images), device)
             scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
             streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()

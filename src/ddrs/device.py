@@ -61,6 +61,14 @@ def make_generator(seed: int, device: torch.device) -> torch.Generator:
     return generator
 
 
+def copy_to(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``host`` on ``device`` through a non-blocking copy, page-locked first on CUDA so the copy
+    overlaps the work already queued there."""
+    if device.type == "cuda":
+        host = host.pin_memory()
+    return host.to(device, non_blocking=True)
+
+
 #: the compiled wrapper of each model compiled in this process, so a job compiles its model once
 _COMPILED: weakref.WeakKeyDictionary[nn.Module, nn.Module] = weakref.WeakKeyDictionary()
 

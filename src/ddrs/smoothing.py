@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from ddrs.binomial import clopper_pearson_lower
-from ddrs.device import auto_batch_size, autocast
+from ddrs.device import auto_batch_size, autocast, copy_to
 from ddrs.logs import ABSTAIN
 from ddrs.noise import SmoothingNoise, get_noise
 from ddrs.settings import CertifySettings, resolve_memory_format, validate_certify_args
@@ -135,10 +135,7 @@ def _mixed_pass_rows(passes: list[list[tuple[int, int]]], device: torch.device):
         return iter(())
     inputs = torch.tensor([i for blocks in mixed for i, _ in blocks])
     sizes = torch.tensor([size for blocks in mixed for _, size in blocks])
-    rows = torch.repeat_interleave(inputs, sizes)
-    if device.type == "cuda":
-        rows = rows.pin_memory()
-    rows = rows.to(device, non_blocking=True)
+    rows = copy_to(torch.repeat_interleave(inputs, sizes), device)
     return iter(rows.split([sum(size for _, size in blocks) for blocks in mixed]))
 
 

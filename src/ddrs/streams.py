@@ -25,7 +25,7 @@ from functools import cache
 import torch
 from torch import Tensor
 
-from ddrs.device import make_generator
+from ddrs.device import copy_to, make_generator
 from ddrs.noise import SmoothingNoise
 from ddrs.philox import keyed_uniforms, split_key
 from ddrs.seeds import Stream, derived_seed
@@ -118,7 +118,7 @@ class PhiloxStreams(InputStreams):
         else:
             rows = torch.repeat_interleave(*(torch.tensor(column) for column in zip(*blocks, strict=True)))
             draw = torch.cat([torch.arange(count) + self._take(i, count) for i, count in blocks])
-            rows, draw = (_to_device(t, x.device) for t in (rows, draw))
+            rows, draw = (copy_to(t, x.device) for t in (rows, draw))
             key = self.keys[rows]
         return self._unit(noise, key, draw, numel).view(-1, *x.shape[1:]).to(x.dtype)
 
@@ -128,16 +128,9 @@ class PhiloxStreams(InputStreams):
         if len(set(starts)) == 1:
             draw = offsets + starts[0]
         else:
-            draw = _to_device(torch.tensor(starts)[:, None], x.device) + offsets
+            draw = copy_to(torch.tensor(starts)[:, None], x.device) + offsets
         unit = self._unit(noise, self.keys[:, None, :], draw, math.prod(x.shape[1:]))
         return unit.view(len(x), count, *x.shape[1:]).to(x.dtype)
-
-
-def _to_device(host: Tensor, device: torch.device) -> Tensor:
-    """A host tensor on ``device`` through a non-blocking copy (pinned first on CUDA)."""
-    if device.type == "cuda":
-        host = host.pin_memory()
-    return host.to(device, non_blocking=True)
 
 
 #: noise sources the sampling functions accept: streams, one generator, or one generator per input
