@@ -93,27 +93,18 @@ class Sizes:
     @staticmethod
     def for_run(quick: bool, n: int | None, k: int | None, imagenet_n: int | None, sigma_batch: int | None) -> Sizes:
         if quick:
-            return Sizes(n or 4, imagenet_n or 4, 2, 1, 4, k or 2, 1, 1, sigma_batch or 2, 4, 2, 2, 4, 2, 1, False, 32)
-        n = n or QUOTED_N
+            return Sizes(
+                n=n or 4, imagenet_n=imagenet_n or 4, n0=2, inputs=1, batch=4,
+                k=k or 2, k_timed=1, sigma_batch_today=1, sigma_batch=sigma_batch or 2,
+                train_batch=4, train_steps=2, macer_batch=2, macer_m=4, macer_chunk=2,
+                repeats=1, compile=False, max_side=32,
+            )  # fmt: skip
         return Sizes(
-            n,
-            imagenet_n or 10_000,
-            N0,
-            2,
-            None,
-            k or 1500,
-            50,
-            64,
-            sigma_batch or 1024,
-            256,
-            20,
-            256,
-            64,
-            16,
-            2,
-            True,
-            None,
-        )
+            n=n or QUOTED_N, imagenet_n=imagenet_n or 10_000, n0=N0, inputs=2, batch=None,
+            k=k or 1500, k_timed=50, sigma_batch_today=64, sigma_batch=sigma_batch or 1024,
+            train_batch=256, train_steps=20, macer_batch=256, macer_m=64, macer_chunk=16,
+            repeats=2, compile=True, max_side=None,
+        )  # fmt: skip
 
 
 def _sync(device: torch.device) -> None:
