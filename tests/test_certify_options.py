@@ -13,7 +13,7 @@ from torch import nn
 from ddrs import device as device_module
 from ddrs.certification import certify_dataset
 from ddrs.device import auto_batch_size, batch_for_memory, make_generator, prepare_classifier
-from ddrs.logs import partial_path, read_log
+from ddrs.logs import kept_partials, partial_path, read_log
 from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
 from ddrs.smoothing import certify_batch, sample_counts
 
@@ -106,13 +106,12 @@ def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
 
     def run(name, **options):
         settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3, **options)
-        out = certify_dataset(
-            conv_model(), dataset, range(4), 0.25, tmp_path / name, settings, num_classes=4, progress=False,
-            keep_partial=True,
-        )  # fmt: skip
-        return read_log(out).drop(columns="time"), json.loads(
-            partial_path(out).with_name(partial_path(out).name + ".json").read_text()
-        )
+        with kept_partials():  # the settings stay beside the kept partial log until the block ends
+            out = certify_dataset(
+                conv_model(), dataset, range(4), 0.25, tmp_path / name, settings, num_classes=4, progress=False
+            )
+            recorded = json.loads(partial_path(out).with_name(partial_path(out).name + ".json").read_text())
+        return read_log(out).drop(columns="time"), recorded
 
     default, default_settings = run("default.tsv")
     auto, _ = run("auto.tsv", batch_size=None)

@@ -3,7 +3,7 @@
 import pytest
 
 from ddrs.errors import LogFormatError
-from ddrs.logs import COHEN_COLUMNS, LogWriter, partial_path, read_log
+from ddrs.logs import COHEN_COLUMNS, LogWriter, kept_partials, partial_path, read_log
 
 COLUMNS = (*COHEN_COLUMNS, "scale")
 
@@ -100,3 +100,28 @@ def test_a_partial_log_resumes_only_under_the_same_settings(tmp_path):
     fresh.write(row(1))
     assert read_log(fresh.finish())["idx"].tolist() == [1]
     assert list(tmp_path.iterdir()) == [tmp_path / "log.tsv"]
+
+
+def finished_log(path):
+    """A one-row log, written as the resumable loops do: only rows not already done."""
+    writer = LogWriter(path, COLUMNS, {"seed": 0})
+    if 0 not in writer.done:
+        writer.write(row(0))
+    return writer.finish()
+
+
+def test_kept_partials_outlive_a_failure_and_go_when_the_outermost_block_succeeds(tmp_path):
+    first, second = tmp_path / "first.tsv", tmp_path / "second.tsv"
+    with pytest.raises(RuntimeError, match="the job's second step failed"), kept_partials():
+        finished_log(first)
+        raise RuntimeError("the job's second step failed")
+    assert first.exists() and partial_path(first).exists()  # a rerun publishes it from these rows
+    first.unlink()  # as Snakemake does before the rerun
+    with kept_partials():
+        with kept_partials():  # a command inside `ddrs batch` leaves the clean-up to the batch
+            assert finished_log(first) == first and read_log(first)["idx"].tolist() == [0]
+        finished_log(second)
+        assert partial_path(first).exists() and partial_path(second).exists()
+    assert not list(tmp_path.glob("*.partial*"))
+    finished_log(tmp_path / "alone.tsv")  # outside a block a finished log keeps nothing
+    assert not list(tmp_path.glob("*.partial*"))

@@ -61,7 +61,6 @@ def certify_dataset(
     extra_columns: Mapping[str, object] | None = None,
     provenance: Mapping[str, object] | None = None,
     progress: bool = True,
-    keep_partial: bool = False,
 ) -> Path:
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
@@ -73,8 +72,8 @@ def certify_dataset(
     format, compiled once per process if ``settings.compile`` (:func:`ddrs.device.prepare_classifier`),
     and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
-    log's path; after a failure only ``<out_path>.partial`` exists. ``keep_partial`` keeps the
-    finished rows there too (:meth:`ddrs.logs.LogWriter.finish`), for a job writing several logs.
+    log's path; after a failure only ``<out_path>.partial`` exists (inside
+    :func:`ddrs.logs.kept_partials`, after success too).
     """
     noise = get_noise(settings.noise).name
     device = torch.device(device)
@@ -149,4 +148,4 @@ def certify_dataset(
                     }
                 )
             bar.update(len(group))
-    return writer.finish(keep_partial)
+    return writer.finish()

@@ -13,7 +13,8 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,33 @@ from ddrs.io import atomic_path
 COHEN_COLUMNS = ("idx", "label", "predict", "radius", "correct", "time")
 #: ``predict`` of an abstention (its ``radius`` is 0), as in Cohen et al.'s logs and ``core.Smooth``.
 ABSTAIN = -1
+
+
+#: the logs finished inside :func:`kept_partials`, whose partials wait for its end (None: outside one)
+_kept: list[Path] | None = None
+
+
+@contextmanager
+def kept_partials() -> Iterator[None]:
+    """A job that writes several logs: each log finished inside keeps its ``<path>.partial``.
+
+    Snakemake deletes every output of a job that failed or was killed before it reruns the job;
+    a kept partial lets the rerun publish a finished log again from its rows instead of
+    recomputing it. When the outermost block ends without an error, the kept partials (and their
+    settings) are removed. A block inside another (a command run by ``ddrs batch``) leaves them to
+    the outer one, so one failing command keeps the logs of the commands before it.
+    """
+    global _kept
+    if _kept is not None:
+        yield
+        return
+    _kept = []
+    try:
+        yield
+        for path in _kept:
+            discard_partial(path)
+    finally:
+        _kept = None
 
 
 def partial_path(path: str | os.PathLike) -> Path:
@@ -124,17 +152,16 @@ class LogWriter:
             csv.writer(handle, delimiter="\t", lineterminator="\n").writerow([row[column] for column in self.columns])
         self.done.add(int(row["idx"]))
 
-    def finish(self, keep_partial: bool = False) -> Path:
+    def finish(self) -> Path:
         """Publish the finished log at ``path`` (atomically).
 
-        ``keep_partial`` leaves the complete ``<path>.partial`` (and its settings) in place, so a
-        job that writes several logs and is killed later finishes this one again from it instead
-        of recomputing it (Snakemake deletes a killed job's outputs before rerunning it); the job
-        removes them with :func:`discard_partial` once all its logs are written.
+        Inside :func:`kept_partials` the complete ``<path>.partial`` (and its settings) stays until
+        the block ends, so a job killed after this log resumes it without recomputing.
         """
-        if keep_partial:
+        if _kept is not None:
             with atomic_path(self.path) as tmp:
                 shutil.copyfile(self.partial, tmp)
+            _kept.append(self.path)
             return self.path
         os.replace(self.partial, self.path)
         self.settings_file.unlink(missing_ok=True)
@@ -142,7 +169,7 @@ class LogWriter:
 
 
 def discard_partial(path: str | os.PathLike) -> None:
-    """Remove a finished log's kept ``<path>.partial`` and its settings (see :meth:`LogWriter.finish`)."""
+    """Remove a finished log's kept ``<path>.partial`` and its settings (see :func:`kept_partials`)."""
     partial = partial_path(path)
     partial.unlink(missing_ok=True)
     partial.with_name(partial.name + ".json").unlink(missing_ok=True)

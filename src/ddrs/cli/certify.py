@@ -2,9 +2,10 @@
 
 Several σ-log columns certify in one process (``--k 50 100 200`` or ``--sigma-column A B`` with one
 ``--out`` each): the model and data load once, and each output is its own resumable log, written
-in the order given; until the last is written, the finished ones keep their rows in ``<LOG>.partial``,
-so a killed job rewrites them without recomputing. ``--memory-out`` runs memory-based certification (DDRS Algorithm 3,
-:mod:`ddrs.memory`) on each finished log in the same process, as ``ddrs memory`` would.
+in the order given. ``--memory-out`` runs memory-based certification (DDRS Algorithm 3,
+:mod:`ddrs.memory`) on each finished log in the same process, as ``ddrs memory`` would. Until the
+command ends, the finished logs keep their rows in ``<LOG>.partial`` (:func:`ddrs.logs.kept_partials`),
+so a job killed after them rewrites them without recomputing.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.certification import certify_dataset
-    from ddrs.logs import discard_partial
+    from ddrs.logs import kept_partials
+    from ddrs.memory import memory_certify_log
     from ddrs.noise import get_noise
     from ddrs.settings import resolve_memory_format
 
@@ -137,29 +139,25 @@ def run(args: argparse.Namespace) -> None:
     jobs = _jobs(args)
     inputs = _test_inputs.load(args)
     memory_outs = args.memory_out or [None] * len(jobs)
-    for (what, scales, out), memory_out in zip(jobs, memory_outs, strict=True):
-        path = certify_dataset(
-            inputs.model,
-            inputs.dataset,
-            inputs.indices,
-            scales,
-            out,
-            settings,
-            num_classes=inputs.num_classes,
-            device=inputs.device,
-            provenance=inputs.provenance,
-            keep_partial=len(jobs) > 1,
-        )
-        print(
-            f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-            f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
-            f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
-            f"{', compiled' if settings.compile else ''} -> {path}"
-        )
-        if memory_out is not None:
-            from ddrs.memory import memory_certify_log
-
-            counts = memory_certify_log(path, inputs.dataset, memory_out)
-            print(f"memory: {counts} -> {memory_out}")
-    for _, _, out in jobs:  # every log is written: a rerun of this job has nothing to resume
-        discard_partial(out)
+    with kept_partials():
+        for (what, scales, out), memory_out in zip(jobs, memory_outs, strict=True):
+            path = certify_dataset(
+                inputs.model,
+                inputs.dataset,
+                inputs.indices,
+                scales,
+                out,
+                settings,
+                num_classes=inputs.num_classes,
+                device=inputs.device,
+                provenance=inputs.provenance,
+            )
+            print(
+                f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
+                f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
+                f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
+                f"{', compiled' if settings.compile else ''} -> {path}"
+            )
+            if memory_out is not None:
+                counts = memory_certify_log(path, inputs.dataset, memory_out)
+                print(f"memory: {counts} -> {memory_out}")
