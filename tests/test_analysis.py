@@ -230,18 +230,20 @@ def test_grid_search_table_compares_at_each_sigma_then_envelopes(tmp_path):
 def test_published_cohen_log_time_format_and_runtime_table(tmp_path):
     published = write_log(tmp_path, "noise_0.25.tsv", FS_025, time="0:00:01.500000")
     tailored = write_log(tmp_path, "ds.tsv", DS_025_K100, time="2.0")
-    optimize = tmp_path / "optimize.benchmark.tsv"
-    optimize.write_text("s\th:m:s\tmax_rss\n4.0\t0:00:04\t100\n6.0\t0:00:06\t100\n")
-    memory = tmp_path / "memory.benchmark.tsv"
-    memory.write_text("s\th:m:s\tmax_rss\n10.0\t0:00:10\t50\n")
+    sigma_log = tmp_path / "sigma_opt.tsv"  # inputs 0-4 and 9, which the certification log leaves out
+    times = [1.0, 2.0, 3.0, 4.0, 5.0, 100.0]
+    sigma_log.write_text(
+        "idx\tc_a\tsigma_K100\ttime\n"
+        + "".join(f"{i}\t1\t0.3\t{t}\n" for i, t in zip([0, 1, 2, 3, 4, 9], times, strict=True))
+    )
     records = [
         LogRecord(published, "cifar10", "cohen", sigma0=0.25),
-        LogRecord(tailored, "cifar10", "cohen", "fs", "ds", 0.25, K=100, benchmarks=(optimize, memory)),
+        LogRecord(tailored, "cifar10", "cohen", "fs", "ds", 0.25, K=100, sigma_log=sigma_log),
     ]
     assert read_log(published)["time"].tolist() == [1.5] * 5
     table = runtime_table(records)
     assert table["certify_s"].tolist() == pytest.approx([1.5, 2.0])
-    # (mean(4, 6) + 10) seconds spread over 5 inputs
+    # the σ log's mean time over the certified inputs 0-4
     assert table["extra_s"].tolist() == pytest.approx([0.0, 3.0])
     assert table["total_s"].tolist() == pytest.approx([1.5, 5.0])
     summary = runtime_table([*records, records[0]], per_variant=True)
@@ -346,3 +348,15 @@ def test_per_sigma_table_groups_methods_under_each_sigma_in_the_given_order(tmp_
     assert table.loc[2, "ACR"] == pytest.approx(0.4)
     # one log per row: one ACR column, no per-log / per-input-best split
     assert "ACR_per_log" not in table.columns and {"ACR_low", "ACR_high"} <= set(table.columns)
+
+
+def test_runtime_table_names_a_sigma_log_without_time(tmp_path):
+    tailored = write_log(tmp_path, "ds.tsv", DS_025_K100)
+    old = tmp_path / "sigma_opt.tsv"
+    old.write_text("idx\tc_a\tsigma_K100\n" + "".join(f"{i}\t1\t0.3\n" for i in range(5)))
+    record = LogRecord(tailored, "cifar10", "cohen", "fs", "ds", 0.25, K=100, sigma_log=old)
+    with pytest.raises(LogFormatError, match=r"sigma_opt.tsv: no idx and time columns .*rerun the job"):
+        runtime_table([record])
+    old.write_text("idx\tc_a\tsigma_K100\ttime\n" + "".join(f"{i}\t1\t0.3\t1.0\n" for i in range(4)))
+    with pytest.raises(LogFormatError, match="sigma_opt.tsv: no time for input idx 4"):
+        runtime_table([record])

@@ -44,8 +44,9 @@ def test_table1_reads_cohen_fixed_ds_and_ds2_logs_at_every_sigma_and_k():
     assert [(r.sigma0, r.K) for r in records[3:12]] == [(s, k) for s in sigmas for k in ks]
     assert records[0].log == "results/digits/cohen/fs/sigma0.12/certify_fixed.tsv"
     assert records[-1].log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
-    # Appendix F charges Algorithm 1 to the -DS rows (Algorithm 3 runs inside the certification job)
-    assert records[-1].benchmarks == ("results/benchmarks/optimize_sigma/digits_cohen_ds_sigma0.5.tsv",)
+    # Appendix F charges Algorithm 1 (its σ log's time) to the -DS rows
+    assert records[-1].sigma_log == "results/digits/cohen/ds/sigma0.5/sigma_opt.tsv"
+    assert records[0].sigma_log is None
 
 
 def test_uniform_rows_are_yang_and_yang_ds_on_the_l1_grid_with_half_width_sqrt3_sigma():

@@ -233,10 +233,10 @@ def test_the_statistics_defaults_are_the_schemas():
         Inference(n_boot=0)
 
 
-def test_appendix_f_reads_the_benchmarks_and_the_comparison_the_tables_it_compares():
+def test_appendix_f_reads_the_sigma_logs_and_the_comparison_the_tables_it_compares():
     exp = experiment("paper.yaml")
     appendix_f = CATALOGUE["appendix_f_table"].inputs(exp, {})
-    assert "results/benchmarks/optimize_sigma/cifar10_cohen_ds_sigma0.5.tsv" in appendix_f
+    assert "results/cifar10/cohen/ds/sigma0.5/sigma_opt.tsv" in appendix_f
     assert not any("memory_grid" in path for path in appendix_f)  # Appendix F leaves the grid search out
     tables = CATALOGUE["paper_comparison"].arguments(exp, {})["builder"]["tables"]
     appendix_h = ["appendix_h_cohen", "appendix_h_smoothadv", "appendix_h_macer"]

@@ -1,9 +1,11 @@
 """The σ log: σ*ₓ of every test input, written by Algorithm 1 or the grid search and read by ``ddrs certify``.
 
-One TSV row per test input in ``idx`` order (docs/architecture.md): ``idx c_a`` then the scales.
-Algorithm 1 writes one column per snapshot K (:func:`sigma_column`: ``sigma_K0 sigma_K100 …``),
-the Appendix-B grid search one column :func:`grid_column` (``sigma_grid_n{n}``). ``c_a`` is the
-σ₀-smoothed prediction (DDRS Eq. 2), recorded whichever objective chose the scales.
+One TSV row per test input in ``idx`` order (docs/architecture.md): ``idx c_a``, the scales, then
+``time``. Algorithm 1 writes one column per snapshot K (:func:`sigma_column`: ``sigma_K0
+sigma_K100 …``), the Appendix-B grid search one column :func:`grid_column` (``sigma_grid_n{n}``).
+``c_a`` is the σ₀-smoothed prediction (DDRS Eq. 2), recorded whichever objective chose the scales;
+``time`` is the seconds spent on the input (c_A and the solve, amortised over its batch, as the
+certification log's ``time``): Appendix F's cost of choosing σ.
 
 Rows go through :class:`ddrs.logs.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
 its noise from generators seeded from ``(seed, idx)`` (:mod:`ddrs.seeds`), so a resumed run
@@ -13,6 +15,7 @@ equals an uninterrupted one and a row does not depend on which inputs shared its
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -33,6 +36,8 @@ from ddrs.streams import InputStreams, default_stream_kind, input_streams
 
 #: The columns every σ log starts with; the scale columns follow.
 KEY_COLUMNS = ("idx", "c_a")
+#: The last column of every σ log: seconds spent choosing the input's scales.
+TIME_COLUMN = "time"
 
 
 def sigma_column(k: int) -> str:
@@ -63,7 +68,7 @@ def read_sigma_log(path: str | os.PathLike, k: int | None = None, *, column: str
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise LogFormatError(f"{path}: not a tab-separated σ log ({error})") from None
     if "idx" not in frame.columns or column not in frame.columns:
-        available = sorted(str(c) for c in frame.columns if c not in KEY_COLUMNS)
+        available = sorted(str(c) for c in frame.columns if c not in (*KEY_COLUMNS, TIME_COLUMN))
         raise LogFormatError(f"{path}: no column {'idx' if 'idx' not in frame.columns else column}; has {available}")
     idx = pd.to_numeric(frame["idx"], errors="coerce")
     scale = pd.to_numeric(frame[column], errors="coerce")
@@ -106,12 +111,13 @@ def _run_dataset(
     noise = get_noise(settings.noise)
     device = torch.device(device)
     resume_settings = {**settings.resume_settings(), "streams": default_stream_kind(device), **(provenance or {})}
-    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns), resume_settings)
+    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns, TIME_COLUMN), resume_settings)
     todo = [idx for idx in indices if idx not in writer.done]
     # channels_last weights on CUDA: cuDNN then runs every convolution channels-last (the inputs follow)
     model = prepare_classifier(model.to(device), device, memory_format="auto", compile=False)
     for start in tqdm(range(0, len(todo), settings.batch), desc=Path(out_path).name, disable=None):
         chunk = todo[start : start + settings.batch]
+        started = time.perf_counter()
         x = torch.stack([dataset[idx][0] for idx in chunk]).to(device, non_blocking=True)
         c_a = smoothed_top_class(
             model,
@@ -125,8 +131,10 @@ def _run_dataset(
             precision=settings.precision,
         )
         sigmas = solve(x, c_a, input_streams(settings.seed, chunk, Stream.OPTIMIZE, device)).cpu()
+        seconds = (time.perf_counter() - started) / len(chunk)
         for row, idx in enumerate(chunk):
-            writer.write({"idx": idx, "c_a": int(c_a[row]), **dict(zip(columns, sigmas[:, row].tolist(), strict=True))})
+            scales = dict(zip(columns, sigmas[:, row].tolist(), strict=True))
+            writer.write({"idx": idx, "c_a": int(c_a[row]), **scales, TIME_COLUMN: seconds})
     return writer.finish()
 
 

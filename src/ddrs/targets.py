@@ -83,8 +83,8 @@ class Target:
     params: Callable[..., dict[str, Any]] = _nothing
     #: the Markdown/LaTeX caption, from the experiment and the records
     caption_of: Callable[[Experiment, list[LogRecord]], str] | None = None
-    #: the records' Snakemake benchmark files are inputs too (Appendix F's run times)
-    benchmarks: bool = False
+    #: the records' σ logs are inputs too (Appendix F's cost of choosing σ)
+    sigma_logs: bool = False
     #: the job reads the dataset itself (waits for ``prepare_data``)
     needs_data: bool = False
     #: the methods a study compares, in its table's order; ``requires``: any of them makes the study
@@ -116,11 +116,11 @@ class Target:
         return [] if self.records is None else self.records(exp, self, **wildcards)
 
     def inputs(self, exp: Experiment, wildcards: Mapping[str, str]) -> list[str]:
-        """Every file the job reads: its records' logs (and benchmarks), its files, the data marker."""
+        """Every file the job reads: its records' logs (and σ logs), its files, the data marker."""
         records = self.query(exp, wildcards)
         paths = [record.log for record in records]
-        if self.benchmarks:
-            paths += sorted({path for record in records for path in record.benchmarks})
+        if self.sigma_logs:
+            paths += sorted({record.sigma_log for record in records if record.sigma_log is not None})
         for value in self.files(exp, self, **wildcards).values():
             paths += _flat(value)
         if self.needs_data:
@@ -286,7 +286,7 @@ CATALOGUE: dict[str, Target] = {
             "Appendix F",
             instances=_if(lambda exp: exp.computed_records()),
             records=lambda exp, t: [r for r in exp.computed_records() if r.certify_mode != "gds"],
-            benchmarks=True,
+            sigma_logs=True,
             # seconds per input to 0.1 ms: finer digits are timer noise
             decimals=4,
             bold=False,

@@ -30,7 +30,6 @@ from ddrs.analysis.tables import (
     per_setting_table,
     per_sigma_table,
     radius_column,
-    read_benchmark_seconds,
     runtime_table,
 )
 
@@ -60,7 +59,6 @@ __all__ = [
     "per_sigma_table",
     "radius_column",
     "radius_grid",
-    "read_benchmark_seconds",
     "runtime_table",
     "selection_optimism_table",
     "study_comparisons_table",

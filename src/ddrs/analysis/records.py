@@ -30,8 +30,8 @@ class LogRecord:
     ``certify_mode`` is ``fs`` (fixed σ), ``ds`` (Algorithm 1 + memory, Algorithm 3) or ``gds``
     (Appendix B grid search with ``samples`` noise draws per candidate). ``K`` is the number of
     Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name
-    (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``benchmarks`` lists Snakemake benchmark TSVs
-    of the extra jobs this log needed (σ optimisation, memory pass), for Appendix F.
+    (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``sigma_log`` is the σ log that chose the
+    log's scales (``ds``, ``gds``): its ``time`` column is Appendix F's cost of choosing σ.
     ``common_inputs``: a table may cut the logs of this record's dataset to the test inputs all of
     them certify (:func:`ddrs.analysis.tables.restrict_to_common_inputs`) instead of refusing them.
     """
@@ -45,7 +45,7 @@ class LogRecord:
     K: int | None = None
     samples: int | None = None
     variant: str | None = None
-    benchmarks: tuple[str | os.PathLike, ...] = ()
+    sigma_log: str | os.PathLike | None = None
     common_inputs: bool = False
 
     def __post_init__(self):

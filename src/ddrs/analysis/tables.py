@@ -259,16 +259,16 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
     """Appendix F: certification seconds per input, fixed vs data-dependent.
 
     ``certify_s`` is the mean of the log's ``time`` column (Cohen's CERTIFY per input);
-    ``extra_s`` spreads the wall-clock seconds of the record's Snakemake benchmark files (σ
-    optimisation, memory pass; mean over benchmark repeats) over the log's inputs; ``total_s``
-    is their sum. An Algorithm 1 job that snapshots several K is charged in full to each K.
-    With ``per_variant`` the rows are averaged per (dataset, variant).
+    ``extra_s`` is the mean ``time`` of the record's σ log over the same inputs (choosing σ:
+    Algorithm 1 or the grid search; 0 for fixed σ); ``total_s`` is their sum. An Algorithm 1 run
+    that snapshots several K is charged in full to each K. With ``per_variant`` the rows are
+    averaged per (dataset, variant).
     """
     rows = []
     for record in records:
         log = record.load()
-        extra = sum(read_benchmark_seconds(path) for path in record.benchmarks)
         certify_s = float(log["time"].mean())
+        extra_s = 0.0 if record.sigma_log is None else _sigma_seconds(record.sigma_log, log["idx"])
         rows.append(
             {
                 "dataset": record.dataset,
@@ -277,8 +277,8 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
                 "K": record.K,
                 "inputs": len(log),
                 "certify_s": certify_s,
-                "extra_s": extra / len(log),
-                "total_s": certify_s + extra / len(log),
+                "extra_s": extra_s,
+                "total_s": certify_s + extra_s,
             }
         )
     frame = pd.DataFrame(rows)
@@ -289,15 +289,22 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
     return frame
 
 
-def read_benchmark_seconds(path: str | os.PathLike) -> float:
-    """Wall-clock seconds of a Snakemake ``benchmark:`` TSV (column ``s``; mean over repeats)."""
+def _sigma_seconds(path: str | os.PathLike, inputs: pd.Series) -> float:
+    """Mean seconds a σ log spent per input (its ``time`` column) over the given ``idx`` values."""
     try:
         frame = pd.read_csv(path, sep="\t")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise LogFormatError(f"{path}: not a Snakemake benchmark TSV ({error})") from None
-    if "s" not in frame.columns or frame.empty:
-        raise LogFormatError(f"{path}: not a Snakemake benchmark TSV (no 's' column or no rows)")
-    return float(frame["s"].mean())
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise LogFormatError(f"{path}: not a tab-separated σ log ({error})") from None
+    if not {"idx", "time"} <= set(frame.columns):
+        raise LogFormatError(
+            f"{path}: no idx and time columns (a σ log written before ddrs recorded its time?); "
+            "delete it and rerun the job that writes it"
+        )
+    seconds = frame.set_index("idx")["time"].reindex(inputs)
+    if seconds.isna().any():
+        missing = inputs[seconds.isna().to_numpy()].iloc[0]
+        raise LogFormatError(f"{path}: no time for input idx {missing}, which the certification log certifies")
+    return float(seconds.mean())
 
 
 def memory_table(records: Sequence[LogRecord]) -> pd.DataFrame:

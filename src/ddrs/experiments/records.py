@@ -54,7 +54,7 @@ class Records(RunGrid):
                 "memory_K{K}.tsv",
                 certify_mode="ds",
                 K=k,
-                benchmarks=(self.layout.benchmark("optimize_sigma", self.layout.job(*run.wildcards)),),
+                sigma_log=f"{self.run_dir(run)}/sigma_opt.tsv",
             )
         ]
 
@@ -64,7 +64,13 @@ class Records(RunGrid):
             record
             for run in self._runs(dataset, method, "fs")
             for n in self.grid["n"]
-            for record in self._records([run], "memory_grid_n{samples}.tsv", certify_mode="gds", samples=n)
+            for record in self._records(
+                [run],
+                "memory_grid_n{samples}.tsv",
+                certify_mode="gds",
+                samples=n,
+                sigma_log=f"{self.run_dir(run)}/sigma_grid_n{n}.tsv",
+            )
         ]
 
     def method_records(self, method: str) -> list[LogRecord]:
