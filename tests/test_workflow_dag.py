@@ -22,10 +22,10 @@ def test_table1_on_the_default_config_schedules_exactly_the_cohen_jobs(tmp_path)
         "prepare_data": 1,
         "train": 2 * sigmas,  # fs and ds models
         "certify_fixed": sigmas,  # Cohen rows
-        "optimize_sigma": 2 * sigmas,  # one Algorithm 1 run per model
-        "certify_data_dependent_digits": 2 * sigmas,  # every K of a model's σ log, with Algorithm 3
+        # per model, one process: Algorithm 1 to the largest K, then every K certified with Algorithm 3
+        "certify_data_dependent_digits": 2 * sigmas,
         "best_table": 1,
-        "total": 23,
+        "total": 17,
     }
     assert ks == len(load_config()["optimize_sigma"]["k"])
 
@@ -38,7 +38,7 @@ def test_the_default_target_builds_every_table_and_figure(tmp_path):
     assert counts["certified_accuracy_figure"] == counts["k_sweep_figure"] == 3
     assert counts["pa_ecdf_figure"] == counts["easy_hard_figure"] == 1
     assert counts["train"] == 3 * 2 * 3 + 3  # three methods x fs/ds x σ, plus uniform noise
-    assert counts["grid_search_sigma"] == 3 * 4  # σ x n in {1, 2, 4, 10}
+    assert counts["certify_grid_search"] == 3 * 4  # σ x n in {1, 2, 4, 10}
     assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, 4)
 
 
@@ -71,7 +71,7 @@ def test_the_paper_config_dag_builds_without_data(tmp_path):
     assert counts["best_table"] == 4
     assert counts["paper_comparison"] == 1
     assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, 4)
-    assert counts["grid_search_sigma"] == 3 * 4  # Appendix B on CIFAR-10 only: σ x n in {1, 2, 4, 10}
+    assert counts["certify_grid_search"] == 3 * 4  # Appendix B on CIFAR-10 only: σ x n in {1, 2, 4, 10}
     # Appendix H's grids: Cohen-DS² and MACER-DS² on CIFAR-10 run longer than the others
     assert counts["certify_data_dependent_cifar10_cohen_ds"] == counts["certify_data_dependent_cifar10_macer_ds"] == 3
     assert counts["certify_data_dependent_cifar10"] == 4 * 3 + 3  # -DS of the 4 methods (YANG incl.), SmoothAdv-DS²
@@ -109,8 +109,8 @@ def test_the_paper_config_without_checkpoints_names_each_file_and_how_to_run_cif
 @pytest.mark.parametrize(
     "overlay,expected",
     [
-        ("uniform_off", {"train": 3 * 2 * 3, "best_table": 3, "grid_search_sigma": 12}),
-        ("grid_search_off", {"train": 3 * 2 * 3 + 3, "best_table": 4, "grid_search_sigma": 0}),
+        ("uniform_off", {"train": 3 * 2 * 3, "best_table": 3, "certify_grid_search": 12}),
+        ("grid_search_off", {"train": 3 * 2 * 3 + 3, "best_table": 4, "certify_grid_search": 0}),
         ("single_method", {"train": 2, "best_table": 1, "appendix_h_table": 1, "certify_data_dependent_digits": 2}),
     ],
 )
@@ -234,7 +234,7 @@ def test_the_gpu_profile_gives_gpu_jobs_one_gpu_each_and_cpu_jobs_none(tmp_path)
         rule = block.split(":", 1)[0]
         resources = next(line for line in block.splitlines() if line.strip().startswith("resources:"))
         requests.setdefault(rule, set()).add("gpu=1" in resources.split(", "))
-    for rule in ("train", "certify_fixed", "optimize_sigma", "certify_data_dependent_digits"):
+    for rule in ("train", "certify_fixed", "certify_data_dependent_digits"):
         assert requests[rule] == {True}, rule
     for rule in ("prepare_data", "best_table"):
         assert requests[rule] == {False}, rule

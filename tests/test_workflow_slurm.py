@@ -56,14 +56,13 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     assert result.returncode == 0, output[-6000:]
 
     submitted = output.count("has been submitted with SLURM jobid")
-    # prepare_data, 2 train, certify_fixed, 2 optimize_sigma, 2 data-dependent certify (+ memory), the table
-    assert submitted == 9, output[-6000:]
+    # prepare_data, 2 train, certify_fixed, 2 data-dependent certify (Algorithm 1, then CERTIFY and memory), the table
+    assert submitted == 7, output[-6000:]
     # every job's SLURM log, named by its SLURM job id: the jobs really ran on the cluster
     slurm_logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log"))
     rules = {
         "rule_train",
         "rule_certify_fixed",
-        "rule_optimize_sigma",
         "rule_certify_data_dependent_digits",
         "rule_best_table",
     }

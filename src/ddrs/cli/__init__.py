@@ -20,6 +20,9 @@ from collections.abc import Iterable
 from ddrs.errors import DDRSError
 from ddrs.work_time import report_work
 
+#: the errors a command reports as ``ddrs <command>: error: …`` with exit status 2 (not a traceback)
+USER_ERRORS = (DDRSError, ValueError, FileNotFoundError, FloatingPointError)
+
 #: environment variables the BLAS / OpenMP libraries read when they load
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         args.run(args)
-    except (DDRSError, ValueError, FileNotFoundError, FloatingPointError) as error:
+    except USER_ERRORS as error:
         print(f"ddrs {args.command}: error: {error}", file=sys.stderr)
         return 2
     report_work(f"ddrs {args.command}", started)
