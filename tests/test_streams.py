@@ -6,7 +6,7 @@ from scipy import stats
 
 from ddrs.noise import get_noise
 from ddrs.philox import philox4x32
-from ddrs.seeds import Stream
+from ddrs.seeds import Stream, StudyStream, TrainingStream, derived_seed
 from ddrs.settings import Algorithm1Settings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import sample_counts
@@ -138,3 +138,19 @@ def test_cuda_philox_draws_the_cpus_values(compile):
     on_cpu = input_streams(7, [1, 2, 3], Stream.CERTIFY, CPU, kind="philox").draw(GAUSSIAN, blocks, x)
     on_cuda = input_streams(7, [1, 2, 3], Stream.CERTIFY, cuda, compile=compile).draw(GAUSSIAN, blocks, x.to(cuda))
     torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=1e-5, atol=1e-5)  # transcendental functions' ulps
+
+
+def test_no_two_streams_of_a_run_share_a_seed():
+    """A certificate needs CERTIFY's draws independent of every draw that trained the classifier
+    or chose σ: before the keys named their purpose first and counted themselves, input 2's
+    SELECTION, OPTIMIZE and CERTIFY streams were training's NOISE of epochs 0, 1 and 2."""
+    inputs, epochs = range(40), range(12)
+    keys = [(stream, idx) for stream in (*Stream, *StudyStream) for idx in inputs]
+    keys += [(stream,) for stream in (TrainingStream.INIT, TrainingStream.LOADER)]
+    keys += [(stream, epoch) for stream in TrainingStream for epoch in epochs]
+    keys += [(TrainingStream.AUGMENT, epoch, idx) for epoch in epochs for idx in inputs]
+    seeds = [derived_seed(0, *key) for key in keys]
+    assert len(set(seeds)) == len(keys)
+    assert derived_seed(0, 3) != derived_seed(0, 3, 0)  # numpy's SeedSequence alone ignores the trailing 0
+    purposes = [int(stream) for enum in (Stream, TrainingStream, StudyStream) for stream in enum]
+    assert len(set(purposes)) == len(purposes)  # a stream is named by its first key

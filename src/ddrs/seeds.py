@@ -1,9 +1,14 @@
 """Seeds derived from the config's one seed, so every random draw is reproducible.
 
-Each test input gets its own random streams, keyed by ``(seed, idx, stream)`` (:mod:`ddrs.streams`):
+Each test input gets its own random streams, keyed by ``(seed, stream, idx)`` (:mod:`ddrs.streams`):
 results do not depend on how inputs were batched or on where an interrupted run resumed. The streams are independent;
 in particular CERTIFY's draws never reuse the draws that chose σ*ₓ, which the data-dependent
-certificate needs to stay sound (DDRS §3.5).
+certificate needs to stay sound (DDRS §3.5), nor any draw that trained the base classifier (Cohen
+et al.'s certificate holds for a classifier fixed before the noise is drawn).
+
+A stream is named by its first key, a purpose: the values of :class:`Stream`, :class:`TrainingStream`
+and :class:`StudyStream` are disjoint, and :func:`derived_seed` mixes in the number of keys, so no
+two streams of a run share a seed.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import numpy as np
 
 
 class Stream(IntEnum):
-    """The independent random streams of one test input."""
+    """The independent random streams of one test input, keyed further by its ``idx``."""
 
     SELECTION = 0  #: c_A, the σ₀-smoothed prediction (the σ log's c_a; the class ``fixed_class`` holds)
     OPTIMIZE = 1  #: Algorithm 1's or the grid search's noise draws
@@ -24,16 +29,27 @@ class Stream(IntEnum):
 class TrainingStream(IntEnum):
     """The independent random streams of one training run, each keyed further by epoch (and input)."""
 
-    GLOBAL = 0  #: torch's global generator during an epoch (draws of the model itself, e.g. dropout)
-    SHUFFLE = 1  #: the order of an epoch's shuffled pass
-    NOISE = 2  #: the smoothing noise of the method's loss and of Algorithm 2
-    EVAL = 3  #: the per-epoch noisy accuracy
-    INIT = 4  #: the initial weights
-    PLAN = 5  #: the method's epoch plan (:mod:`ddrs.training.epoch_plan`)
-    AUGMENT = 6  #: one input's data augmentation in one epoch, keyed by (epoch, idx)
-    LOADER = 7  #: the DataLoader's worker base seed (what workers draw outside torch)
+    GLOBAL = 10  #: torch's global generator during an epoch (draws of the model itself, e.g. dropout)
+    SHUFFLE = 11  #: the order of an epoch's shuffled pass
+    NOISE = 12  #: the smoothing noise of the method's loss and of Algorithm 2
+    EVAL = 13  #: the per-epoch noisy accuracy
+    INIT = 14  #: the initial weights
+    PLAN = 15  #: the method's epoch plan (:mod:`ddrs.training.epoch_plan`)
+    AUGMENT = 16  #: one input's data augmentation in one epoch, keyed by (epoch, idx)
+    LOADER = 17  #: the DataLoader's worker base seed (what workers draw outside torch)
+
+
+class StudyStream(IntEnum):
+    """The streams of one training input in Sun et al.'s gradient-norm study, keyed further by its ``idx``."""
+
+    P_CORRECT = 20  #: the draws that count p_A (easy or hard)
+    GRADIENT = 21  #: the draws of the loss whose gradient is measured
 
 
 def derived_seed(seed: int, *keys: int) -> int:
-    """A well-mixed 64-bit seed for the stream ``keys`` of run ``seed`` (numpy's SeedSequence)."""
-    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0])
+    """A well-mixed 64-bit seed for the stream ``keys`` of run ``seed`` (numpy's SeedSequence).
+
+    The number of keys is mixed in first: SeedSequence ignores trailing zero words of its entropy,
+    so ``(seed, a)`` and ``(seed, a, 0)`` would otherwise name one stream.
+    """
+    return int(np.random.SeedSequence([int(seed), len(keys), *map(int, keys)]).generate_state(1, np.uint64)[0])

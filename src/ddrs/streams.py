@@ -1,6 +1,6 @@
 """Where a batch's smoothing noise ε̂ comes from: one independent random stream per test input.
 
-Every input ``idx`` of a run draws from its own stream keyed by ``(seed, idx, purpose)``
+Every input ``idx`` of a run draws from its own stream keyed by ``(seed, purpose, idx)``
 (:func:`ddrs.seeds.derived_seed`, :class:`ddrs.seeds.Stream`), so its noise never depends on which
 inputs share a batch or on where an interrupted run resumed. Two kinds of stream give this:
 
@@ -166,7 +166,7 @@ def input_streams(
     kind: str | None = None,
     compile: bool | None = None,
 ) -> InputStreams:
-    """The ``stream`` of every test input ``idx`` in ``indices`` under run ``seed``, keyed by ``(seed, idx, stream)``.
+    """The ``stream`` of every test input ``idx`` in ``indices`` under run ``seed``, keyed by ``(seed, stream, idx)``.
 
     ``kind`` (:data:`STREAM_KINDS`; default :func:`default_stream_kind`) chooses the generator;
     ``compile`` (default: on CUDA) fuses Philox into one kernel (ignored by per-input generators).
@@ -174,7 +174,7 @@ def input_streams(
     device = torch.device(device)
     kind = kind or default_stream_kind(device)
     compile = device.type == "cuda" if compile is None else compile
-    keys = [derived_seed(seed, idx, stream) for idx in indices]
+    keys = [derived_seed(seed, stream, idx) for idx in indices]
     if kind == "philox":
         return PhiloxStreams(keys, device, compile=compile)
     if kind == "generator":

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from torch.utils.data import Dataset
 
 from ddrs.device import autocast, make_generator
-from ddrs.seeds import derived_seed
+from ddrs.seeds import StudyStream, derived_seed
 from ddrs.training.correctness import correct_counts
 from ddrs.training.losses import TrainingLoss
 
@@ -41,13 +41,10 @@ SUMMARY_COLUMNS = (
     "hard_grad_norm",
     "easy_over_hard",
 )
-# per-input seeds (seed, _NAMESPACE, idx, stream), apart from certification's (seed, idx, stream)
-_NAMESPACE = 1
-_P_CORRECT, _GRADIENT = range(2)
 
 
-def _generators(seed: int, indices: Sequence[int], stream: int, device: torch.device) -> list[torch.Generator]:
-    return [make_generator(derived_seed(seed, _NAMESPACE, idx, stream), device) for idx in indices]
+def _generators(seed: int, indices: Sequence[int], stream: StudyStream, device: torch.device) -> list[torch.Generator]:
+    return [make_generator(derived_seed(seed, stream, idx), device) for idx in indices]
 
 
 def per_input_gradient_norms(
@@ -67,7 +64,7 @@ def per_input_gradient_norms(
     weights = [parameter for parameter in model.parameters() if parameter.requires_grad]
     if not weights:
         raise ValueError("the model has no parameter that requires a gradient")
-    generators = _generators(seed, indices, _GRADIENT, device)
+    generators = _generators(seed, indices, StudyStream.GRADIENT, device)
     was_training = model.training
     model.eval()
     norms = torch.empty(len(indices), dtype=torch.float64)
@@ -105,7 +102,7 @@ def p_correct(
         torch.full((len(indices),), float(scale)),
         draws,
         noise=noise,
-        generator=_generators(seed, indices, _P_CORRECT, device),
+        generator=_generators(seed, indices, StudyStream.P_CORRECT, device),
         batch_size=batch_size,
         device=device,
         precision=precision,
