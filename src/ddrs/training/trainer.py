@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from tqdm import tqdm
 
 from ddrs.data import get_info, load_dataset
-from ddrs.device import autocast, forked_devices, make_generator, prepare_classifier, select_device
+from ddrs.device import autocast, copy_to, forked_devices, make_generator, prepare_classifier, select_device
 from ddrs.errors import CheckpointError
 from ddrs.io import atomic_path
 from ddrs.logs import partial_path
@@ -259,7 +259,8 @@ class Trainer:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if self.channels_last and x.ndim == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
-            scale = table.gather(indices).to(device, non_blocking=True)
+            # pinned first: a copy from pageable memory would wait for the queued steps, every step
+            scale = copy_to(table.gather(indices), device)
             if optimise_sigma:
                 scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)
                 table.update(indices, scale)
