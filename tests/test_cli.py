@@ -46,14 +46,16 @@ def test_analysis_commands_start_without_torch(command):
     assert done.stdout.endswith("torch imported: False\n")
 
 
-def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path):
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "in_a_batch"])
+def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path, batched):
     rng = np.random.default_rng(0)
     predict = rng.integers(0, 10, 50)
     pd.DataFrame(
         {"idx": range(50), "label": predict, "predict": predict, "radius": rng.random(50), "correct": 1}
     ).assign(time=1.0, noise="gaussian").to_csv(tmp_path / "certify.tsv", sep="\t", index=False)
     done = run_ddrs(
-        *("--threads", "1", "memory", "--log", str(tmp_path / "certify.tsv"), "--dataset", "digits"),
+        *("--threads", "1", *(["batch"] if batched else []), "memory"),
+        *("--log", str(tmp_path / "certify.tsv"), "--dataset", "digits"),
         *("--out", str(tmp_path / "memory.tsv")),
         after="import threadpoolctl\n"
         "print('torch imported:', 'torch' in sys.modules)\n"
@@ -63,7 +65,8 @@ def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "torch imported: False\nthreads: {1}\n" in done.stdout
     assert (tmp_path / "memory.tsv").exists()
-    assert WORK_LINE.fullmatch(done.stderr.strip())
+    jobs = [match["job"] for match in WORK_LINE.finditer(done.stderr)]
+    assert jobs == (["ddrs memory", "ddrs batch"] if batched else ["ddrs memory"]), done.stderr
 
 
 def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
@@ -78,11 +81,12 @@ def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
     assert work_seconds(capsys.readouterr().err) is None  # a failed command did no work to report
 
 
-def test_threads_sets_torchs_cpu_threads(tmp_path):
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "in_a_batch"])
+def test_threads_sets_torchs_cpu_threads(tmp_path, batched):
     before = torch.get_num_threads()
     try:
         args = ["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")]
-        assert main(["--threads", "1", *args]) == 0
+        assert main(["--threads", "1", *(["batch"] if batched else []), *args]) == 0
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)

@@ -4,7 +4,8 @@ Each sub-command lives in its own module of this package (module ``prepare_data`
 ``prepare-data``) and provides ``add_parser(subparsers)``, which registers the command and sets
 ``run`` as its handler (``parser.set_defaults(run=...)``). Only the named command's module is
 imported, and modules import their heavy dependencies (torch) inside ``run``, so a command starts
-in the time its own imports take. A command whose work runs in numpy sets ``compute="numpy"``.
+in the time its own imports take. A command whose work runs in numpy sets ``compute="numpy"``;
+``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         if args.threads < 1:
             parser.error(f"--threads must be >= 1, got {args.threads}")
-        _limit_threads(args.threads, getattr(args, "compute", "torch"))
+        compute = getattr(args, "compute", "torch")
+        if compute is not None:
+            limit_threads(args.threads, compute)
     started = time.perf_counter()
     try:
         args.run(args)
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _limit_threads(threads: int, compute: str) -> None:
+def limit_threads(threads: int, compute: str) -> None:
     """torch's intra-op threads for torch commands; the BLAS and OpenMP pools (numpy, scipy) for numpy commands."""
     if compute == "torch":
         import torch

@@ -35,7 +35,7 @@ def add_parser(subparsers) -> None:
         metavar=f"COMMAND ARGS… [{SEPARATOR} COMMAND ARGS…]",
         help="the commands, each as it would follow `ddrs`",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, compute=None)  # each command limits its own threads
 
 
 def split_commands(words: list[str]) -> list[list[str]]:
@@ -68,13 +68,15 @@ def parse_commands(words: list[str]) -> list[argparse.Namespace]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.cli import USER_ERRORS
+    from ddrs.cli import USER_ERRORS, limit_threads
     from ddrs.errors import DDRSError
     from ddrs.logs import kept_partials
 
     commands = parse_commands(args.commands)
     with kept_partials():  # Snakemake deletes every output of a failed job: keep the earlier commands' rows
         for command in commands:
+            if args.threads is not None:  # `ddrs --threads N batch …`: each command's own pools
+                limit_threads(args.threads, getattr(command, "compute", "torch"))
             started = time.perf_counter()
             try:
                 command.run(command)
