@@ -1,5 +1,7 @@
 """The resumable certification loop."""
 
+import json
+
 import pandas as pd
 import pytest
 import torch
@@ -8,6 +10,7 @@ from torch import nn
 
 from ddrs.certification import certify_dataset
 from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
+from ddrs.seeds import KEY_SCHEME
 from ddrs.settings import CertifySettings
 
 NUM_INPUTS = 11
@@ -134,3 +137,19 @@ def test_bad_arguments_fail_before_any_file_is_written(tmp_path, changes, messag
     with pytest.raises(ValueError, match=message):
         certify(tiny_model(), out, **changes)
     assert not out.exists() and not partial_path(out).exists()
+
+
+def test_a_partial_log_drawn_under_the_old_seed_keys_starts_over(tmp_path):
+    """Rows drawn before derived_seed named its purpose first (no ``stream_keys`` recorded) are not
+    mixed with rows of the current streams."""
+    out = tmp_path / "log.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+    settings_file = partial_path(out).with_name(partial_path(out).name + ".json")
+    recorded = json.loads(settings_file.read_text())
+    assert recorded["stream_keys"] == KEY_SCHEME and recorded["streams"] == "generator"
+    del recorded["stream_keys"]
+    settings_file.write_text(json.dumps(recorded, sort_keys=True))
+    with pytest.warns(UserWarning, match="other settings"):
+        again = certify(tiny_model(), out)
+    pd.testing.assert_frame_equal(rows(again), rows(certify(tiny_model(), tmp_path / "reference.tsv")))

@@ -27,7 +27,7 @@ from ddrs.noise import get_noise
 from ddrs.seeds import Stream
 from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
 from ddrs.smoothing import certify_batch
-from ddrs.streams import default_stream_kind, input_streams
+from ddrs.streams import input_streams, stream_settings
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
@@ -101,7 +101,7 @@ def certify_dataset(
         **settings.resume_settings(),
         "memory_format": resolve_memory_format(settings.memory_format, device.type),
         "noise": noise,
-        "streams": default_stream_kind(device),
+        **stream_settings(device),
         "scales": sorted(scale_of.items()) if isinstance(scales, Mapping) else float(scales),
         **extra_columns,
         **(provenance or {}),

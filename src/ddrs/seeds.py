@@ -17,6 +17,10 @@ from enum import IntEnum
 
 import numpy as np
 
+#: the version of the key layout :func:`derived_seed` is given (2: purpose first, key count mixed in);
+#: resumable logs record it, so a partial log drawn under another layout starts over
+KEY_SCHEME = 2
+
 
 class Stream(IntEnum):
     """The independent random streams of one test input, keyed further by its ``idx``."""

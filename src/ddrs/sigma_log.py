@@ -32,7 +32,7 @@ from ddrs.noise import get_noise
 from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
 from ddrs.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
-from ddrs.streams import InputStreams, default_stream_kind, input_streams
+from ddrs.streams import InputStreams, input_streams, stream_settings
 
 #: The columns every σ log starts with; the scale columns follow.
 KEY_COLUMNS = ("idx", "c_a")
@@ -106,11 +106,11 @@ def _run_dataset(
     ``settings.batch`` inputs are solved together; c_A is counted ``max(n0, batch · n)`` noisy
     images per forward pass. The settings and ``provenance`` (e.g. the checkpoint's digest)
     decide whether a partial σ log from an earlier run resumes, with the kind of random stream the
-    device draws from (:func:`ddrs.streams.default_stream_kind`).
+    device draws from (:func:`ddrs.streams.stream_settings`).
     """
     noise = get_noise(settings.noise)
     device = torch.device(device)
-    resume_settings = {**settings.resume_settings(), "streams": default_stream_kind(device), **(provenance or {})}
+    resume_settings = {**settings.resume_settings(), **stream_settings(device), **(provenance or {})}
     writer = LogWriter(out_path, (*KEY_COLUMNS, *columns, TIME_COLUMN), resume_settings)
     todo = [idx for idx in indices if idx not in writer.done]
     # channels_last weights on CUDA: cuDNN then runs every convolution channels-last (the inputs follow)

@@ -28,7 +28,7 @@ from torch import Tensor
 from ddrs.device import copy_to, make_generator
 from ddrs.noise import SmoothingNoise
 from ddrs.philox import keyed_uniforms, split_key
-from ddrs.seeds import Stream, derived_seed
+from ddrs.seeds import KEY_SCHEME, Stream, derived_seed
 
 #: Blocks of draws in a forward pass: ``(input, count)`` pairs, each the input's next ``count`` draws.
 Blocks = Sequence[tuple[int, int]]
@@ -155,6 +155,12 @@ STREAM_KINDS = ("generator", "philox")
 def default_stream_kind(device: torch.device | str) -> str:
     """``philox`` on CUDA, ``generator`` elsewhere (see the module docstring)."""
     return "philox" if torch.device(device).type == "cuda" else "generator"
+
+
+def stream_settings(device: torch.device | str) -> dict[str, object]:
+    """What a resumable log records of its noise's streams: the kind ``device`` draws from and the
+    seeds' key layout, so a partial log drawn otherwise starts over rather than mixing streams."""
+    return {"streams": default_stream_kind(device), "stream_keys": KEY_SCHEME}
 
 
 def input_streams(
