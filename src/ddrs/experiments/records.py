@@ -20,11 +20,13 @@ from ddrs.methods import get_method
 class Records(RunGrid):
     """The certification logs of the run grid, and the queries that pick a table's or figure's."""
 
-    def _records(self, runs: Sequence[Run], file: str, **setting) -> list[LogRecord]:
-        """``file`` of each run as a record (a given log only if its file is there)."""
+    def _records(self, runs: Sequence[Run], file: str, sigma_file: str | None = None, **setting) -> list[LogRecord]:
+        """``file`` of each run as a record (a given log only if its file is there), with the σ log
+        ``sigma_file`` of the run that chose its scales; both names are formatted with ``setting``."""
         records = [
             LogRecord(
                 log=f"{self.run_dir(run)}/{file.format(**setting)}",
+                sigma_log=None if sigma_file is None else f"{self.run_dir(run)}/{sigma_file.format(**setting)}",
                 dataset=run.dataset,
                 method=run.method,
                 train_mode=run.mode,
@@ -49,13 +51,7 @@ class Records(RunGrid):
             record
             for run in self._runs(dataset, method, mode)
             for k in self.k_grid(dataset, method, mode)
-            for record in self._records(
-                [run],
-                "memory_K{K}.tsv",
-                certify_mode="ds",
-                K=k,
-                sigma_log=f"{self.run_dir(run)}/sigma_opt.tsv",
-            )
+            for record in self._records([run], "memory_K{K}.tsv", "sigma_opt.tsv", certify_mode="ds", K=k)
         ]
 
     def grid_records(self, dataset: str, method: str) -> list[LogRecord]:
@@ -65,11 +61,7 @@ class Records(RunGrid):
             for run in self._runs(dataset, method, "fs")
             for n in self.grid["n"]
             for record in self._records(
-                [run],
-                "memory_grid_n{samples}.tsv",
-                certify_mode="gds",
-                samples=n,
-                sigma_log=f"{self.run_dir(run)}/sigma_grid_n{n}.tsv",
+                [run], "memory_grid_n{samples}.tsv", "sigma_grid_n{samples}.tsv", certify_mode="gds", samples=n
             )
         ]
 
