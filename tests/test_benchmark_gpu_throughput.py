@@ -32,7 +32,10 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
         assert algorithm1[f"{when}_fp32_s_per_input"] > 0 and algorithm1[f"{when}_bf16_s_per_input"] > 0
     assert algorithm1["speedup_fp32"] == algorithm1["today_fp32_s_per_input"] / algorithm1["now_fp32_s_per_input"]
     training = figures["training_resnet18"]
-    assert set(training) == {"num_workers", "fp32_contiguous", "bf16_channels_last"}
+    assert set(training) == {
+        "num_workers", "steps_per_epoch", "fp32_contiguous", "bf16_channels_last", "loader_only_img_per_s"
+    }  # fmt: skip
+    assert training["loader_only_img_per_s"] > 0
     for name in ("fp32_contiguous", "bf16_channels_last"):
         values = training[name]
         assert values["ddrs_img_per_s"] > 0 and values["plain_on_device_img_per_s"] > 0, name
