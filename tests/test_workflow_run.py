@@ -128,7 +128,7 @@ def test_table1_has_the_papers_rows_and_columns(run_dir):
 
 def test_the_whole_default_dag_and_its_report(run_dir):
     workdir, config = run_dir.workdir, run_dir.config
-    result = snakemake(workdir, "--cores", "2", config=config)
+    result = snakemake(workdir, "--cores", "all", config=config)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     for table in ("table2", "table3", "table4", "appendix_b", "appendix_f", "memory_summary"):
         assert (workdir / "results" / "tables" / f"{table}.csv").exists()
