@@ -1,7 +1,7 @@
 """Paper-scale throughput on a GPU (issue 18): CERTIFY, Algorithm 1 and training against their ceilings.
 
 Random weights (speed does not depend on training). Every figure is seconds per input (CERTIFY,
-Algorithm 1) or images per second (training), best of ``--repeats`` timed runs after one warm-up:
+Algorithm 1), best of two timed runs after one warm-up, or images per second (training):
 
   certify     for CIFAR ResNet-110, CIFAR ResNet-18 and ImageNet ResNet-50, n0 = 100 and n draws:
               ddrs ``certify_batch`` (per-input streams, as ``certify_dataset``) in fp32 and bf16,
@@ -20,9 +20,10 @@ Algorithm 1) or images per second (training), best of ``--repeats`` timed runs a
   training    ResNet-18 Gaussian augmentation epochs of ``--train-steps`` batches (default: one
               CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and DataLoader
               (persistent workers, pinned memory, non-blocking copies) in fp32 and in bf16 +
-              channels_last, against the same steps on batches already on the device (target:
-              0.85); and the DataLoader alone, its batches copied to the device, as the most the
-              trainer could reach;
+              channels_last, against the same steps on batches already on the device, the two
+              taking turns for five rounds after a warm-up (target: a median ratio of 0.85, with
+              the rounds' lowest and highest); and the DataLoader alone, its batches copied to the
+              device, as the most the trainer could reach;
   macer       peak memory of one MACER step, batch 256 and m = 64 (target: 40 GB), with all draws
               in one pass and 16 at a time (``draws_per_pass``), and the gradients' difference.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,6 +94,7 @@ class Sizes:
     macer_m: int
     macer_chunk: int  # draws_per_pass
     repeats: int
+    training_rounds: int  # the training figures' interleaved rounds
     compile: bool
     max_side: int | None  # quick: images no larger than this (ImageNet's 224 shrinks)
 
@@ -110,13 +112,13 @@ class Sizes:
                 n=n or 4, imagenet_n=imagenet_n or 4, n0=2, inputs=1, batch=4,
                 k=k or 2, k_timed=1, sigma_batch_today=1, sigma_batch=sigma_batch or 2,
                 train_batch=4, train_steps=train_steps or 2, macer_batch=2, macer_m=4, macer_chunk=2,
-                repeats=1, compile=False, max_side=32,
+                repeats=1, training_rounds=1, compile=False, max_side=32,
             )  # fmt: skip
         return Sizes(
             n=n or QUOTED_N, imagenet_n=imagenet_n or 10_000, n0=N0, inputs=2, batch=None,
             k=k or 1500, k_timed=50, sigma_batch_today=64, sigma_batch=sigma_batch or 1024,
             train_batch=256, train_steps=train_steps or CIFAR10_EPOCH_STEPS,
-            macer_batch=256, macer_m=64, macer_chunk=16, repeats=2, compile=True, max_side=None,
+            macer_batch=256, macer_m=64, macer_chunk=16, repeats=2, training_rounds=5, compile=True, max_side=None,
         )  # fmt: skip
 
 
@@ -128,16 +130,25 @@ def _sync(device: torch.device) -> None:
 def best_seconds(run: Callable[[], object], device: torch.device, repeats: int) -> float:
     """The fastest of ``repeats`` timed runs, after one untimed warm-up (compilation, cuDNN choice)
     unless a single run is asked for (quick mode)."""
-    if repeats > 1:
-        run()
+    return min(interleaved_seconds({"run": run}, device, repeats)["run"])
+
+
+def interleaved_seconds(runs: dict[str, Callable[[], object]], device: torch.device, rounds: int) -> dict[str, list]:
+    """Each run's seconds in each of ``rounds`` rounds, the runs taking turns within a round (after
+    one untimed warm-up each, unless a single round is asked for), so that a drift in the machine's
+    speed (clocks, other load) falls on all of them alike and their ratio is paired per round."""
+    if rounds > 1:
+        for run in runs.values():
+            run()
         _sync(device)
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return best
+    seconds: dict[str, list] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            _sync(device)
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
 
 
 def ddrs_certify(
@@ -277,11 +288,17 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
     """ResNet-18 Gaussian augmentation epochs of the trainer (``Trainer.train_epoch`` fed by
     ``training_loader``: workers that persist, pinned memory, non-blocking copies) on in-memory
     CIFAR-shaped images, against a plain loop of the same steps over batches already on the
-    device, with the same model, loss, precision and memory format; img/s and their ratio."""
+    device, with the same model, loss, precision and memory format. The two take turns for
+    ``training_rounds`` rounds (:func:`interleaved_seconds`); their median img/s, and the median,
+    lowest and highest of the rounds' ratios."""
     count = sizes.train_batch * sizes.train_steps
     images = torch.rand(count, 3, 32, 32, generator=torch.Generator().manual_seed(2))
     labels = torch.randint(10, (count,), generator=torch.Generator().manual_seed(3))
-    figures: dict[str, object] = {"num_workers": num_workers, "steps_per_epoch": sizes.train_steps}
+    figures: dict[str, object] = {
+        "num_workers": num_workers,
+        "steps_per_epoch": sizes.train_steps,
+        "rounds": sizes.training_rounds,
+    }
     for precision, memory_format in TRAINING_VARIANTS:
         config = TrainConfig(
             dataset="cifar10",
@@ -295,14 +312,19 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
             memory_format=memory_format,
             num_workers=num_workers,
         )
-        loaded = count / _trainer_epoch_seconds(config, images, labels, sizes.repeats)
-        plain = count / _plain_epoch_seconds(config, images, labels, sizes.repeats)
+        epochs = {"ddrs": _trainer_epoch(config, images, labels), "plain": _plain_epoch(config, images, labels)}
+        seconds = interleaved_seconds(epochs, device, sizes.training_rounds)
+        ratios = [plain / loaded for loaded, plain in zip(seconds["ddrs"], seconds["plain"], strict=True)]
         figures[f"{precision}_{memory_format}"] = {
-            "ddrs_img_per_s": loaded,
-            "plain_on_device_img_per_s": plain,
-            "ratio": loaded / plain,
+            "ddrs_img_per_s": count / statistics.median(seconds["ddrs"]),
+            "plain_on_device_img_per_s": count / statistics.median(seconds["plain"]),
+            "ratio": statistics.median(ratios),
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
         }
-    figures["loader_only_img_per_s"] = count / _loader_epoch_seconds(config, images, labels, sizes.repeats)
+    figures["loader_only_img_per_s"] = count / best_seconds(
+        _loader_epoch(config, images, labels), device, sizes.repeats
+    )
     return figures
 
 
@@ -313,19 +335,17 @@ def _fresh_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, 
     return model, build_optimizer(model, config)[0]
 
 
-def _trainer_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> float:
-    """The trainer's epoch loop over the trainer's DataLoader, built once (as a run builds it)."""
+def _trainer_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
+    """An epoch of the trainer's loop over the trainer's DataLoader, built once (as a run builds it)."""
     trainer = Trainer(config, "unused.pt", progress=False)
     model, optimizer = _fresh_model(config, trainer.device)
     scaler = torch.amp.GradScaler(trainer.device.type, enabled=False)
     table = SigmaTable.constant(len(images), config.initial_scale)
     loader = training_loader(TensorImages(images, labels), config, trainer.device)
-    return best_seconds(
-        lambda: trainer.train_epoch(model, loader, table, optimizer, scaler, 0), trainer.device, repeats
-    )
+    return lambda: trainer.train_epoch(model, loader, table, optimizer, scaler, 0)
 
 
-def _loader_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> float:
+def _loader_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
     """An epoch of the trainer's DataLoader alone, each batch copied to the device as the trainer
     copies it: the img/s the trainer could reach with an infinitely fast model."""
     device = select_device(config.device)
@@ -336,10 +356,10 @@ def _loader_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> 
         for x, y, _ in loader:
             x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 
-    return best_seconds(epoch, device, repeats)
+    return epoch
 
 
-def _plain_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> float:
+def _plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
     """The same steps over batches already on the device, laid out in the config's memory format."""
     device = select_device(config.device)
     loss_fn = get_method(config.method).load_loss()
@@ -362,7 +382,7 @@ def _plain_epoch_seconds(config: TrainConfig, images, labels, repeats: int) -> f
             loss.backward()
             optimizer.step()
 
-    return best_seconds(epoch, device, repeats)
+    return epoch
 
 
 def macer_memory(sizes: Sizes, device: torch.device) -> dict[str, object]:

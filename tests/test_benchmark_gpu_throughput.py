@@ -5,6 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 REPO = Path(__file__).resolve().parents[1]
 CERTIFY_FIGURES = {
     "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
@@ -33,14 +36,31 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
     assert algorithm1["speedup_fp32"] == algorithm1["today_fp32_s_per_input"] / algorithm1["now_fp32_s_per_input"]
     training = figures["training_resnet18"]
     assert set(training) == {
-        "num_workers", "steps_per_epoch", "fp32_contiguous", "bf16_channels_last", "loader_only_img_per_s"
+        "num_workers", "steps_per_epoch", "rounds", "fp32_contiguous", "bf16_channels_last", "loader_only_img_per_s"
     }  # fmt: skip
-    assert training["loader_only_img_per_s"] > 0
+    assert training["loader_only_img_per_s"] > 0 and training["rounds"] == 1
     for name in ("fp32_contiguous", "bf16_channels_last"):
         values = training[name]
         assert values["ddrs_img_per_s"] > 0 and values["plain_on_device_img_per_s"] > 0, name
-        assert values["ratio"] == values["ddrs_img_per_s"] / values["plain_on_device_img_per_s"], name
+        # one round: its ratio is the medians' ratio (up to rounding), and the lowest and highest
+        assert values["ratio"] == pytest.approx(values["ddrs_img_per_s"] / values["plain_on_device_img_per_s"]), name
+        assert values["ratio_min"] == values["ratio"] == values["ratio_max"], name
     macer = figures["macer_memory_resnet18"]
     assert macer["whole_peak_gib"] is None and macer["chunked_peak_gib"] is None  # no CUDA: no peak memory
     assert macer["m"] > macer["draws_per_pass"] > 0
     assert 0 <= macer["gradient_relative_difference"] < 1e-4  # chunked draws: the same gradient
+
+
+def test_interleaved_rounds_take_turns_after_one_warm_up(monkeypatch):
+    """The training ratio is paired per round: the runs alternate, each warmed up once first."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_throughput
+
+    calls = []
+    seconds = gpu_throughput.interleaved_seconds(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, torch.device("cpu"), rounds=3
+    )
+    assert calls == ["a", "b"] * 4  # the warm-up round, then three timed rounds
+    assert {name: len(values) for name, values in seconds.items()} == {"a": 3, "b": 3}
+    assert gpu_throughput.interleaved_seconds({"a": lambda: calls.append("c")}, torch.device("cpu"), 1)
+    assert calls[-1:] == ["c"] and calls.count("c") == 1  # a single round is not warmed up
