@@ -35,10 +35,7 @@ def write(result: Any, outputs: Mapping[str, str], **render: Any) -> None:
 
 @write.register
 def _(frame: pd.DataFrame, outputs: Mapping[str, str], *, measured: Sequence[str] = (), **render: Any) -> None:
-    write_table(shown(frame, measured, render.get("decimals", 1)), outputs["csv"], **render)
-    if measured:
-        with atomic_path(outputs["csv"]) as tmp:
-            frame.to_csv(tmp, index=False)  # the CSV keeps full precision
+    write_table(frame, outputs["csv"], shown=shown(frame, measured, render.get("decimals", 1)), **render)
 
 
 def shown(frame: pd.DataFrame, measured: Sequence[str], decimals: int) -> pd.DataFrame:

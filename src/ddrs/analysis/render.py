@@ -168,21 +168,24 @@ def write_table(
     decimals: int = 1,
     acr_decimals: int = 3,
     bold: bool = True,
+    shown: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
-    """Write ``x.csv`` (full precision), ``x.md`` and ``x.tex`` beside each other, atomically.
+    """Write ``x.csv`` (``frame`` at full precision), ``x.md`` and ``x.tex`` (``shown``, default
+    ``frame``) beside each other, atomically.
 
     Returns the three paths by format (``csv``, ``md``, ``tex``).
     """
     csv_path = Path(csv_path)
+    shown = frame if shown is None else shown
     paths = {suffix: csv_path.with_suffix(f".{suffix}") for suffix in ("csv", "md", "tex")}
     with atomic_path(paths["csv"]) as tmp:
         frame.to_csv(tmp, index=False)
     write_text_atomic(
-        paths["md"], to_markdown(frame, caption=caption, decimals=decimals, acr_decimals=acr_decimals, bold=bold)
+        paths["md"], to_markdown(shown, caption=caption, decimals=decimals, acr_decimals=acr_decimals, bold=bold)
     )
     write_text_atomic(
         paths["tex"],
-        to_latex(frame, caption=caption, label=label, decimals=decimals, acr_decimals=acr_decimals, bold=bold),
+        to_latex(shown, caption=caption, label=label, decimals=decimals, acr_decimals=acr_decimals, bold=bold),
     )
     return paths
 
