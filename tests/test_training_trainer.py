@@ -469,7 +469,11 @@ def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch)
             loss = loss_fn(model, x, *rest)
             layout = torch.channels_last
             seen.append(
-                (x.is_contiguous(memory_format=layout), conv.weight.is_contiguous(memory_format=layout), float(loss.detach()))
+                (
+                    x.is_contiguous(memory_format=layout),
+                    conv.weight.is_contiguous(memory_format=layout),
+                    float(loss.detach()),
+                )
             )
             return loss
 
