@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -17,7 +19,8 @@ from ddrs.logs import partial_path
 from ddrs.seeds import Stream
 from ddrs.settings import Algorithm1Settings, GridSearchSettings
 from ddrs.sigma import smoothed_top_class
-from ddrs.sigma_log import grid_search_dataset, optimize_dataset, read_sigma_log
+from ddrs.sigma_log import grid_search_dataset, optimize_dataset
+from ddrs.sigma_log_format import read_sigma_log
 from ddrs.streams import input_streams
 
 
@@ -156,6 +159,13 @@ def test_read_sigma_log_rejects_non_positive_scales(tmp_path):
     path = write_sigma_log(tmp_path / "sigma.tsv", "idx\tc_a\tsigma_K0\n0\t3\t0.25\n1\t3\t-0.1\n")
     with pytest.raises(LogFormatError, match=r"sigma\.tsv: row 2 .* expected an integer idx and a positive scale"):
         read_sigma_log(path, 0)
+
+
+def test_the_sigma_log_readers_load_without_torch():
+    """``ddrs table`` reads σ logs for Appendix F without starting torch."""
+    code = "import sys, ddrs.sigma_log_format, ddrs.analysis.tables; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False"]
 
 
 def test_read_sigma_log_reads_any_named_column(tmp_path):

@@ -65,7 +65,7 @@ def certify_dataset(
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
     ``scales`` is one σ/λ for all inputs or a mapping idx → scale (data-dependent certification,
-    e.g. :func:`ddrs.sigma_log.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
+    e.g. :func:`ddrs.sigma_log_format.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
     ``{"k": 100}``). ``model`` must already be on ``device``; it runs in the settings' memory

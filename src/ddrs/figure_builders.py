@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from ddrs import plots
 from ddrs.analysis.records import LogRecord
+from ddrs.sigma_log_format import sigma_column
 
 
 def _labelled(records: Sequence[LogRecord]) -> dict:
@@ -29,7 +30,7 @@ def sigma_examples(
     shown = pd.read_csv(sigma_log, sep="\t").head(examples)
     test_set = load_dataset(dataset, "test", root=data_root, seed=seed)
     images = torch.stack([test_set[int(idx)][0] for idx in shown["idx"]])
-    return plots.sigma_examples_figure(images, sigma0, shown[f"sigma_K{k}"], seed=seed)
+    return plots.sigma_examples_figure(images, sigma0, shown[sigma_column(k)], seed=seed)
 
 
 def p_a_cdf(records: Sequence[LogRecord]) -> Figure:

@@ -36,6 +36,7 @@ from ddrs.analysis.records import LogRecord, load_log, modes_of, variant_order
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.errors import LogFormatError
 from ddrs.memory import MEMORY_ACTIONS
+from ddrs.sigma_log_format import read_sigma_seconds
 
 #: a table's certification logs
 LogRecords = Sequence[LogRecord]
@@ -268,7 +269,7 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
     for record in records:
         log = record.load()
         certify_s = float(log["time"].mean())
-        extra_s = 0.0 if record.sigma_log is None else _sigma_seconds(record.sigma_log, log["idx"])
+        extra_s = 0.0 if record.sigma_log is None else read_sigma_seconds(record.sigma_log, log["idx"])
         rows.append(
             {
                 "dataset": record.dataset,
@@ -287,24 +288,6 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
         seconds = ["certify_s", "extra_s", "total_s"]
         frame = frame.groupby(["dataset", "variant"], sort=False, as_index=False)[seconds].mean()
     return frame
-
-
-def _sigma_seconds(path: str | os.PathLike, inputs: pd.Series) -> float:
-    """Mean seconds a σ log spent per input (its ``time`` column) over the given ``idx`` values."""
-    try:
-        frame = pd.read_csv(path, sep="\t")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise LogFormatError(f"{path}: not a tab-separated σ log ({error})") from None
-    if not {"idx", "time"} <= set(frame.columns):
-        raise LogFormatError(
-            f"{path}: no idx and time columns (a σ log written before ddrs recorded its time?); "
-            "delete it and rerun the job that writes it"
-        )
-    seconds = frame.set_index("idx")["time"].reindex(inputs)
-    if seconds.isna().any():
-        missing = inputs[seconds.isna().to_numpy()].iloc[0]
-        raise LogFormatError(f"{path}: no time for input idx {missing}, which the certification log certifies")
-    return float(seconds.mean())
 
 
 def memory_table(records: Sequence[LogRecord]) -> pd.DataFrame:

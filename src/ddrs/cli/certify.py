@@ -103,7 +103,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
         return [(f"scale {args.scale}", args.scale, outs[0])]
     if (args.k is None) == (args.sigma_column is None):
         raise ValueError("--sigma-log needs exactly one of --k and --sigma-column")
-    from ddrs.sigma_log import read_sigma_log, sigma_column
+    from ddrs.sigma_log_format import read_sigma_log, sigma_column
 
     flag, columns = (
         ("--k", [sigma_column(k) for k in args.k]) if args.k is not None else ("--sigma-column", args.sigma_column)
