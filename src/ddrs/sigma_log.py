@@ -2,8 +2,8 @@
 readers: :mod:`ddrs.sigma_log_format`).
 
 Rows go through :class:`ddrs.logs.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
-its noise from generators seeded from ``(seed, idx)`` (:mod:`ddrs.seeds`), so a resumed run
-equals an uninterrupted one and a row does not depend on which inputs shared its batch.
+its noise from streams keyed by ``(seed, stream, idx)`` (:func:`ddrs.streams.input_streams`), so a
+resumed run equals an uninterrupted one and a row does not depend on which inputs shared its batch.
 """
 
 from __future__ import annotations
