@@ -19,9 +19,8 @@ Algorithm 1), best of two timed runs after one warm-up, or images per second (tr
               model laid out as ``ddrs.sigma_log`` lays it out (channels_last on CUDA);
   training    ResNet-18 Gaussian augmentation epochs of ``--train-steps`` batches (default: one
               CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and DataLoader
-              (persistent workers, pinned memory, non-blocking copies) in fp32, in bf16 +
-              channels_last, and in bf16 + channels_last compiled (``train.compile``), against
-              the same steps on batches already on the device (compiled alike), the two
+              (persistent workers, pinned memory, non-blocking copies) in fp32 and in bf16 +
+              channels_last, against the same steps on batches already on the device, the two
               taking turns for five rounds after a warm-up (target: a median ratio of 0.85, with
               the rounds' lowest and highest); and the DataLoader alone, its batches copied to the
               device, as the most the trainer could reach;
@@ -281,9 +280,8 @@ def algorithm1_figures(sizes: Sizes, device: torch.device) -> dict[str, float]:
     return figures
 
 
-#: (precision, memory format, compile) of the training figures: the defaults, the fast eager
-#: settings, and those compiled (``train.compile``; CUDA runs only, as for CERTIFY)
-TRAINING_VARIANTS = (("fp32", "contiguous", False), ("bf16", "channels_last", False), ("bf16", "channels_last", True))
+#: (precision, memory format) of the training figures: the defaults, and the fast settings
+TRAINING_VARIANTS = (("fp32", "contiguous"), ("bf16", "channels_last"))
 
 
 def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> dict[str, object]:
@@ -301,11 +299,7 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
         "steps_per_epoch": sizes.train_steps,
         "rounds": sizes.training_rounds,
     }
-    for precision, memory_format, compile in TRAINING_VARIANTS:
-        name = f"{precision}_{memory_format}" + ("_compiled" if compile else "")
-        if compile and not sizes.compile:
-            figures[name] = None
-            continue
+    for precision, memory_format in TRAINING_VARIANTS:
         config = TrainConfig(
             dataset="cifar10",
             arch="resnet18",
@@ -317,12 +311,11 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
             precision=precision,
             memory_format=memory_format,
             num_workers=num_workers,
-            compile=compile,
         )
         epochs = {"ddrs": _trainer_epoch(config, images, labels), "plain": _plain_epoch(config, images, labels)}
         seconds = interleaved_seconds(epochs, device, sizes.training_rounds)
         ratios = [plain / loaded for loaded, plain in zip(seconds["ddrs"], seconds["plain"], strict=True)]
-        figures[name] = {
+        figures[f"{precision}_{memory_format}"] = {
             "ddrs_img_per_s": count / statistics.median(seconds["ddrs"]),
             "plain_on_device_img_per_s": count / statistics.median(seconds["plain"]),
             "ratio": statistics.median(ratios),
@@ -367,8 +360,7 @@ def _loader_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
 
 
 def _plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
-    """The same steps over batches already on the device, laid out in the config's memory format,
-    through the module the trainer's loss runs (compiled under ``config.compile``)."""
+    """The same steps over batches already on the device, laid out in the config's memory format."""
     device = select_device(config.device)
     loss_fn = get_method(config.method).load_loss()
     channels_last = config.memory_format == "channels_last"
@@ -379,14 +371,13 @@ def _plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
         )
     ]
     model, optimizer = _fresh_model(config, device)
-    forward = Trainer(config, "unused.pt", progress=False).step_model(model)
     noise = torch.Generator(device=device).manual_seed(0)
 
     def epoch() -> None:
         for x, y in batches:
             scale = torch.full((len(x),), config.initial_scale, device=device)
             with autocast(device, config.precision):
-                loss = loss_fn(forward, x, y, scale, noise, config.params, 0)
+                loss = loss_fn(model, x, y, scale, noise, config.params, 0)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

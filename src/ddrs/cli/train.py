@@ -40,7 +40,6 @@ HELP = {
     "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
     "memory_format": "layout of the model and its input batches (auto: channels_last on CUDA, contiguous elsewhere)",
     "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them)",
-    "compile": "run the training loss's forward and backward passes through torch.compile, once per run",
 }
 CHOICES = {
     "method": tuple(METHODS),

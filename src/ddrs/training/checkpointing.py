@@ -19,9 +19,9 @@ from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable
 
 #: options that may change between a run and its resumption: they do not change what is trained
-#: (``memory_format`` and ``compile`` change float rounding only, as ``device`` does, so a run
-#: begun on a GPU in channels_last and compiled may resume on the CPU)
-RUNTIME_FIELDS = frozenset({"epochs", "device", "memory_format", "compile", "num_workers", "pin_memory", "data_root"})
+#: (``memory_format`` changes float rounding only, as ``device`` does, so a run begun on a GPU
+#: in channels_last may resume on the CPU)
+RUNTIME_FIELDS = frozenset({"epochs", "device", "memory_format", "num_workers", "pin_memory", "data_root"})
 
 
 def initial_weights(config: TrainConfig) -> dict[str, Tensor]:

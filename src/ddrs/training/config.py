@@ -110,11 +110,6 @@ class TrainConfig:
     num_workers: int = 0
     #: page-locked batches for asynchronous host-to-GPU copies; ``None``: on CUDA only
     pin_memory: bool | None = None
-    #: run the training loss's forward and backward passes through ``torch.compile`` (static shapes,
-    #: built once per run; Algorithm 1's σ steps, evaluation and epoch plans stay eager). Fewer, fused
-    #: kernels: on a GPU the eager step is bound by kernel launches. Float results differ in the last
-    #: bits; it may change on resume (:data:`ddrs.training.checkpointing.RUNTIME_FIELDS`)
-    compile: bool = False
     data_root: str = "data"
     augment: bool = True
     #: test inputs scored for the per-epoch log (clean and noisy accuracy)

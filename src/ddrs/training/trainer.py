@@ -129,7 +129,6 @@ class Trainer:
         self.epoch_plan = None if plan is None else plan(config.params, config, self.device)
         self.num_classes = get_info(config.dataset).num_classes
         self.channels_last = resolve_memory_format(config.memory_format, self.device.type) == "channels_last"
-        self._compiled: nn.Module | None = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -142,18 +141,6 @@ class Trainer:
         return prepare_classifier(
             model.to(self.device), self.device, memory_format=self.config.memory_format, compile=False
         )
-
-    def step_model(self, model: nn.Module) -> nn.Module:
-        """The module the training loss runs: ``model``, or under ``compile`` its ``torch.compile``
-        wrapper, built once for the run. Shapes are static: the epoch's shorter last batch compiles
-        its own graph once, rather than turning every batch's graph dynamic. The wrapper shares
-        ``model``'s parameters, so the optimizer, Algorithm 1, evaluation and the checkpoint use
-        ``model`` itself."""
-        if not self.config.compile:
-            return model
-        if self._compiled is None or self._compiled._orig_mod is not model:
-            self._compiled = torch.compile(model, dynamic=False)
-        return self._compiled
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -258,9 +245,8 @@ class Trainer:
         (default: the shuffled training set), DDRS Algorithm 2 per batch in ``ds`` mode; mean loss.
         Under ``noise_batching: split`` every loaded batch is cut into ``config.chunks`` consecutive
         chunks, each a batch of its own (σ update and SGD step). Image batches are laid out as
-        ``memory_format`` says; the loss runs :meth:`step_model`."""
+        ``memory_format`` says."""
         config, device = self.config, self.device
-        forward = self.step_model(model)
         noise = make_generator(derived_seed(config.seed, TrainingStream.NOISE, epoch), device)
         loader.sampler.set_epoch(epoch, visits)
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
@@ -279,7 +265,7 @@ class Trainer:
                 scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)
                 table.update(indices, scale)
             with autocast(device, config.precision):
-                loss = self.loss_fn(forward, x, y, scale, noise, config.params, epoch)
+                loss = self.loss_fn(model, x, y, scale, noise, config.params, epoch)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(optimizer)
