@@ -40,7 +40,7 @@ import argparse
 import copy
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -312,7 +312,7 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
             memory_format=memory_format,
             num_workers=num_workers,
         )
-        epochs = {"ddrs": _trainer_epoch(config, images, labels), "plain": _plain_epoch(config, images, labels)}
+        epochs = {"ddrs": trainer_epoch(config, images, labels), "plain": plain_epoch(config, images, labels)}
         seconds = interleaved_seconds(epochs, device, sizes.training_rounds)
         ratios = [plain / loaded for loaded, plain in zip(seconds["ddrs"], seconds["plain"], strict=True)]
         figures[f"{precision}_{memory_format}"] = {
@@ -322,30 +322,30 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
             "ratio_min": min(ratios),
             "ratio_max": max(ratios),
         }
-    figures["loader_only_img_per_s"] = count / best_seconds(
-        _loader_epoch(config, images, labels), device, sizes.repeats
-    )
+    figures["loader_only_img_per_s"] = count / best_seconds(loader_epoch(config, images, labels), device, sizes.repeats)
     return figures
 
 
-def _fresh_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
+def fresh_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
     torch.manual_seed(0)
     model = build_model(config.arch, config.dataset).to(device).train()
     model = prepare_classifier(model, device, memory_format=config.memory_format, compile=False)
     return model, build_optimizer(model, config)[0]
 
 
-def _trainer_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
-    """An epoch of the trainer's loop over the trainer's DataLoader, built once (as a run builds it)."""
+def trainer_epoch(config: TrainConfig, images, labels, batches: Iterable | None = None) -> Callable[[], object]:
+    """An epoch of the trainer's loop over the trainer's DataLoader, built once (as a run builds it),
+    or over ``batches`` (an iterable of ``(x, y, idx)`` with the DataLoader's ``sampler``)."""
     trainer = Trainer(config, "unused.pt", progress=False)
-    model, optimizer = _fresh_model(config, trainer.device)
+    model, optimizer = fresh_model(config, trainer.device)
     scaler = torch.amp.GradScaler(trainer.device.type, enabled=False)
     table = SigmaTable.constant(len(images), config.initial_scale)
-    loader = training_loader(TensorImages(images, labels), config, trainer.device)
-    return lambda: trainer.train_epoch(model, loader, table, optimizer, scaler, 0)
+    if batches is None:
+        batches = training_loader(TensorImages(images, labels), config, trainer.device)
+    return lambda: trainer.train_epoch(model, batches, table, optimizer, scaler, 0)
 
 
-def _loader_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
+def loader_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
     """An epoch of the trainer's DataLoader alone, each batch copied to the device as the trainer
     copies it: the img/s the trainer could reach with an infinitely fast model."""
     device = select_device(config.device)
@@ -359,7 +359,7 @@ def _loader_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
     return epoch
 
 
-def _plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
+def plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
     """The same steps over batches already on the device, laid out in the config's memory format."""
     device = select_device(config.device)
     loss_fn = get_method(config.method).load_loss()
@@ -370,7 +370,7 @@ def _plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
             images.to(device).split(config.batch_size), labels.to(device).split(config.batch_size), strict=True
         )
     ]
-    model, optimizer = _fresh_model(config, device)
+    model, optimizer = fresh_model(config, device)
     noise = torch.Generator(device=device).manual_seed(0)
 
     def epoch() -> None:
