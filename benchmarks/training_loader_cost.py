@@ -19,7 +19,7 @@ over batches already on the device. All six take turns for five rounds after a w
 Each: its median img/s, and the median, lowest and highest of the per-round ratios to the plain
 loop (the target is a ratio of 0.85). Without CUDA, or with ``--quick``, the sizes are tiny and
 nothing is pinned, so CI exercises every path; those figures say nothing about a GPU.
-Run:  python benchmarks/training_loader_cost.py [--quick] [--precision fp32 --memory-format contiguous] [--json PATH]
+Run:  python benchmarks/training_loader_cost.py [--quick] [--precision fp32 --memory-format auto] [--json PATH]
 """
 
 from __future__ import annotations
