@@ -1,14 +1,9 @@
 """benchmarks/gpu_throughput.py runs on the CPU in its quick mode and writes every figure the issue names."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
+from benchmark_helpers import BENCHMARKS, quick_cpu_record
 
-REPO = Path(__file__).resolve().parents[1]
 CERTIFY_FIGURES = {
     "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
     "ceiling_bf16_channels_last_eager", "best_ddrs_over_ceiling", "cohen_over_best_ddrs", "n_timed",
@@ -16,12 +11,7 @@ CERTIFY_FIGURES = {
 
 
 def test_quick_cpu_run_writes_every_figure(tmp_path):
-    out = tmp_path / "figures.json"
-    script = REPO / "benchmarks" / "gpu_throughput.py"
-    command = [sys.executable, str(script), "--quick", "--device", "cpu", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    record = json.loads(out.read_text())
+    record = quick_cpu_record("gpu_throughput.py", tmp_path / "figures.json")
     assert record["benchmark"] == "gpu_throughput" and record["torch"]
     figures = record["figures"]
     assert figures["device"] == "cpu" and figures["quick"] is True
@@ -53,7 +43,7 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
 
 def test_interleaved_rounds_take_turns_after_one_warm_up(monkeypatch):
     """The training ratio is paired per round: the runs alternate, each warmed up once first."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     import gpu_throughput
 
     calls = []

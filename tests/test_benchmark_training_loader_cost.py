@@ -1,28 +1,18 @@
 """benchmarks/training_loader_cost.py runs on the CPU in its quick mode and writes every figure."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 import torch.multiprocessing as mp
+from benchmark_helpers import BENCHMARKS, quick_cpu_record
 
 from ddrs.data import TensorImages
 from ddrs.training import TrainConfig
 
-REPO = Path(__file__).resolve().parents[1]
 FEEDS = ("loader", "loader_file_system", "training_thread_pin", "training_thread_pin_file_system", "preloaded")
 
 
 def test_quick_cpu_run_writes_every_figure(tmp_path):
-    out = tmp_path / "figures.json"
-    script = REPO / "benchmarks" / "training_loader_cost.py"
-    command = [sys.executable, str(script), "--quick", "--device", "cpu", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    record = json.loads(out.read_text())
+    record = quick_cpu_record("training_loader_cost.py", tmp_path / "figures.json")
     figures = record["figures"]
     assert record["benchmark"] == "training_loader_cost" and figures["device"] == "cpu" and figures["quick"]
     assert (figures["precision"], figures["memory_format"], figures["rounds"]) == ("bf16", "channels_last", 1)
@@ -37,7 +27,7 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
 
 def test_a_started_loader_restores_the_processs_sharing_strategy(monkeypatch):
     """The file-name strategy is set only while a loader's workers start (they keep it)."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     import training_loader_cost
 
     config = TrainConfig(
