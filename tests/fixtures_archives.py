@@ -55,6 +55,16 @@ def write_cifar10(root: Path, per_batch: int = 3, seed: int = 0) -> dict:
     }
 
 
+def install_cifar10(root: Path, monkeypatch, per_batch: int = 3) -> dict:
+    """:func:`write_cifar10` under ``root``, with torchvision's md5 lists patched to accept it."""
+    from torchvision.datasets import CIFAR10
+
+    written = write_cifar10(root, per_batch)
+    for attribute in ("train_list", "test_list", "meta"):
+        monkeypatch.setattr(CIFAR10, attribute, written[attribute])
+    return written
+
+
 def _idx(array: np.ndarray) -> bytes:
     """Big-endian idx encoding of a uint8 array (magic 0x0000 08 <ndim>, then the sizes)."""
     header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from fixtures_archives import write_cifar10, write_image_folder, write_mnist
+from fixtures_archives import install_cifar10, write_cifar10, write_image_folder, write_mnist
 from torchvision.datasets import CIFAR10
 
 from ddrs.data import (
@@ -235,10 +235,7 @@ def test_subsample_rejects_bad_arguments(skip, max_, message):
 
 @pytest.fixture
 def cifar_root(tmp_path, monkeypatch):
-    written = write_cifar10(tmp_path)
-    for attribute in ("train_list", "test_list", "meta"):
-        monkeypatch.setattr(CIFAR10, attribute, written[attribute])
-    return tmp_path, written
+    return tmp_path, install_cifar10(tmp_path, monkeypatch)
 
 
 def test_cifar10_reads_the_pickled_batches(cifar_root):

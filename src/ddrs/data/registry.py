@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ddrs.data import augmentation as augmentations
 from ddrs.data import embedded, split_cache, torchvision_sets
 from ddrs.data.tensors import DatasetImages, TensorImages
 
@@ -41,6 +42,11 @@ class DatasetInfo:
     arrays: ArrayLoader | None = None
     #: for datasets downloaded to / found under ``root``
     torchvision: TorchvisionLoader | None = None
+    #: the training split's augmentation (:mod:`~ddrs.data.augmentation`); ``None``: never augmented
+    augmentation: augmentations.CropFlip | augmentations.ResizedCropFlip | None = None
+    #: whether the training split may be held whole on the training device (the ``device`` feed,
+    #: :mod:`ddrs.training.device_feed`): small enough, and augmented in batches if at all
+    fits_on_device: bool = True
     #: the run time a workflow job asks for (minutes): training one model, and one certification or
     #: σ-optimisation pass over the test subset (the SLURM profile turns them into --time)
     train_minutes: int = 30
@@ -51,6 +57,8 @@ class DatasetInfo:
             raise ValueError(f"dataset {self.name!r}: give exactly one loader, arrays= or torchvision=")
         if not len(self.mean) == len(self.std) == self.input_shape[0]:
             raise ValueError(f"dataset {self.name!r}: one mean and one std per channel of {self.input_shape}")
+        if self.fits_on_device and not isinstance(self.augmentation, augmentations.CropFlip | None):
+            raise ValueError(f"dataset {self.name!r}: only a batched augmentation (CropFlip) fits on the device")
 
 
 DATASETS: dict[str, DatasetInfo] = {
@@ -69,6 +77,7 @@ DATASETS: dict[str, DatasetInfo] = {
             (0.4914, 0.4822, 0.4465),
             (0.2023, 0.1994, 0.2010),
             torchvision=torchvision_sets.cifar10,
+            augmentation=augmentations.CIFAR10,
             train_minutes=24 * 60,
         ),
         DatasetInfo(
@@ -78,6 +87,8 @@ DATASETS: dict[str, DatasetInfo] = {
             (0.485, 0.456, 0.406),
             (0.229, 0.224, 0.225),
             torchvision=torchvision_sets.imagenet,
+            augmentation=augmentations.IMAGENET,
+            fits_on_device=False,
             train_minutes=24 * 60,
             certify_minutes=12 * 60,
         ),

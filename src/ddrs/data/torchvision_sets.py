@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ddrs.data import augmentation
+
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
@@ -20,10 +22,11 @@ def mnist(split: str, root: Path, augment: bool) -> Dataset:
 
 
 def cifar10(split: str, root: Path, augment: bool) -> Dataset:
-    """Training augmentation: random crop with padding 4 and horizontal flip (Cohen et al.'s code)."""
+    """Training augmentation: random crop with padding 4 and horizontal flip
+    (:data:`ddrs.data.augmentation.CIFAR10`)."""
     from torchvision import datasets, transforms
 
-    steps = [transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip()] if augment else []
+    steps = augmentation.CIFAR10.transforms() if augment else []
     transform = transforms.Compose([*steps, transforms.ToTensor()])
     return datasets.CIFAR10(str(root), train=split == "train", download=True, transform=transform)
 
@@ -39,7 +42,7 @@ def imagenet(split: str, root: Path, augment: bool) -> Dataset:
             "ImageNet cannot be downloaded automatically"
         )
     if augment:
-        steps = [transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip()]
+        steps = augmentation.IMAGENET.transforms()
     else:
         steps = [transforms.Resize(256), transforms.CenterCrop(224)]
     return datasets.ImageFolder(str(folder), transform=transforms.Compose([*steps, transforms.ToTensor()]))
