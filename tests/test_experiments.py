@@ -381,7 +381,7 @@ def test_every_enum_of_the_schema_is_a_registry():
     from ddrs.analysis.evidence import SELECTIONS
     from ddrs.experiments.grid import SOURCES
     from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-    from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS
+    from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS
 
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
     registries = {
@@ -404,6 +404,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/train/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/c_a": list(C_A_RULES),
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
+        "/$defs/train/properties/feed": list(FEEDS),
         "/properties/statistics/properties/selection/items": list(SELECTIONS),
     }
     found = dict(enums(SCHEMA))

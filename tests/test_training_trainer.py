@@ -6,13 +6,14 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from fixtures_archives import install_cifar10
 
 import ddrs.training.data_dependent as data_dependent
 import ddrs.training.trainer as trainer_module
 from ddrs.cli import main
 from ddrs.data import TensorImages
 from ddrs.errors import CheckpointError
-from ddrs.models import load_checkpoint
+from ddrs.models import load_checkpoint, save_checkpoint
 from ddrs.training import LOG_COLUMNS, TrainConfig, Trainer, load_sigma_table, train
 
 TRAIN_SIZE = 1257  # digits train split (conftest)
@@ -279,6 +280,11 @@ def test_split_needs_a_batch_size_that_m_divides():
         ({"params": {"m": 0}, "method": "macer"}, "m must be >= 1"),
         ({"params": {"steps": 2}, "method": "macer"}, r"unknown macer option\(s\) \['steps'\]"),
         ({"memory_format": "nhwc"}, "unknown memory_format 'nhwc'"),
+        ({"feed": "gpu"}, r"unknown feed 'gpu'; choose one of \['auto', 'loader', 'device'\]"),
+        (
+            {"dataset": "imagenet", "arch": "resnet50", "feed": "device"},
+            "feed 'device' holds the training split on the training device, which imagenet does not fit",
+        ),
     ],
 )
 def test_bad_options_fail_clearly(overrides, message):
@@ -369,7 +375,7 @@ def test_a_diverging_run_stops_with_a_clear_error(tmp_path):
 
 def test_loader_workers_train_exactly_as_the_training_process_without_augmentation(tmp_path):
     """Workers only move loading elsewhere: same shuffled order, same batches, same weights."""
-    common = dict(epochs=1, augment=False, eval_max=50)
+    common = dict(epochs=1, augment=False, eval_max=50, feed="loader")
     a = train(_config(**common), tmp_path / "a.pt", progress=False)
     b = train(_config(num_workers=2, **common), tmp_path / "b.pt", progress=False)
     _assert_same_weights(a, b)
@@ -407,14 +413,14 @@ def augmented(monkeypatch):
 def test_augmentation_does_not_depend_on_loader_workers(tmp_path, augmented):
     """Every input's augmentation is seeded from (seed, epoch, idx): the persistent workers of a
     two-epoch run draw the crops of the training process."""
-    common = dict(epochs=2, eval_max=50)
+    common = dict(epochs=2, eval_max=50, feed="loader")
     a = train(_config(**common), tmp_path / "a.pt", progress=False)
     b = train(_config(num_workers=2, **common), tmp_path / "b.pt", progress=False)
     _assert_same_weights(a, b)
 
 
 def test_augmented_resume_with_workers_equals_uninterrupted(tmp_path, monkeypatch, augmented):
-    config = _config(epochs=4, lr_step=3, num_workers=2, eval_max=50)
+    config = _config(epochs=4, lr_step=3, num_workers=2, eval_max=50, feed="loader")
     whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
     _assert_same_weights(whole, resumed)
 
@@ -441,7 +447,7 @@ def test_one_loader_per_run_with_persistent_workers(tmp_path, monkeypatch):
         return built[-1]
 
     monkeypatch.setattr(trainer_module, "training_loader", spy)
-    train(_config(epochs=2, num_workers=1, eval_max=50), tmp_path / "a.pt", progress=False)
+    train(_config(epochs=2, num_workers=1, eval_max=50, feed="loader"), tmp_path / "a.pt", progress=False)
     assert len(built) == 1 and built[0].persistent_workers and built[0].sampler.epoch == 1
     assert not real_loader(
         TensorImages(torch.zeros(2, 1, 8, 8), [0, 1]), _config(), torch.device("cpu")
@@ -497,3 +503,52 @@ def test_cli_pin_memory_flag_is_a_switch():
     args = parser.parse_args(["train", "--out", "m.pt", "--no-pin-memory", "--num-workers", "3"])
     assert args.pin_memory is False and args.num_workers == 3
     assert parser.parse_args(["train", "--out", "m.pt"]).pin_memory is None  # not given: on CUDA only
+
+
+def test_the_device_feed_trains_exactly_as_the_loader_without_augmentation(tmp_path):
+    """digits is never augmented: held on the device, it gives the DataLoader's batches in the same
+    order, so the same weights (``auto`` picks the device feed for it)."""
+    assert _config().resolved_feed == "device"
+    assert _config(dataset="imagenet", arch="resnet50").resolved_feed == "loader"
+    a = train(_config(feed="loader"), tmp_path / "a.pt", progress=False)
+    b = train(_config(feed="device"), tmp_path / "b.pt", progress=False)
+    _assert_same_weights(a, b)
+
+
+def _cifar_config(root, **overrides) -> TrainConfig:
+    """ResNet-18 on the 20 training images of a CIFAR-10 archive in torchvision's format."""
+    values = dict(
+        dataset="cifar10", arch="resnet18", batch_size=8, eval_max=4, data_root=str(root), epochs=4, lr_step=3
+    )
+    return _config(**{**values, **overrides})
+
+
+def test_device_feed_augmented_resume_equals_uninterrupted(tmp_path, monkeypatch):
+    """Crops and flips drawn on the device from (seed, epoch, idx): a run killed in epoch 3 and
+    resumed ends with the weights of an uninterrupted one; the checkpoint says which feed augmented."""
+    install_cifar10(tmp_path, monkeypatch, per_batch=4)
+    whole, resumed = _killed_in_epoch_3_then_resumed(_cifar_config(tmp_path), tmp_path, monkeypatch)
+    _assert_same_weights(whole, resumed)
+    assert _state(whole)[1]["augmented_by"] == "device"
+
+
+def test_resuming_under_the_other_feeds_augmentation_is_refused(tmp_path, monkeypatch):
+    install_cifar10(tmp_path, monkeypatch, per_batch=4)
+    out = tmp_path / "loader.pt"
+    train(_cifar_config(tmp_path, epochs=1, feed="loader"), out, progress=False)
+    with pytest.raises(CheckpointError, match="augmented by the loader feed.*set feed: loader to resume it"):
+        train(_cifar_config(tmp_path, epochs=2), out, progress=False)
+    train(_cifar_config(tmp_path, epochs=2, feed="loader"), out, progress=False)  # the same feed resumes
+
+    # a checkpoint from before the device feed records no feed: its inputs were augmented by the loader
+    model, meta = load_checkpoint(out)
+    del meta["augmented_by"]
+    save_checkpoint(tmp_path / "old.pt", model, **meta)
+    with pytest.raises(CheckpointError, match="augmented by the loader feed"):
+        train(_cifar_config(tmp_path, epochs=3), tmp_path / "old.pt", progress=False)
+    train(_cifar_config(tmp_path, epochs=3, feed="loader"), tmp_path / "old.pt", progress=False)
+
+    # without augmentation the feeds train alike, so either resumes the other's run
+    plain = tmp_path / "plain.pt"
+    train(_cifar_config(tmp_path, epochs=1, augment=False, feed="loader"), plain, progress=False)
+    train(_cifar_config(tmp_path, epochs=2, augment=False), plain, progress=False)

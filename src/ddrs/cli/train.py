@@ -16,7 +16,7 @@ import typing
 
 from ddrs.methods import METHODS, TRAIN_MODES
 from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-from ddrs.training.config import C_A_RULES, NOISE_BATCHINGS, TrainConfig, read_yaml
+from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, TrainConfig, read_yaml
 
 HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
@@ -39,7 +39,10 @@ HELP = {
     "every batch cut into m chunks, one step each (for the methods whose authors do so)",
     "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
     "memory_format": "layout of the model and its input batches (auto: channels_last on CUDA, contiguous elsewhere)",
-    "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them)",
+    "feed": "loader = a DataLoader augmenting image by image (torchvision); device = the training split held on the "
+    "training device, augmented there per epoch; auto = device for every dataset that fits (all but imagenet)",
+    "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them); "
+    "the device feed uses them once, to read the split",
 }
 CHOICES = {
     "method": tuple(METHODS),
@@ -50,6 +53,7 @@ CHOICES = {
     "precision": tuple(PRECISIONS),
     "memory_format": MEMORY_FORMATS,
     "noise_batching": NOISE_BATCHINGS,
+    "feed": FEEDS,
 }
 
 

@@ -7,6 +7,7 @@
   per-input loss-gradient norms of easy and hard inputs (Sun et al. 2024, Table 1);
 - :mod:`data_dependent`: the per-example σ table and the Algorithm 2 batch update;
 - :mod:`loading`: the training DataLoader (augmentation keyed per input, persistent workers);
+  :mod:`device_feed`: the training split held on the training device, augmented there per epoch;
 - :mod:`trainer`: the resumable epoch loop; :mod:`config`: every hyper-parameter.
 
 The names below load their module on first use (PEP 562), so ``ddrs.training.config`` — what
@@ -32,6 +33,7 @@ _MODULE_OF = {
     "easy_focus_loss": "easy_focus",
     "radius_weights": "easy_focus",
     "reference_lower_bound": "easy_focus",
+    "DeviceFeed": "device_feed",
     "EpochPlan": "epoch_plan",
     "EpochSampler": "loading",
     "IndexedDataset": "loading",

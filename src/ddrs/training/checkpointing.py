@@ -20,8 +20,9 @@ from ddrs.training.data_dependent import SigmaTable
 
 #: options that may change between a run and its resumption: they do not change what is trained
 #: (``memory_format`` changes float rounding only, as ``device`` does, so a run begun on a GPU
-#: in channels_last may resume on the CPU)
-RUNTIME_FIELDS = frozenset({"epochs", "device", "memory_format", "num_workers", "pin_memory", "data_root"})
+#: in channels_last may resume on the CPU; ``feed`` matters only through the augmentation draws,
+#: which :func:`check_resumable` compares by themselves)
+RUNTIME_FIELDS = frozenset({"epochs", "device", "memory_format", "feed", "num_workers", "pin_memory", "data_root"})
 
 
 def initial_weights(config: TrainConfig) -> dict[str, Tensor]:
@@ -50,6 +51,13 @@ def check_resumable(config: TrainConfig, path: Path, meta: dict[str, Any]) -> No
     if differing:
         details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
         raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
+    # checkpoints written before the device feed existed were augmented by the DataLoader
+    saved_by = meta["augmented_by"] if "augmented_by" in meta else config.augmented_by and "loader"
+    if saved_by != config.augmented_by:
+        raise CheckpointError(
+            f"cannot resume from {path}: its inputs were augmented by the {saved_by} feed, whose draws "
+            f"differ from the {config.augmented_by} feed's; set feed: {saved_by} to resume it"
+        )
     if meta.get("init") != config.init:
         raise CheckpointError(f"cannot resume from {path}: it was initialised from {meta.get('init')!r}")
     if meta["epoch"] > config.epochs:
@@ -74,6 +82,7 @@ def save_training_checkpoint(
         epoch=epoch,
         config=config.to_dict(),
         init=config.init,
+        augmented_by=config.augmented_by,
         sigma_table=table.values.clone(),
         history=history,
         **states,

@@ -14,6 +14,13 @@ step each, so a step sees batch_size noisy samples and an epoch takes m times th
 applies to the methods whose authors split (``Method.splits_batch``); MACER's code, for one,
 keeps the whole batch.
 
+``feed`` says how training batches reach the model: ``loader``, a DataLoader that reads and
+augments one image at a time (torchvision's transforms, as the authors' code); ``device``, the
+whole training split held on the training device, each epoch augmented there in one batched pass
+and cut into batches without any per-step host work (:mod:`ddrs.training.device_feed`); ``auto``,
+``device`` wherever the dataset allows it (every dataset but ImageNet). Both draw each input's
+augmentation from ``(seed, epoch, idx)`` and from the same distribution, but not the same draws.
+
 ``init`` names a ddrs checkpoint to fine-tune from (DDRS §4.1–4.2: the DS² models of ImageNet,
 and of SmoothAdv, start from the fixed-σ model).
 
@@ -34,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from ddrs.data import get_info
 from ddrs.methods import METHODS, TRAIN_MODES, get_method
 from ddrs.settings import (
     MEMORY_FORMATS,
@@ -49,6 +57,8 @@ C_A_RULES = ("clean", "smoothed")
 #: what one SGD step sees: ``batch_size`` inputs with their m noisy copies each, or the authors'
 #: split of every batch into m chunks (module docstring)
 NOISE_BATCHINGS = ("whole", "split")
+#: how batches reach the model (module docstring)
+FEEDS = ("auto", "loader", "device")
 
 
 @dataclass
@@ -104,6 +114,8 @@ class TrainConfig:
     #: channels_last on CUDA (faster convolutions, float results differ in the last bits), contiguous
     #: elsewhere. It may change on resume (:data:`ddrs.training.checkpointing.RUNTIME_FIELDS`).
     memory_format: str = "auto"
+    #: ``loader``, ``device`` or ``auto`` (:data:`FEEDS`, module docstring)
+    feed: str = "auto"
     #: DataLoader worker processes (0: load in the training process), kept alive across epochs.
     #: Every input's augmentation is seeded from (seed, epoch, idx) (:mod:`ddrs.training.loading`),
     #: so every count trains identically
@@ -139,6 +151,12 @@ class TrainConfig:
         _choice("uniform_convention", self.uniform_convention, UNIFORM_CONVENTIONS)
         _choice("precision", self.precision, tuple(PRECISIONS))
         _choice("memory_format", self.memory_format, MEMORY_FORMATS)
+        _choice("feed", self.feed, FEEDS)
+        if self.feed == "device" and not get_info(self.dataset).fits_on_device:
+            raise ValueError(
+                f"feed 'device' holds the training split on the training device, which {self.dataset} "
+                "does not fit (its images are read from files and augmented one by one); use feed 'loader' or 'auto'"
+            )
         if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
         for name in (
@@ -171,6 +189,21 @@ class TrainConfig:
         if self.noise_batching != "split" or not get_method(self.method).splits_batch:
             return 1
         return int(getattr(self.params, "m", 1))
+
+    @property
+    def resolved_feed(self) -> str:
+        """``loader`` or ``device``: ``feed`` with ``auto`` resolved for the dataset."""
+        if self.feed != "auto":
+            return self.feed
+        return "device" if get_info(self.dataset).fits_on_device else "loader"
+
+    @property
+    def augmented_by(self) -> str | None:
+        """The feed whose draws augment the training split (they differ between feeds), ``None``
+        when it is not augmented: what a resumed run must keep."""
+        if not self.augment or get_info(self.dataset).augmentation is None:
+            return None
+        return self.resolved_feed
 
     @property
     def noise_name(self) -> str:

@@ -78,16 +78,18 @@ class EpochSampler(Sampler):
     def __len__(self) -> int:
         return self.size if self.visits is None else len(self.visits)
 
+    def order(self) -> Tensor:
+        """The epoch's input indices in the order they are visited."""
+        if self.visits is not None:
+            return self.visits
+        generator = torch.Generator().manual_seed(derived_seed(self.seed, TrainingStream.SHUFFLE, self.epoch))
+        # the one draw a per-epoch DataLoader took from this generator before shuffling (its
+        # worker base seed), so orders, hence trained weights, match runs of earlier versions
+        torch.empty((), dtype=torch.int64).random_(generator=generator)
+        return torch.randperm(self.size, generator=generator)
+
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        if self.visits is None:
-            generator = torch.Generator().manual_seed(derived_seed(self.seed, TrainingStream.SHUFFLE, self.epoch))
-            # the one draw a per-epoch DataLoader took from this generator before shuffling (its
-            # worker base seed), so orders, hence trained weights, match runs of earlier versions
-            torch.empty((), dtype=torch.int64).random_(generator=generator)
-            order = torch.randperm(self.size, generator=generator)
-        else:
-            order = self.visits
-        return ((self.epoch, index) for index in order.tolist())
+        return ((self.epoch, index) for index in self.order().tolist())
 
 
 def training_loader(dataset: Dataset, config: TrainConfig, device: torch.device) -> DataLoader:

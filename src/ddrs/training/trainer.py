@@ -6,9 +6,9 @@ to ``<out>`` after the last epoch. Rerunning on a partial run resumes from it an
 the weights of an uninterrupted run: every random stream of an epoch — shuffling, smoothing noise,
 torch's global generator (forked so the caller's is untouched), the method's epoch plan — is
 seeded from ``(seed, epoch)``, and every input's data augmentation from ``(seed, epoch, idx)``
-(:mod:`ddrs.training.loading`), so no generator state has to survive the interruption; what a
-method's epoch plan carries across epochs (``Method.epoch_plan``, e.g. which inputs Sun et al.'s
-training discarded) is saved in the checkpoint. Rerunning on a finished
+(:mod:`ddrs.training.loading`, :mod:`ddrs.training.device_feed`), so no generator state has to
+survive the interruption; what a method's epoch plan carries across epochs (``Method.epoch_plan``,
+e.g. which inputs Sun et al.'s training discarded) is saved in the checkpoint. Rerunning on a finished
 ``<out>`` with more epochs continues training from it.
 """
 
@@ -40,6 +40,7 @@ from ddrs.settings import resolve_memory_format
 from ddrs.training.checkpointing import check_resumable, initial_weights, resume_source, save_training_checkpoint
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
+from ddrs.training.device_feed import DeviceFeed
 from ddrs.training.loading import EpochView, training_loader
 
 #: per-epoch CSV log columns
@@ -147,9 +148,7 @@ class Trainer:
     def run(self) -> Path:
         """Train (or resume) to ``config.epochs`` epochs; return the path of the finished checkpoint."""
         config = self.config
-        train_set = load_dataset(
-            config.dataset, "train", root=config.data_root, seed=config.seed, augment=config.augment
-        )
+        train_set, batches = self._feed()
         test_set = load_dataset(config.dataset, "test", root=config.data_root, seed=config.seed)
         eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
         model = self._build_model()
@@ -158,7 +157,6 @@ class Trainer:
             self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
         )
         table = SigmaTable.constant(len(train_set), config.initial_scale)
-        loader = training_loader(train_set, config, self.device)
         history: list[dict[str, Any]] = []
         start = 0
 
@@ -181,10 +179,10 @@ class Trainer:
 
         for epoch in range(start, config.epochs):
             began = time.perf_counter()
-            visits = self._plan_epoch(model, train_set, table, epoch)
+            visits = self._plan_epoch(model, batches, train_set, table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
                 torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
-                loss = self.train_epoch(model, loader, table, optimizer, scaler, epoch, visits)
+                loss = self.train_epoch(model, batches, table, optimizer, scaler, epoch, visits)
             lr = optimizer.param_groups[0]["lr"]
             scheduler.step()
             clean, noisy = evaluate(
@@ -217,31 +215,54 @@ class Trainer:
         self._write_outputs(history, table)
         return self.out
 
-    def _plan_epoch(self, model: nn.Module, train_set: Dataset, table: SigmaTable, epoch: int) -> Tensor | None:
+    def _feed(self) -> tuple[Dataset, DataLoader | DeviceFeed]:
+        """The training split, and the run's one source of its batches (``config.feed``): a
+        DataLoader over the split as augmented per image, or the split held on the device."""
+        config = self.config
+        on_device = config.resolved_feed == "device"
+        train_set = load_dataset(
+            config.dataset,
+            "train",
+            root=config.data_root,
+            seed=config.seed,
+            augment=config.augmented_by == "loader",
+        )
+        if on_device:
+            return train_set, DeviceFeed.for_config(train_set, config, self.device)
+        return train_set, training_loader(train_set, config, self.device)
+
+    def _plan_epoch(
+        self, model: nn.Module, batches: DataLoader | DeviceFeed, train_set: Dataset, table: SigmaTable, epoch: int
+    ) -> Tensor | None:
         """The indices the method's epoch plan has ``epoch`` visit, or ``None`` for a shuffled pass.
 
-        The plan scores the inputs as the epoch augments them (:class:`~ddrs.training.loading.EpochView`),
-        under torch's global generator seeded from ``(seed, epoch)``, forked so the training stream
-        is untouched.
+        The plan scores the inputs as the epoch augments them (the device feed's ``epoch_view``, or
+        :class:`~ddrs.training.loading.EpochView` of the split for the DataLoader), under torch's
+        global generator seeded from ``(seed, epoch)``, forked so the training stream is untouched.
         """
         if self.epoch_plan is None:
             return None
+        if isinstance(batches, DeviceFeed):
+            view = batches.epoch_view(epoch)
+        else:
+            view = EpochView(train_set, self.config.seed, epoch)
         seed = derived_seed(self.config.seed, TrainingStream.PLAN, epoch)
         with torch.random.fork_rng(devices=forked_devices(self.device)):
             torch.manual_seed(seed)
-            return self.epoch_plan.plan(epoch, model, EpochView(train_set, self.config.seed, epoch), table.values, seed)
+            return self.epoch_plan.plan(epoch, model, view, table.values, seed)
 
     def train_epoch(
         self,
         model: nn.Module,
-        loader: DataLoader,
+        loader: DataLoader | DeviceFeed,
         table: SigmaTable,
         optimizer,
         scaler,
         epoch: int,
         visits: Tensor | None = None,
     ) -> float:
-        """One pass of ``loader`` (:func:`~ddrs.training.loading.training_loader`) over ``visits``
+        """One pass of ``loader`` (:func:`~ddrs.training.loading.training_loader` or a
+        :class:`~ddrs.training.device_feed.DeviceFeed`) over ``visits``
         (default: the shuffled training set), DDRS Algorithm 2 per batch in ``ds`` mode; mean loss.
         Under ``noise_batching: split`` every loaded batch is cut into ``config.chunks`` consecutive
         chunks, each a batch of its own (σ update and SGD step). Image batches are laid out as

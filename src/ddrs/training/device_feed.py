@@ -1,0 +1,111 @@
+"""The ``device`` feed (``TrainConfig.feed``): the whole training split held on the training device.
+
+Each epoch the split is augmented there in one batched pass, in the epoch's order, so a training
+step's batch is a slice of one tensor: no DataLoader, no host-to-device copy and no per-image work
+while the GPU trains (the DataLoader's host work was the larger part of the trainer's gap to a
+plain loop over batches already on the GPU, README "Training").
+
+Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
+are Philox4x32-10 (:mod:`ddrs.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
+``idx``, the same bits on every device. So an epoch's batches do not depend on how its pass is
+chunked, nor on where an interrupted run resumed; the order is :class:`EpochSampler`'s, as for
+the DataLoader feed (:mod:`ddrs.training.loading`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset
+
+from ddrs.data import TensorImages, get_info
+from ddrs.data.augmentation import CropFlip
+from ddrs.device import copy_to
+from ddrs.philox import keyed_uniforms, split_key
+from ddrs.seeds import TrainingStream, derived_seed
+from ddrs.settings import resolve_memory_format
+from ddrs.training.config import TrainConfig
+from ddrs.training.loading import EpochSampler
+
+#: inputs augmented per pass: bounds the padded copies a pass holds
+CHUNK = 4096
+
+
+class DeviceFeed:
+    """Batches ``(x, y, idx)`` of ``batch_size`` over ``dataset`` (unaugmented), held on ``device``
+    and augmented there by ``augmentation`` (``None``: not at all); ``sampler.set_epoch`` before
+    each epoch, as for the DataLoader feed. ``channels_last`` lays the batches out for the model."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        augmentation: CropFlip | None,
+        *,
+        seed: int,
+        batch_size: int,
+        device: torch.device,
+        channels_last: bool = False,
+        num_workers: int = 0,
+    ):
+        images, labels = _stacked(dataset, num_workers)
+        self.images, self.labels = copy_to(images, device), copy_to(labels, device)
+        self.augmentation, self.seed, self.batch_size = augmentation, seed, batch_size
+        self.memory_format = torch.channels_last if channels_last and images.ndim == 4 else torch.contiguous_format
+        self.sampler = EpochSampler(len(labels), seed)
+
+    @classmethod
+    def for_config(cls, dataset: Dataset, config: TrainConfig, device: torch.device) -> DeviceFeed:
+        """The feed of a run of ``config`` over its training split ``dataset``: the dataset's
+        augmentation unless ``config.augment`` is off, batches laid out in ``config.memory_format``."""
+        return cls(
+            dataset,
+            get_info(config.dataset).augmentation if config.augment else None,
+            seed=config.seed,
+            batch_size=config.batch_size,
+            device=device,
+            channels_last=resolve_memory_format(config.memory_format, device.type) == "channels_last",
+            num_workers=config.num_workers,
+        )
+
+    def __len__(self) -> int:
+        return -(-len(self.sampler) // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+        order = self.sampler.order()
+        images = self.augmented(self.sampler.epoch, order)
+        labels = self.labels[copy_to(order, self.labels.device)]
+        for start in range(0, len(order), self.batch_size):
+            end = start + self.batch_size
+            yield images[start:end], labels[start:end], order[start:end]
+
+    def augmented(self, epoch: int, indices: Tensor) -> Tensor:
+        """Inputs ``indices`` (a CPU index tensor) as epoch ``epoch`` augments them, in that order."""
+        out = torch.empty(
+            (len(indices), *self.images.shape[1:]),
+            dtype=self.images.dtype,
+            device=self.images.device,
+            memory_format=self.memory_format,
+        )
+        key = torch.tensor(split_key(derived_seed(self.seed, TrainingStream.AUGMENT, epoch)), device=self.images.device)
+        for start in range(0, len(indices), CHUNK):
+            rows = copy_to(indices[start : start + CHUNK], self.images.device)
+            images = self.images[rows]
+            if self.augmentation is not None:
+                uniforms = keyed_uniforms(key, rows, self.augmentation.draws)
+                images = self.augmentation.apply(images, uniforms)
+            out[start : start + CHUNK] = images
+        return out
+
+    def epoch_view(self, epoch: int) -> Dataset:
+        """Every input as epoch ``epoch`` augments it, by index, on the CPU: what the method's epoch
+        plan scores (:class:`~ddrs.training.loading.EpochView` for the DataLoader feed)."""
+        everyone = torch.arange(len(self.labels))
+        return TensorImages(self.augmented(epoch, everyone).cpu(), self.labels.cpu())
+
+
+def _stacked(dataset: Dataset, num_workers: int) -> tuple[Tensor, Tensor]:
+    """All of ``dataset``'s images stacked, and its labels, read once through a DataLoader."""
+    batches = list(DataLoader(dataset, batch_size=1024, num_workers=num_workers))
+    return torch.cat([x for x, _ in batches]), torch.cat([torch.as_tensor(y) for _, y in batches])
