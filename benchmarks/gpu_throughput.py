@@ -18,13 +18,15 @@ Algorithm 1), best of two timed runs after one warm-up, or images per second (tr
               with a contiguous model, "now" Philox streams at ``--sigma-batch`` inputs with the
               model laid out as ``ddrs.sigma_log`` lays it out (channels_last on CUDA);
   training    ResNet-18 Gaussian augmentation epochs of ``--train-steps`` batches (default: one
-              CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and DataLoader
-              (persistent workers, pinned memory, non-blocking copies) in fp32 with the default
+              CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and the feed a run
+              builds by default (``feed: auto``, the device feed for CIFAR-10; no crops, as the
+              plain loop has none; ``benchmarks/training_loader_cost.py`` times the others) in
+              fp32 with the default
               layout (channels_last on CUDA, contiguous elsewhere) and in bf16 + channels_last,
               against the same steps on batches already on the device, the two
               taking turns for five rounds after a warm-up (target: a median ratio of 0.85, with
               the rounds' lowest and highest); and the DataLoader alone, its batches copied to the
-              device, as the most the trainer could reach;
+              device, as the most a DataLoader-fed trainer could reach;
   macer       peak memory of one MACER step, batch 256 and m = 64 (target: 40 GB), with all draws
               in one pass and 16 at a time (``draws_per_pass``), and the gradients' difference.
 
@@ -42,11 +44,12 @@ import copy
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from _report import add_json_option, write_report
 from torch import nn
+from torch.utils.data import DataLoader
 
 from ddrs.data import TensorImages, get_info
 from ddrs.device import autocast, prepare_classifier, select_device
@@ -57,7 +60,7 @@ from ddrs.settings import Algorithm1Settings, CertifySettings, resolve_memory_fo
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import certify_batch
 from ddrs.streams import input_streams
-from ddrs.training import SigmaTable, TrainConfig, Trainer, training_loader
+from ddrs.training import DeviceFeed, SigmaTable, TrainConfig, Trainer, training_loader
 from ddrs.training.trainer import build_optimizer
 
 SIGMA, N0, ALPHA, COHEN_BATCH = 0.25, 100, 0.001, 400
@@ -288,12 +291,11 @@ TRAINING_VARIANTS = (("fp32", "auto"), ("bf16", "channels_last"))
 
 
 def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> dict[str, object]:
-    """ResNet-18 Gaussian augmentation epochs of the trainer (``Trainer.train_epoch`` fed by
-    ``training_loader``: workers that persist, pinned memory, non-blocking copies) on in-memory
-    CIFAR-shaped images, against a plain loop of the same steps over batches already on the
-    device, with the same model, loss, precision and memory format. The two take turns for
-    ``training_rounds`` rounds (:func:`interleaved_seconds`); their median img/s, and the median,
-    lowest and highest of the rounds' ratios."""
+    """ResNet-18 Gaussian augmentation epochs of the trainer (``Trainer.train_epoch`` fed as a run
+    feeds it, :func:`run_feed`) on in-memory CIFAR-shaped images, against a plain loop of the same
+    steps over batches already on the device, with the same model, loss, precision and memory
+    format. The two take turns for ``training_rounds`` rounds (:func:`interleaved_seconds`); their
+    median img/s, and the median, lowest and highest of the rounds' ratios."""
     count = sizes.train_batch * sizes.train_steps
     images = torch.rand(count, 3, 32, 32, generator=torch.Generator().manual_seed(2))
     labels = torch.randint(10, (count,), generator=torch.Generator().manual_seed(3))
@@ -317,6 +319,7 @@ def training_figures(sizes: Sizes, device: torch.device, num_workers: int) -> di
         )
         epochs = {"ddrs": trainer_epoch(config, images, labels), "plain": plain_epoch(config, images, labels)}
         seconds = interleaved_seconds(epochs, device, sizes.training_rounds)
+        figures["feed"] = config.resolved_feed
         ratios = [plain / loaded for loaded, plain in zip(seconds["ddrs"], seconds["plain"], strict=True)]
         figures[f"{precision}_{resolve_memory_format(memory_format, device.type)}"] = {
             "ddrs_img_per_s": count / statistics.median(seconds["ddrs"]),
@@ -336,15 +339,24 @@ def fresh_model(config: TrainConfig, device: torch.device) -> tuple[nn.Module, t
     return model, build_optimizer(model, config)[0]
 
 
+def run_feed(config: TrainConfig, images, labels, device: torch.device) -> DataLoader | DeviceFeed:
+    """The feed a run of ``config`` builds (``config.feed``) over ``images``, built once as a run
+    builds it, without crops (the plain loop has none)."""
+    dataset = TensorImages(images, labels)
+    if config.resolved_feed == "device":
+        return DeviceFeed.for_config(dataset, replace(config, augment=False), device)
+    return training_loader(dataset, config, device)
+
+
 def trainer_epoch(config: TrainConfig, images, labels, batches: Iterable | None = None) -> Callable[[], object]:
-    """An epoch of the trainer's loop over the trainer's DataLoader, built once (as a run builds it),
-    or over ``batches`` (an iterable of ``(x, y, idx)`` with the DataLoader's ``sampler``)."""
+    """An epoch of the trainer's loop over the feed a run builds (:func:`run_feed`), or over
+    ``batches`` (an iterable of ``(x, y, idx)`` with a ``sampler`` taking ``set_epoch``)."""
     trainer = Trainer(config, "unused.pt", progress=False)
     model, optimizer = fresh_model(config, trainer.device)
     scaler = torch.amp.GradScaler(trainer.device.type, enabled=False)
     table = SigmaTable.constant(len(images), config.initial_scale)
     if batches is None:
-        batches = training_loader(TensorImages(images, labels), config, trainer.device)
+        batches = run_feed(config, images, labels, trainer.device)
     return lambda: trainer.train_epoch(model, batches, table, optimizer, scaler, 0)
 
 

@@ -2,8 +2,8 @@
 
 ResNet-18 Gaussian augmentation epochs (one CIFAR-10 epoch of 196 batches of 256; bf16 and
 channels_last by default, where the eager step is bound by kernel launches, so host work shows up
-one for one) of ``Trainer.train_epoch`` fed five ways, against ``gpu_throughput.py``'s plain loop
-over batches already on the device. All six take turns for five rounds after a warm-up:
+one for one) of ``Trainer.train_epoch`` fed seven ways, against ``gpu_throughput.py``'s plain loop
+over batches already on the device. All eight take turns for five rounds after a warm-up:
 
   loader                       the trainer's DataLoader as a run builds it: persistent workers,
                                batches pinned by the DataLoader's pin thread, storages passed
@@ -15,6 +15,11 @@ over batches already on the device. All six take turns for five rounds after a w
   training_thread_pin_file_system   both
   preloaded                    the same batches loaded and pinned beforehand, no DataLoader: the
                                trainer's own host work per step
+  device_feed                  the device feed (``feed: device``, the default for CIFAR-10): the
+                               images held on the device, each epoch gathered in its order there,
+                               batches sliced from it
+  device_feed_augmented        the same with CIFAR-10's random crop and flip, drawn on the device
+                               once per epoch (what a CIFAR-10 run does)
 
 Each: its median img/s, and the median, lowest and highest of the per-round ratios to the plain
 loop (the target is a ratio of 0.85). Without CUDA, or with ``--quick``, the sizes are tiny and
@@ -38,7 +43,7 @@ from torch.utils.data import DataLoader
 from ddrs.data import TensorImages
 from ddrs.device import select_device
 from ddrs.settings import MEMORY_FORMATS, PRECISIONS
-from ddrs.training import TrainConfig, training_loader
+from ddrs.training import DeviceFeed, TrainConfig, training_loader
 
 
 @dataclasses.dataclass
@@ -70,8 +75,9 @@ def started_loader(dataset, config: TrainConfig, strategy: str) -> DataLoader:
 
 
 def feeds(config: TrainConfig, images, labels) -> dict[str, Iterable]:
-    """The five ways of feeding the trainer, by figure name."""
-    dataset, cuda = TensorImages(images, labels), select_device(config.device).type == "cuda"
+    """The seven ways of feeding the trainer, by figure name."""
+    device = select_device(config.device)
+    dataset, cuda = TensorImages(images, labels), device.type == "cuda"
     unpinned = dataclasses.replace(config, pin_memory=False)
     loader = started_loader(dataset, config, "file_descriptor")
     preloaded = [tuple(tensor.pin_memory() if cuda else tensor for tensor in batch) for batch in loader]
@@ -82,6 +88,8 @@ def feeds(config: TrainConfig, images, labels) -> dict[str, Iterable]:
         "training_thread_pin": Batches(started_loader(dataset, unpinned, "file_descriptor"), loader.sampler, cuda),
         "training_thread_pin_file_system": Batches(by_file_name, by_file_name.sampler, cuda),
         "preloaded": Batches(preloaded, loader.sampler, pin=False),
+        "device_feed": DeviceFeed.for_config(dataset, dataclasses.replace(config, augment=False), device),
+        "device_feed_augmented": DeviceFeed.for_config(dataset, dataclasses.replace(config, augment=True), device),
     }
 
 

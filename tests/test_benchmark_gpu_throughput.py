@@ -26,9 +26,11 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
     assert algorithm1["speedup_fp32"] == algorithm1["today_fp32_s_per_input"] / algorithm1["now_fp32_s_per_input"]
     training = figures["training_resnet18"]
     assert set(training) == {
-        "num_workers", "steps_per_epoch", "rounds", "fp32_contiguous", "bf16_channels_last", "loader_only_img_per_s"
+        "num_workers", "steps_per_epoch", "rounds", "feed", "fp32_contiguous", "bf16_channels_last",
+        "loader_only_img_per_s",
     }  # fmt: skip
     assert training["loader_only_img_per_s"] > 0 and training["rounds"] == 1
+    assert training["feed"] == "device"  # what a CIFAR-10 run builds by default
     for name in ("fp32_contiguous", "bf16_channels_last"):
         values = training[name]
         assert values["ddrs_img_per_s"] > 0 and values["plain_on_device_img_per_s"] > 0, name

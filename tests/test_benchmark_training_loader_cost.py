@@ -8,7 +8,15 @@ from benchmark_helpers import BENCHMARKS, quick_cpu_record
 from ddrs.data import TensorImages
 from ddrs.training import TrainConfig
 
-FEEDS = ("loader", "loader_file_system", "training_thread_pin", "training_thread_pin_file_system", "preloaded")
+FEEDS = (
+    "loader",
+    "loader_file_system",
+    "training_thread_pin",
+    "training_thread_pin_file_system",
+    "preloaded",
+    "device_feed",
+    "device_feed_augmented",
+)
 
 
 def test_quick_cpu_run_writes_every_figure(tmp_path):
