@@ -162,13 +162,14 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
     _assert_same_weights(whole, extended)
 
 
-def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch):
+@pytest.mark.parametrize("feed", ["device", "loader"])
+def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch, feed):
     """Sun et al.'s training with discarding, reweighing and the attack all on from epoch E_t = 2
     (counted from 1), the weights re-estimated at epochs 2 and 4: the run killed in epoch 3 resumes
     from the saved mask and weights (epoch 3 re-estimates nothing) and ends bit-identical to the
     uninterrupted one."""
     params = dict(m=2, start_epoch=2, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
-    config = _config(method="easy_focus", params=params, train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05)
+    config = _config(method="easy_focus", params=params, train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05, feed=feed)
     whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
     _assert_same_weights(whole, resumed)
     plan_whole, plan_resumed = _state(whole)[1]["epoch_plan"], _state(resumed)[1]["epoch_plan"]

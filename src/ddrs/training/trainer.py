@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ class Trainer:
     def run(self) -> Path:
         """Train (or resume) to ``config.epochs`` epochs; return the path of the finished checkpoint."""
         config = self.config
-        train_set, batches = self._feed()
+        train_set, batches, epoch_view = self._feed()
         test_set = load_dataset(config.dataset, "test", root=config.data_root, seed=config.seed)
         eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
         model = self._build_model()
@@ -179,7 +180,7 @@ class Trainer:
 
         for epoch in range(start, config.epochs):
             began = time.perf_counter()
-            visits = self._plan_epoch(model, batches, train_set, table, epoch)
+            visits = self._plan_epoch(model, epoch_view, table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
                 torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
                 loss = self.train_epoch(model, batches, table, optimizer, scaler, epoch, visits)
@@ -215,9 +216,10 @@ class Trainer:
         self._write_outputs(history, table)
         return self.out
 
-    def _feed(self) -> tuple[Dataset, DataLoader | DeviceFeed]:
-        """The training split, and the run's one source of its batches (``config.feed``): a
-        DataLoader over the split as augmented per image, or the split held on the device."""
+    def _feed(self) -> tuple[Dataset, DataLoader | DeviceFeed, Callable[[int], Dataset]]:
+        """The training split; the run's one source of its batches (``config.feed``), a DataLoader
+        over the split as augmented per image or the split held on the device; and the split as an
+        epoch augments it (for the epoch plan)."""
         config = self.config
         on_device = config.resolved_feed == "device"
         train_set = load_dataset(
@@ -228,24 +230,22 @@ class Trainer:
             augment=config.augmented_by == "loader",
         )
         if on_device:
-            return train_set, DeviceFeed.for_config(train_set, config, self.device)
-        return train_set, training_loader(train_set, config, self.device)
+            feed = DeviceFeed.for_config(train_set, config, self.device)
+            return train_set, feed, feed.epoch_view
+        return train_set, training_loader(train_set, config, self.device), partial(EpochView, train_set, config.seed)
 
     def _plan_epoch(
-        self, model: nn.Module, batches: DataLoader | DeviceFeed, train_set: Dataset, table: SigmaTable, epoch: int
+        self, model: nn.Module, epoch_view: Callable[[int], Dataset], table: SigmaTable, epoch: int
     ) -> Tensor | None:
         """The indices the method's epoch plan has ``epoch`` visit, or ``None`` for a shuffled pass.
 
-        The plan scores the inputs as the epoch augments them (the device feed's ``epoch_view``, or
+        The plan scores the inputs as the epoch augments them (``epoch_view``: the device feed's, or
         :class:`~ddrs.training.loading.EpochView` of the split for the DataLoader), under torch's
         global generator seeded from ``(seed, epoch)``, forked so the training stream is untouched.
         """
         if self.epoch_plan is None:
             return None
-        if isinstance(batches, DeviceFeed):
-            view = batches.epoch_view(epoch)
-        else:
-            view = EpochView(train_set, self.config.seed, epoch)
+        view = epoch_view(epoch)
         seed = derived_seed(self.config.seed, TrainingStream.PLAN, epoch)
         with torch.random.fork_rng(devices=forked_devices(self.device)):
             torch.manual_seed(seed)
