@@ -21,12 +21,11 @@ Algorithm 1), best of two timed runs after one warm-up, or images per second (tr
               CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and the feed a run
               builds by default (``feed: auto``, the device feed for CIFAR-10; no crops, as the
               plain loop has none; ``benchmarks/training_loader_cost.py`` times the others) in
-              fp32 with the default
-              layout (channels_last on CUDA, contiguous elsewhere) and in bf16 + channels_last,
-              against the same steps on batches already on the device, the two
-              taking turns for five rounds after a warm-up (target: a median ratio of 0.85, with
-              the rounds' lowest and highest); and the DataLoader alone, its batches copied to the
-              device, as the most a DataLoader-fed trainer could reach;
+              fp32 with the default layout (channels_last on CUDA, contiguous elsewhere) and in
+              bf16 + channels_last, against the same steps on batches already on the device, the
+              two taking turns for five rounds after a warm-up (target: a median ratio of 0.85,
+              with the rounds' lowest and highest); and the DataLoader alone, its batches copied
+              to the device, as the most a DataLoader-fed trainer could reach;
   macer       peak memory of one MACER step, batch 256 and m = 64 (target: 40 GB), with all draws
               in one pass and 16 at a time (``draws_per_pass``), and the gradients' difference.
 

@@ -52,7 +52,10 @@ def check_resumable(config: TrainConfig, path: Path, meta: dict[str, Any]) -> No
         details = ", ".join(f"{key}: {saved.get(key)!r} there, {wanted.get(key)!r} now" for key in differing)
         raise CheckpointError(f"cannot resume from {path}: it was trained with other options ({details})")
     # checkpoints written before the device feed existed were augmented by the DataLoader
-    saved_by = meta["augmented_by"] if "augmented_by" in meta else config.augmented_by and "loader"
+    if "augmented_by" in meta:
+        saved_by = meta["augmented_by"]
+    else:
+        saved_by = None if config.augmented_by is None else "loader"
     if saved_by != config.augmented_by:
         raise CheckpointError(
             f"cannot resume from {path}: its inputs were augmented by the {saved_by} feed, whose draws "

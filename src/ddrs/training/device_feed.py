@@ -74,14 +74,16 @@ class DeviceFeed:
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         order = self.sampler.order()
-        images = self.augmented(self.sampler.epoch, order)
-        labels = self.labels[copy_to(order, self.labels.device)]
+        rows = copy_to(order, self.images.device)
+        images, labels = self.augmented(self.sampler.epoch, rows), self.labels[rows]
         for start in range(0, len(order), self.batch_size):
             end = start + self.batch_size
             yield images[start:end], labels[start:end], order[start:end]
 
     def augmented(self, epoch: int, indices: Tensor) -> Tensor:
-        """Inputs ``indices`` (a CPU index tensor) as epoch ``epoch`` augments them, in that order."""
+        """Inputs ``indices`` (an index tensor on any device) as epoch ``epoch`` augments them, in
+        that order."""
+        indices = indices.to(self.images.device)
         out = torch.empty(
             (len(indices), *self.images.shape[1:]),
             dtype=self.images.dtype,
@@ -90,7 +92,7 @@ class DeviceFeed:
         )
         key = torch.tensor(split_key(derived_seed(self.seed, TrainingStream.AUGMENT, epoch)), device=self.images.device)
         for start in range(0, len(indices), CHUNK):
-            rows = copy_to(indices[start : start + CHUNK], self.images.device)
+            rows = indices[start : start + CHUNK]
             images = self.images[rows]
             if self.augmentation is not None:
                 uniforms = keyed_uniforms(key, rows, self.augmentation.draws)
