@@ -15,6 +15,7 @@ optimism of choosing that candidate on the same inputs (``selection_optimism`` m
 better: at a radius, better with an exact McNemar test Holm-adjusted across the group's radii
 below α; for ACR, better with the paired-bootstrap interval of the difference above 0. So every
 row within noise of the best is bold; when all rows of a group have the same value, none is.
+``ACR_per_input_best`` is never bold (:data:`~ddrs.analysis.evidence.UNTESTED`).
 The mask travels with the frame as ``frame.attrs["bold_cells"]`` (a frozenset of (row label,
 column)), which :func:`ddrs.analysis.render.write_table` uses in place of the column maximum.
 """
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SINGLE_ACR, Evidence
+from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SINGLE_ACR, UNTESTED, Evidence
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar_p, percentile_interval
 from ddrs.binomial import clopper_pearson
 
@@ -139,7 +140,7 @@ def _bold_acr(frame: pd.DataFrame, members: list, samples: list[dict], alpha: fl
     if len(members) < 2:
         return set()
     bold = set()
-    for column in [c for c in ACR_COLUMNS if all(c in s for s in samples)]:
+    for column in [c for c in ACR_COLUMNS if c not in UNTESTED and all(c in s for s in samples)]:
         draws = np.stack([s[column][0] for s in samples], axis=1)  # n_boot × rows
         values = frame.loc[members, column].to_numpy(float)[:, None]
         lows = np.stack([percentile_interval(draws[:, [w]] - draws, alpha)[0] for w in range(len(members))])

@@ -15,6 +15,9 @@ pair; the CSV columns are
   resamples of the tables, so it pairs with their intervals).
 
 A cell is bold when significant at α: ``c_p_holm < α``, or an ACR interval that excludes 0.
+``ACR_per_input_best``'s difference and interval are reported but never bold: the oracle gains from
+every extra candidate log, so a DS row (σ₀ × K logs) beats its FS baseline (one log per σ) even when
+all logs come from the same classifier (:data:`~ddrs.analysis.evidence.UNTESTED`).
 
 **Selection optimism.** Per best row and cell, on the evaluation half of
 :func:`~ddrs.analysis.stats.held_out_split` (the inputs the ``held_out`` table reports):
@@ -39,6 +42,7 @@ import pandas as pd
 from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
 from ddrs.analysis.evidence import (
     PER_LOG,
+    UNTESTED,
     Evidence,
     candidate_arrays,
     chosen_candidates,
@@ -84,7 +88,7 @@ def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> tupl
     for j, column in enumerate(columns):
         row[column] = float(values[:, j].mean())
         row |= dict(zip(interval_columns(column), (float(low[j]), float(high[j])), strict=True))
-        if low[j] > 0 or high[j] < 0:
+        if column not in UNTESTED and (low[j] > 0 or high[j] < 0):
             significant.add(column)
     return row, significant
 

@@ -195,7 +195,7 @@ ACR_CONVENTIONS = (
     "ACR_per_log: the best ACR of any one of the row's logs, a classifier one could deploy. "
     "ACR_per_input_best: the paper's convention, each input's largest certified radius over the same "
     "logs, averaged; it picks σ per input after seeing its certificate, so it is an oracle figure that "
-    "no single smoothed classifier attains."
+    "no single smoothed classifier attains, and it grows with the number of logs, so it is never bold."
 )
 
 
