@@ -298,14 +298,20 @@ def test_one_row_cannot_mix_modes(tmp_path):
         LogRecord(path, "cifar10", "cohen", "fs", "dds")
 
 
-def test_easy_inputs_split_by_reference_true_class_p_a(tmp_path):
-    rows = """0 1 1 0.5 1 0.90
-1 2 2 0.1 1 0.60
+def test_easy_inputs_are_those_whose_true_class_p_a_is_above_one_half(tmp_path):
+    # Sun et al. Table 1: easy p_A > 0.5, hard p_A < 0.5. Four of seven inputs saturate at the same
+    # p̲A (every draw correct), so a median split would call every input hard
+    rows = """0 1 1 0.5 1 0.99993
+1 2 2 0.1 1 0.50
 2 3 4 0.3 0 0.80
-3 4 4 0.9 1 0.99"""
+3 4 4 0.9 1 0.99993
+4 5 5 0.7 1 0.99993
+5 6 6 0.2 1 0.52
+6 7 7 0.8 1 0.99993"""
     reference = read_log(write_log(tmp_path, "ref.tsv", rows, extra=("p_a_lower",)))
-    # true-class p̲A: 0.90, 0.60, 0 (wrong), 0.99; median 0.75 → easy: idx 0 and 3
-    assert easy_inputs(reference).to_dict() == {0: True, 1: False, 2: False, 3: True}
+    # true-class p̲A: 0.99993, 0.50 (radius 0), 0 (wrong), 0.99993, 0.99993, 0.52, 0.99993
+    expected = {0: True, 1: False, 2: False, 3: True, 4: True, 5: True, 6: True}
+    assert easy_inputs(reference).to_dict() == expected
 
 
 def test_write_table_renders_csv_markdown_latex_with_best_in_bold(cohen_records, tmp_path):

@@ -279,7 +279,6 @@ def easy_hard_figure(
     logs: Mapping[str, str | os.PathLike | pd.DataFrame],
     reference: str | os.PathLike | pd.DataFrame,
     *,
-    hard_fraction: float = 0.5,
     radii: Sequence[float] | None = None,
     norm: int = 2,
     alpha: float | None = 0.05,
@@ -290,7 +289,7 @@ def easy_hard_figure(
     subsets separately reveals what ACR hides. Easy / hard is fixed once for all logs by the
     reference (fixed-σ) log's true-class p̲A (:func:`~ddrs.analysis.easy_inputs`).
     """
-    easy = easy_inputs(load_log(reference), hard_fraction)
+    easy = easy_inputs(load_log(reference))
     frames = {label: load_log(log) for label, log in logs.items()}
     radii = radius_grid(frames.values()) if radii is None else np.asarray(radii, float)
     figure, axes = _panels(3, sharey=False)

@@ -18,6 +18,9 @@ RADII_CIFAR10 = tuple(np.round(np.arange(0.0, 2.5 + 1e-9, 0.25), 2).tolist())
 RADII_IMAGENET = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 #: ℓ1 radius grid of Table 4 (YANG vs YANG-DS), both datasets.
 RADII_L1 = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: p_A of the true class above it: an easy input; below it: a hard one (Sun et al. 2024, Table 1:
+#: "easy (p_A > 0.5) and hard (p_A < 0.5) samples"), the inputs that can and cannot add to ACR
+EASY_ABOVE = 0.5
 
 
 def paper_radii(dataset: str, norm: int = 2) -> tuple[float, ...]:
@@ -78,15 +81,12 @@ def true_class_p_a_lower(log: pd.DataFrame) -> pd.Series:
     return pd.Series(values.to_numpy(), index=log["idx"].to_numpy(), name="p_a_true_lower")
 
 
-def easy_inputs(reference: pd.DataFrame, hard_fraction: float = 0.5) -> pd.Series:
+def easy_inputs(reference: pd.DataFrame) -> pd.Series:
     """Split the test set into easy (True) and hard (False) inputs, indexed by ``idx``.
 
-    After Sun et al. (2024, "ACR is a poor metric", §4.2–4.3): hardness is how much probability
-    the smoothed classifier gives the true class. We rank inputs by the true-class p̲A of a
-    *reference* (fixed-σ) log (:func:`true_class_p_a_lower`); an input is easy when that value is
-    strictly above its ``hard_fraction`` quantile, hard otherwise (ties at the quantile are hard).
+    Sun et al. (2024, "ACR is a poor metric", §4.2–4.3, Table 1): an input is easy when p_A of
+    its true class is above :data:`EASY_ABOVE`, hard otherwise. p_A is bounded by the true-class
+    p̲A of a *reference* (fixed-σ) log (:func:`true_class_p_a_lower`), so the easy inputs are those
+    the reference certifies correctly; hard ones are wrong, abstained, or certified at p̲A = ½.
     """
-    if not 0.0 < hard_fraction < 1.0:
-        raise ValueError(f"hard_fraction must be in (0, 1), got {hard_fraction}")
-    score = true_class_p_a_lower(reference)
-    return (score > score.quantile(hard_fraction)).rename("easy")
+    return (true_class_p_a_lower(reference) > EASY_ABOVE).rename("easy")

@@ -25,13 +25,12 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
+from ddrs.analysis.metrics import EASY_ABOVE
 from ddrs.device import autocast, make_generator
 from ddrs.seeds import StudyStream, derived_seed
 from ddrs.training.correctness import correct_counts
 from ddrs.training.losses import TrainingLoss
 
-#: p_A above it: easy; below it: hard (Sun et al. 2024, Table 1)
-EASY_ABOVE = 0.5
 #: columns of :func:`summarize`'s row
 SUMMARY_COLUMNS = (
     "inputs",
