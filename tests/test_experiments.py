@@ -380,6 +380,7 @@ def test_every_enum_of_the_schema_is_a_registry():
     """The schema restates the registries; each of its lists must equal the one it restates."""
     from ddrs.analysis.evidence import SELECTIONS
     from ddrs.experiments.grid import SOURCES
+    from ddrs.methods import STABILITY_DIVERGENCES
     from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
     from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS
 
@@ -406,9 +407,10 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
         "/$defs/train/properties/feed": list(FEEDS),
         "/properties/statistics/properties/selection/items": list(SELECTIONS),
+        "/$defs/train/properties/stability/properties/divergence": list(STABILITY_DIVERGENCES),
     }
     found = dict(enums(SCHEMA))
-    divergences = {path: values for path, values in found.items() if path.endswith("/divergence")}
+    divergences = {p: values for p, values in found.items() if p.endswith("/divergence") and p not in registries}
     assert {path: found[path] for path in registries} == registries
     assert set(found) - set(registries) == set(divergences), "an enum the test does not know"
     # the consistency regularizer's divergences (Jeong & Shin 2020, Table 4): each accepted, others not

@@ -90,18 +90,27 @@ def test_unknown_divergence_is_refused():
         consistency_term(LOGITS, "js")
 
 
-def test_stability_objective_is_clean_cross_entropy_plus_kl_from_clean_to_noisy():
+def test_stability_objective_is_clean_cross_entropy_plus_the_authors_term_from_clean_to_noisy():
     clean, noisy, gamma = LOGITS[:, 0], LOGITS[:, 1], 2.5
     p, q = _softmax(clean.numpy()), _softmax(noisy.numpy())
-    expected = np.mean(
-        [
-            -np.log(p[b, LABELS[b]]) + gamma * sum(p[b, c] * np.log(p[b, c] / q[b, c]) for c in range(4))
-            for b in range(2)
-        ]
-    )
-    assert stability_objective(clean, noisy, LABELS, gamma).item() == pytest.approx(expected, rel=1e-12)
-    # the direction matters: KL(clean ‖ noisy) ≠ KL(noisy ‖ clean) here
-    assert stability_objective(noisy, clean, LABELS, gamma).item() != pytest.approx(expected, rel=1e-3)
+    ce = [-np.log(p[b, LABELS[b]]) for b in range(2)]
+    kl = [sum(p[b, c] * np.log(p[b, c] / q[b, c]) for c in range(4)) for b in range(2)]
+    # Jeong & Shin's train_stab.py: _cross_entropy(logits_n, logits) = mean −Σ softmax(clean)·log softmax(noisy)
+    soft_ce = [-sum(p[b, c] * np.log(q[b, c]) for c in range(4)) for b in range(2)]
+    expected = {"kl": np.mean(ce) + gamma * np.mean(kl), "cross_entropy": np.mean(ce) + gamma * np.mean(soft_ce)}
+    for divergence, value in expected.items():
+        assert stability_objective(clean, noisy, LABELS, gamma, divergence).item() == pytest.approx(value, rel=1e-12)
+        # the direction matters: the terms from noisy to clean differ here
+        assert stability_objective(noisy, clean, LABELS, gamma, divergence).item() != pytest.approx(value, rel=1e-3)
+    assert expected["cross_entropy"] > expected["kl"]  # the clean prediction's entropy, weighted by γ
+    with pytest.raises(ValueError, match="unknown stability divergence 'js'"):
+        stability_objective(clean, noisy, LABELS, gamma, "js")
+
+
+def test_stability_defaults_to_the_authors_cross_entropy_and_names_bad_terms():
+    assert _params("stability").divergence == "cross_entropy"
+    with pytest.raises(ValueError, match="divergence must be one of \\['cross_entropy', 'kl'\\]"):
+        _params("stability", divergence="mse")
 
 
 def _linear_model() -> nn.Module:
@@ -149,9 +158,12 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
 def test_stability_loss_compares_the_clean_and_one_noisy_pass():
     model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
     scale = torch.tensor([0.1, 0.5, 1.0])
-    loss = stability_loss(model, x, y, scale, torch.Generator().manual_seed(2), _params("stability", gamma=3.0))
     noisy = x + torch.randn((3, 1, 6), generator=torch.Generator().manual_seed(2)) * scale.view(3, 1, 1)
-    assert loss.item() == pytest.approx(stability_objective(model(x), model(noisy), y, 3.0).item(), rel=1e-6)
+    for divergence in ("cross_entropy", "kl"):
+        params = _params("stability", gamma=3.0, divergence=divergence)
+        loss = stability_loss(model, x, y, scale, torch.Generator().manual_seed(2), params)
+        expected = stability_objective(model(x), model(noisy), y, 3.0, divergence)
+        assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("method", ["consistency", "smoothadv_consistency"])

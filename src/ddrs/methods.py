@@ -192,17 +192,32 @@ class SmoothAdvConsistencyParams:
         _check_consistency(self)
 
 
+#: the stability term between the clean and the noisy prediction (:func:`ddrs.training.losses.stability_objective`)
+STABILITY_DIVERGENCES = ("cross_entropy", "kl")
+
+
 @dataclass(frozen=True)
 class StabilityParams:
-    """Stability training (Li et al. 2019): CE on the clean input + γ·KL(clean ‖ noisy prediction).
+    """Stability training (Li et al. 2019): CE on the clean input + γ·(stability term).
 
-    γ = 2: the value Jeong & Shin (2020, supplement B; their ``train_stab.py``) use to reproduce it.
+    Defaults are what produced Jeong & Shin's (2020) Stability rows, their ``train_stab.py``:
+    γ = 2 (``--lbd 2``; supplement B) and the term ``cross_entropy`` −Σ p_clean·log p_noisy, which
+    is KL(p_clean ‖ p_noisy) plus the clean prediction's entropy, with gradients through both
+    passes. ``kl`` is the stability term as Zheng et al. (2016) write it, without the entropy.
     """
 
-    gamma: float = field(default=2.0, metadata={"help": "weight γ of KL(clean prediction ‖ noisy prediction)"})
+    gamma: float = field(default=2.0, metadata={"help": "weight γ of the stability term"})
+    divergence: str = field(
+        default="cross_entropy",
+        metadata={
+            "help": "cross_entropy = −Σ softmax(clean)·log softmax(noisy) (Jeong & Shin's train_stab.py), "
+            "kl = KL(softmax(clean) ‖ softmax(noisy)) (cross_entropy minus the clean entropy)"
+        },
+    )
 
     def __post_init__(self) -> None:
         _at_least(self, 0, "gamma")
+        _choice(self, "divergence", STABILITY_DIVERGENCES)
 
 
 @dataclass(frozen=True)

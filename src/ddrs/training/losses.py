@@ -16,7 +16,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ddrs.methods import GaussianParams, MacerParams, NoParams, SmoothAdvParams, StabilityParams
+from ddrs.methods import (
+    STABILITY_DIVERGENCES,
+    GaussianParams,
+    MacerParams,
+    NoParams,
+    SmoothAdvParams,
+    StabilityParams,
+)
 from ddrs.noise import get_noise
 
 GAUSSIAN = get_noise("gaussian")
@@ -190,18 +197,22 @@ def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> T
     return macer_objective(logits, y, scale, lam, params.gamma, params.beta)
 
 
-def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float) -> Tensor:
-    """``CE(clean, y) + γ·KL(softmax(clean) ‖ softmax(noisy))``, both averaged over the batch.
+def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float, divergence: str) -> Tensor:
+    """``CE(clean, y) + γ·term(softmax(clean), softmax(noisy))``, both averaged over the batch.
 
     Stability training (Li et al. 2019, after Zheng et al. 2016): the clean prediction is the
     reference distribution the noisy one must match; gradients flow through both, as in Jeong &
-    Shin's re-implementation (their ``train_stab.py``, which uses the cross-entropy
-    −Σ softmax(clean)·log softmax(noisy), i.e. this KL plus the clean prediction's entropy).
+    Shin's re-implementation. ``divergence`` names the term (:class:`~ddrs.methods.StabilityParams`):
+    ``cross_entropy`` −Σ p_clean·log p_noisy (their ``train_stab.py``), or ``kl`` KL(p_clean ‖ p_noisy).
     """
-    divergence = F.kl_div(
-        F.log_softmax(noisy, dim=1), F.log_softmax(clean, dim=1), reduction="batchmean", log_target=True
-    )
-    return F.cross_entropy(clean, y) + gamma * divergence
+    log_clean, log_noisy = F.log_softmax(clean, dim=1), F.log_softmax(noisy, dim=1)
+    if divergence == "cross_entropy":
+        term = -(log_clean.exp() * log_noisy).sum(dim=1).mean()
+    elif divergence == "kl":
+        term = F.kl_div(log_noisy, log_clean, reduction="batchmean", log_target=True)
+    else:
+        raise ValueError(f"unknown stability divergence {divergence!r}; choose one of {list(STABILITY_DIVERGENCES)}")
+    return F.cross_entropy(clean, y) + gamma * term
 
 
 def stability_loss(model, x, y, scale, generator, params: StabilityParams, epoch=0) -> Tensor:
@@ -209,4 +220,4 @@ def stability_loss(model, x, y, scale, generator, params: StabilityParams, epoch
     batch-norm statistics stay per pass, as in Jeong & Shin's ``train_stab.py``)."""
     clean = model(x).float()
     noisy = model(GAUSSIAN.perturb(x, scale, generator)).float()
-    return stability_objective(clean, noisy, y, params.gamma)
+    return stability_objective(clean, noisy, y, params.gamma, params.divergence)
