@@ -41,6 +41,8 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
     assert macer["whole_peak_gib"] is None and macer["chunked_peak_gib"] is None  # no CUDA: no peak memory
     assert macer["m"] > macer["draws_per_pass"] > 0
     assert 0 <= macer["gradient_relative_difference"] < 1e-4  # chunked draws: the same gradient
+    # in training mode each chunk has its own batch-norm statistics: a difference beyond float error
+    assert macer["gradient_relative_difference_train"] > 1e-3
 
 
 def test_interleaved_rounds_take_turns_after_one_warm_up(monkeypatch):

@@ -89,8 +89,9 @@ def _draws_per_pass() -> Any:
     return field(
         default=0,
         metadata={
-            "help": "draws per forward pass, activations recomputed in backward (0: all m at once); "
-            "same gradient, less memory"
+            "help": "draws per forward pass, activations recomputed in backward (0: all m at once); less "
+            "memory, the same gradient without batch-norm (with it, each chunk is normalised by its own "
+            "batch statistics)"
         },
     )
 

@@ -190,7 +190,8 @@ def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> T
     """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
     λ = 12, γ = 8, β = 16); λ = 0 in the first ``params.deferred`` epochs (Jeong & Shin's
     ``train_macer.py --deferred``). ``params.draws_per_pass`` draws at a time when set
-    (:func:`chunked_copies_logits`): the same noise, the same gradient, less memory."""
+    (:func:`chunked_copies_logits`): the same noise in less memory; the same gradient for a model
+    without batch-norm."""
     points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     lam = 0.0 if epoch < params.deferred else params.lam
