@@ -382,7 +382,7 @@ def test_every_enum_of_the_schema_is_a_registry():
     from ddrs.experiments.grid import SOURCES
     from ddrs.methods import STABILITY_DIVERGENCES
     from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-    from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS
+    from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
 
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
     registries = {
@@ -406,6 +406,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/train/properties/c_a": list(C_A_RULES),
         "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
         "/$defs/train/properties/feed": list(FEEDS),
+        "/$defs/train/properties/sigma_model_mode": list(SIGMA_MODEL_MODES),
         "/properties/statistics/properties/selection/items": list(SELECTIONS),
         "/$defs/train/properties/stability/properties/divergence": list(STABILITY_DIVERGENCES),
     }

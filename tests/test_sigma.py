@@ -183,6 +183,27 @@ def test_model_parameters_and_mode_are_untouched(digits_data):
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
+def test_batch_statistics_runs_algorithm1_in_training_mode_as_the_ddrs_training_scripts(digits_data):
+    """get_sigma in the DDRS training scripts runs the model in training mode: batch-norm normalises
+    each noisy batch by its own statistics (another σ than eval mode) and updates the running ones."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.BatchNorm1d(10)).train()
+    with torch.no_grad():
+        model[2].running_mean.fill_(3.0)  # running statistics far from any batch's
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x = torch.stack([digits_data["test"][i][0] for i in range(6)])
+    settings = {"steps": [3], "lr": 0.1, "objective": "released"}
+    eval_sigma = algorithm1(model, x, 0.25, generator=generators(5, 6), **settings)[-1]
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    sigma = optimize_sigma(
+        model, x, Algorithm1Settings(sigma0=0.25, **settings), generator=generators(5, 6), batch_statistics=True
+    )[-1]
+    assert model.training and all(p.grad is None for p in model.parameters())
+    assert int(model[2].num_batches_tracked) == 3  # one update per step's forward
+    assert not torch.equal(model[2].running_mean, before["2.running_mean"])
+    assert not torch.allclose(sigma, eval_sigma)
+
+
 def test_fixed_class_sigma_stays_at_its_lower_bound_when_more_noise_only_hurts_c_a():
     # far outside the disc, class 0 gets (clamped) probability ~0: R = σ/2·(Φ⁻¹(ε) − Φ⁻¹(1 − ε)) < 0 falls with σ
     x = torch.tensor([[3.0, 0.0]])

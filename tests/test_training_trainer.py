@@ -264,6 +264,20 @@ def test_split_with_one_draw_trains_exactly_as_whole(tmp_path):
     _assert_same_weights(a, b)
 
 
+@pytest.mark.parametrize(("mode", "updates"), [("eval", 0), ("train", 2)])
+def test_algorithm2_runs_the_model_in_the_configured_mode(mode, updates):
+    """sigma_model_mode: eval leaves batch-norm's running statistics alone; train (the DDRS scripts'
+    get_sigma) normalises each σ step's noisy batch by itself and updates them once per step."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10), torch.nn.BatchNorm1d(10)).train()
+    config = _config(train_mode="ds", k=2, sigma_lr=0.1, sigma_model_mode=mode)
+    scale = data_dependent.optimize_batch_scale(
+        model, torch.rand(8, 1, 8, 8), torch.full((8,), 0.25), config, num_classes=10,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert scale.shape == (8,) and model.training
+    assert int(model[2].num_batches_tracked) == updates
+
+
 def test_split_needs_a_batch_size_that_m_divides():
     with pytest.raises(ValueError, match="batch_size 100 is not a multiple of it"):
         _config(method="consistency", params={"m": 3}, noise_batching="split", batch_size=100)
@@ -282,6 +296,7 @@ def test_split_needs_a_batch_size_that_m_divides():
         ({"params": {"steps": 2}, "method": "macer"}, r"unknown macer option\(s\) \['steps'\]"),
         ({"memory_format": "nhwc"}, "unknown memory_format 'nhwc'"),
         ({"feed": "gpu"}, r"unknown feed 'gpu'; choose one of \['auto', 'loader', 'device'\]"),
+        ({"sigma_model_mode": "batch"}, r"unknown sigma_model_mode 'batch'; choose one of \['eval', 'train'\]"),
         (
             {"dataset": "imagenet", "arch": "resnet50", "feed": "device"},
             "feed 'device' holds the training split on the training device, which imagenet does not fit",

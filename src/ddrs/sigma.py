@@ -56,10 +56,12 @@ def _check_positive(name: str, value) -> None:
 
 
 @contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    """Evaluate the fixed base classifier (BatchNorm statistics frozen), restoring its mode after."""
+def _model_mode(model: nn.Module, training: bool = False) -> Iterator[None]:
+    """Run the base classifier in eval mode (batch-norm on its running statistics, frozen) or in
+    training mode (each forward normalised by its own batch and updating the running statistics),
+    restoring its mode after."""
     was_training = model.training
-    model.eval()
+    model.train(training)
     try:
         yield
     finally:
@@ -130,7 +132,7 @@ def smoothed_top_class(
     own stream (so c_A does not depend on which inputs share the batch) — see ``sample_counts``.
     """
     _check_positive("sigma0", sigma0)
-    with _eval_mode(model):
+    with _model_mode(model):
         counts = sample_counts(model, x, sigma0, n0, _noise(noise), batch_size, generator, precision)
     if counts.shape[1] != num_classes:
         raise ValueError(f"the model scores {counts.shape[1]} classes, expected num_classes={num_classes}")
@@ -145,6 +147,7 @@ def optimize_sigma(
     *,
     generator: Generators,
     sigma0: float | Tensor | None = None,
+    batch_statistics: bool = False,
 ) -> Tensor:
     """OptimizeSigma (DDRS Algorithm 1) for a batch: σ after every K in ``steps``, shape ``(len(steps), B)``.
 
@@ -157,7 +160,9 @@ def optimize_sigma(
     classes of ψ at every step and takes ``c_a=None``; ``fixed_class`` (Eq. 2/3) holds ``c_a``.
     After each step σ is projected onto [``min_scale``, ``max_scale``]. One run to max(steps)
     yields every snapshot; K = 0 is σ₀. Only σ receives gradients: the model runs in eval mode
-    and its parameters are untouched.
+    and its parameters are untouched. ``batch_statistics`` runs it in training mode instead, as
+    the DDRS training scripts' ``get_sigma`` does inside Algorithm 2: batch-norm normalises each
+    forward by its noisy batch and updates its running statistics (``TrainConfig.sigma_model_mode``).
     """
     noise, steps, objective, clamp = _noise(settings.noise), list(settings.steps), settings.objective, settings.clamp
     sigma0 = settings.sigma0 if sigma0 is None else sigma0
@@ -169,7 +174,7 @@ def optimize_sigma(
     snapshots = x.new_empty(len(steps), batch)
     streams = as_streams(generator, batch)
     # one autocast region around all K steps: its cache keeps the low-precision weights across steps
-    with _eval_mode(model), autocast(x.device, settings.precision):
+    with _model_mode(model, batch_statistics), autocast(x.device, settings.precision):
         for k in range(steps[-1] + 1):
             if k in steps:
                 snapshots[steps.index(k)] = scale
@@ -218,7 +223,7 @@ def grid_search_sigma(
     best_value = torch.full((batch,), -torch.inf, device=x.device)
     best_index = torch.zeros(batch, dtype=torch.long, device=x.device)
     streams = as_streams(generator, batch)
-    with _eval_mode(model), torch.no_grad():
+    with _model_mode(model), torch.no_grad():
         for index, value in enumerate(grid.to(x.dtype)):
             scale = value.expand(batch)
             psi = expected_softmax(model, x, scale, streams.draw_each(noise, n, x), settings.precision)

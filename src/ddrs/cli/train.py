@@ -16,7 +16,7 @@ import typing
 
 from ddrs.methods import METHODS, TRAIN_MODES
 from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, TrainConfig, read_yaml
+from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES, TrainConfig, read_yaml
 
 HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
@@ -33,6 +33,8 @@ HELP = {
     "sigma_objective": "ds: Algorithm 1's objective: 'released' (the authors' code) or 'fixed_class' (Eq. 2/3)",
     "sigma_clamp": "ds: clamp of E_A, E_B before Φ⁻¹ (default: the objective's, 0.02 / 1e-6)",
     "c_a": "ds, fixed_class: c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction",
+    "sigma_model_mode": "ds: the model's mode during Algorithm 1: eval = batch-norm on running statistics; "
+    "train = batch statistics of the noisy batch, updating the running ones (the DDRS training scripts)",
     "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
     "eval_max": "test inputs scored for the per-epoch log",
     "noise_batching": "whole = batch_size inputs per SGD step, each with its m noisy copies; split = the authors': "
@@ -48,6 +50,7 @@ CHOICES = {
     "method": tuple(METHODS),
     "train_mode": TRAIN_MODES,
     "c_a": C_A_RULES,
+    "sigma_model_mode": SIGMA_MODEL_MODES,
     "sigma_objective": SIGMA_OBJECTIVES,
     "uniform_convention": UNIFORM_CONVENTIONS,
     "precision": tuple(PRECISIONS),

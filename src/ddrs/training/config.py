@@ -59,6 +59,8 @@ C_A_RULES = ("clean", "smoothed")
 NOISE_BATCHINGS = ("whole", "split")
 #: how batches reach the model (module docstring)
 FEEDS = ("auto", "loader", "device")
+#: the model's mode while Algorithm 2 optimises σ (``TrainConfig.sigma_model_mode``)
+SIGMA_MODEL_MODES = ("eval", "train")
 
 
 @dataclass
@@ -100,6 +102,10 @@ class TrainConfig:
     #: ``smoothed`` = the smoothed prediction at the stored σᵢ from ``c_a_n0`` draws
     c_a: str = "clean"
     c_a_n0: int = 16
+    #: the model's mode during Algorithm 2's σ steps: ``eval`` = batch-norm on its running statistics,
+    #: the classifier that is certified; ``train`` = each forward normalised by its noisy batch and
+    #: updating the running statistics, as the DDRS training scripts' ``get_sigma`` runs
+    sigma_model_mode: str = "eval"
     #: the method's hyper-parameters: an instance of its registry entry's dataclass (or a mapping
     #: of its fields); ``None`` takes the method's defaults
     params: Any = None
@@ -146,6 +152,7 @@ class TrainConfig:
         _choice("train_mode", self.train_mode, TRAIN_MODES)
         _choice("noise_batching", self.noise_batching, NOISE_BATCHINGS)
         _choice("c_a", self.c_a, C_A_RULES)
+        _choice("sigma_model_mode", self.sigma_model_mode, SIGMA_MODEL_MODES)
         _choice("sigma_objective", self.sigma_objective, SIGMA_OBJECTIVES)
         resolve_clamp(self.sigma_objective, self.sigma_clamp)
         _choice("uniform_convention", self.uniform_convention, UNIFORM_CONVENTIONS)

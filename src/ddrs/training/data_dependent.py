@@ -107,8 +107,9 @@ def optimize_batch_scale(
     """σ*ᵢ for one batch: ``config.k`` steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
 
     Uses the config's n, step α (``sigma_lr``), objective and clamp (:func:`ddrs.sigma.radius_objective`),
-    lower bound, c_A rule (``fixed_class`` only) and precision. Takes no labels, so the scale can
-    never depend on them. K = 0 returns ``scale`` unchanged (the fixed-σ warm-up epochs).
+    lower bound, c_A rule (``fixed_class`` only), precision and the model's mode (``sigma_model_mode``).
+    Takes no labels, so the scale can never depend on them. K = 0 returns ``scale`` unchanged (the
+    fixed-σ warm-up epochs).
     """
     if config.k == 0:
         return scale
@@ -125,5 +126,13 @@ def optimize_batch_scale(
             generator=generator,
             precision=config.precision,
         )
-    snapshots = optimize_sigma(model, x, config.algorithm1, c_a, generator=generator, sigma0=scale)
+    snapshots = optimize_sigma(
+        model,
+        x,
+        config.algorithm1,
+        c_a,
+        generator=generator,
+        sigma0=scale,
+        batch_statistics=config.sigma_model_mode == "train",
+    )
     return snapshots[-1].detach()
