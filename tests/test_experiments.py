@@ -380,7 +380,7 @@ def test_every_enum_of_the_schema_is_a_registry():
     """The schema restates the registries; each of its lists must equal the one it restates."""
     from ddrs.analysis.evidence import SELECTIONS
     from ddrs.experiments.grid import SOURCES
-    from ddrs.methods import STABILITY_DIVERGENCES
+    from ddrs.methods import MACER_FORMS, STABILITY_DIVERGENCES
     from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
     from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
 
@@ -409,6 +409,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/train/properties/sigma_model_mode": list(SIGMA_MODEL_MODES),
         "/properties/statistics/properties/selection/items": list(SELECTIONS),
         "/$defs/train/properties/stability/properties/divergence": list(STABILITY_DIVERGENCES),
+        "/$defs/train/properties/macer/properties/form": list(MACER_FORMS),
     }
     found = dict(enums(SCHEMA))
     divergences = {p: values for p, values in found.items() if p.endswith("/divergence") and p not in registries}

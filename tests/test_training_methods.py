@@ -137,6 +137,34 @@ def test_macer_loss_equals_hand_computation():
     assert loss.item() == pytest.approx(expected, rel=1e-5)
 
 
+def test_released_macer_form_is_the_ddrs_train_macer_loss():
+    """The DDRS authors' CIFAR10/train_macer.py: NLL of the mean softmax + λ · mean over correctly
+    classified inputs of relu(γ − σᵢ/2 · (Φ⁻¹(p̂A) − Φ⁻¹(p̂B))), p̂A, p̂B the untempered top two
+    clamped to [0.02, 0.98]; β plays no part."""
+    logits = torch.tensor(
+        [[[4.0, 0.0, 0.0], [3.0, 1.0, 0.0]], [[0.0, 0.5, 0.2], [0.1, 0.2, 0.3]], [[0.0, 0.0, 9.0], [0.0, 0.0, 8.0]]],
+        dtype=torch.float64,
+    )
+    y, scale, lam, gamma = torch.tensor([0, 2, 2]), torch.tensor([0.25, 0.5, 1.0], dtype=torch.float64), 12.0, 0.9
+    probs = torch.softmax(logits, dim=-1).mean(dim=1).numpy()
+    nll = np.mean([-np.log(probs[i, y[i]] + 1e-10) for i in range(3)])
+    hinges = []
+    for i in range(3):
+        order = np.argsort(probs[i])[::-1]
+        if order[0] == y[i]:
+            top = np.clip(probs[i, order[:2]], 0.02, 0.98)
+            hinges.append(max(0.0, gamma - float(scale[i]) / 2 * (norm.ppf(top[0]) - norm.ppf(top[1]))))
+    assert len(hinges) == 2 and 0.0 in hinges and max(hinges) > 0  # input 1 wrong; one hinge inactive
+    expected = nll + lam * np.mean(hinges)
+    for beta in (1.0, 16.0):
+        assert macer_objective(logits, y, scale, lam, gamma, beta, "released").item() == pytest.approx(expected)
+    wrong = torch.tensor([1, 0, 0])  # no input correct: the cross-entropy alone (their code gives NaN)
+    alone = macer_objective(logits, wrong, scale, lam, gamma, 16.0, "released")
+    assert alone.item() == pytest.approx(np.mean([-np.log(probs[i, wrong[i]] + 1e-10) for i in range(3)]))
+    with pytest.raises(ValueError, match=r"form must be one of \['zhai', 'released'\]"):
+        _config("macer", form="ddrs")
+
+
 def test_macer_gradient_is_finite_when_the_classifier_saturates():
     logits = torch.tensor([[[60.0, 0.0, 0.0]], [[0.0, 0.1, 0.0]]], requires_grad=True)
     loss = macer_objective(logits, torch.tensor([0, 1]), torch.tensor([0.25, 0.25]), 12.0, 8.0, 16.0)

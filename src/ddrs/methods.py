@@ -96,6 +96,11 @@ def _draws_per_pass() -> Any:
     )
 
 
+#: MACER's robustness term (:func:`ddrs.training.losses.macer_objective`): Zhai et al.'s, or the
+#: DDRS authors' ``CIFAR10/train_macer.py``
+MACER_FORMS = ("zhai", "released")
+
+
 @dataclass(frozen=True)
 class MacerParams:
     """MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16).
@@ -111,11 +116,20 @@ class MacerParams:
     deferred: int = field(
         default=0, metadata={"help": "first epochs trained with λ = 0 (the cross-entropy term alone)"}
     )
+    form: str = field(
+        default="zhai",
+        metadata={
+            "help": "zhai = MACER's robustness term, λ·σ/2·(γ − ξ) over correct inputs with ξ ≤ γ on the β-tempered "
+            "smoothed classifier, divided by the batch; released = the DDRS train_macer.py's, λ·mean over correct "
+            "inputs of relu(γ − σ/2·ξ) on the untempered one, p̂A, p̂B clamped to [0.02, 0.98] (β unused)"
+        },
+    )
     draws_per_pass: int = _draws_per_pass()
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "m")
         _at_least(self, 0, "lam", "gamma", "deferred", "draws_per_pass")
+        _choice(self, "form", MACER_FORMS)
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
 

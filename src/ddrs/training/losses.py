@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ddrs.methods import (
+    MACER_FORMS,
     STABILITY_DIVERGENCES,
     GaussianParams,
     MacerParams,
@@ -25,6 +26,7 @@ from ddrs.methods import (
     StabilityParams,
 )
 from ddrs.noise import get_noise
+from ddrs.settings import DEFAULT_CLAMP
 
 GAUSSIAN = get_noise("gaussian")
 UNIFORM = get_noise("uniform")
@@ -159,22 +161,37 @@ def smoothadv_loss(model, x, y, scale, generator, params: SmoothAdvParams, epoch
     return copies_cross_entropy(copies_logits(model, adversarial.unsqueeze(1) + noise), y)
 
 
-def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma: float, beta: float) -> Tensor:
-    """MACER's loss from ``(B, m, C)`` logits (Zhai et al. 2020, Algorithm 1; their ``macer.py``).
+def macer_objective(
+    logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma: float, beta: float, form: str = "zhai"
+) -> Tensor:
+    """MACER's loss from ``(B, m, C)`` logits: ``CE = −log(mean softmax of y + 1e-10)`` averaged over
+    the batch, plus λ times a robustness term whose ``form`` (:data:`ddrs.methods.MACER_FORMS`) is
 
-    ``CE = −log(mean softmax of y + 1e-10)`` plus ``λ · σᵢ/2 · (γ − ξᵢ)`` for the inputs whose
-    β-tempered smoothed prediction is correct and whose ``ξᵢ = Φ⁻¹(p̂A) − Φ⁻¹(p̂B) ≤ γ`` (the hinge),
-    with p̂A, p̂B the top two of the mean ``softmax(β·logits)``; both sums are divided by the
-    batch size. As in MACER's code, inputs whose ξ is not finite (p̂A = 1 or p̂B = 0 in floating
-    point) are left out of the hinge rather than clamped.
-
-    With one σᵢ per input the hinge stays in units of ξ = 2R/σ (γ is the same margin for every
-    input) and only the σ/2 factor MACER applies becomes σᵢ/2, so fixed σ reproduces MACER exactly.
-    DDRS §4.3 writes the factor as λ/2; MACER's paper and code use λ·σ/2, which we follow.
+    - ``zhai`` (Zhai et al. 2020, Algorithm 1; their ``macer.py``): ``σᵢ/2 · (γ − ξᵢ)`` summed over
+      the inputs whose β-tempered smoothed prediction is correct and whose ``ξᵢ = Φ⁻¹(p̂A) − Φ⁻¹(p̂B)
+      ≤ γ`` (the hinge), p̂A, p̂B the top two of the mean ``softmax(β·logits)``, divided by the batch
+      size. As in MACER's code, inputs whose ξ is not finite (p̂A = 1 or p̂B = 0 in floating point)
+      are left out of the hinge rather than clamped. With one σᵢ per input the hinge stays in units
+      of ξ = 2R/σ and only MACER's σ/2 factor becomes σᵢ/2, so fixed σ reproduces MACER exactly.
+      DDRS §4.3 writes the factor as λ/2; MACER's paper and code use λ·σ/2.
+    - ``released`` (the DDRS authors' ``CIFAR10/train_macer.py``, ``macer_loss``): the mean over the
+      correctly classified inputs of ``relu(γ − σᵢ/2 · ξᵢ)``, a hinge on the radius, with p̂A, p̂B
+      the top two of the untempered mean softmax clamped to [0.02, 0.98] (β unused); 0 when no
+      input is correct (their code returns NaN there).
     """
     batch = len(y)
     probs = F.softmax(logits, dim=-1).mean(dim=1)
-    classification = -(probs.gather(1, y.view(-1, 1)).squeeze(1) + 1e-10).log().sum()
+    classification = -(probs.gather(1, y.view(-1, 1)).squeeze(1) + 1e-10).log().mean()
+    if form == "released":
+        top2, top2_class = probs.topk(2, dim=1)
+        correct = top2_class[:, 0] == y
+        clamp = DEFAULT_CLAMP["released"]
+        ends = torch.special.ndtri(top2[correct].clamp(clamp, 1 - clamp))
+        radius = scale[correct].to(ends.dtype) / 2 * (ends[:, 0] - ends[:, 1])
+        robustness = F.relu(gamma - radius).mean() if bool(correct.any()) else radius.sum()
+        return classification + lam * robustness
+    if form != "zhai":
+        raise ValueError(f"unknown MACER form {form!r}; choose one of {list(MACER_FORMS)}")
     tempered = F.softmax(beta * logits, dim=-1).mean(dim=1)
     top2, top2_class = tempered.topk(2, dim=1)
     with torch.no_grad():
@@ -183,7 +200,7 @@ def macer_objective(logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma:
     # recompute ξ on the hinged inputs only, so non-finite Φ⁻¹ never enters the backward pass
     xi = torch.special.ndtri(top2[hinged, 0]) - torch.special.ndtri(top2[hinged, 1])
     robustness = ((gamma - xi) * scale[hinged].to(xi.dtype)).sum() / 2
-    return (classification + lam * robustness) / batch
+    return classification + lam * robustness / batch
 
 
 def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> Tensor:
@@ -195,7 +212,7 @@ def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> T
     points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     lam = 0.0 if epoch < params.deferred else params.lam
-    return macer_objective(logits, y, scale, lam, params.gamma, params.beta)
+    return macer_objective(logits, y, scale, lam, params.gamma, params.beta, params.form)
 
 
 def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float, divergence: str) -> Tensor:
