@@ -5,7 +5,7 @@ import torch
 from scipy import stats
 
 from ddrs.noise import get_noise
-from ddrs.philox import philox4x32
+from ddrs.philox import open_unit_interval, philox4x32
 from ddrs.seeds import Stream, StudyStream, TrainingStream, derived_seed
 from ddrs.settings import Algorithm1Settings
 from ddrs.sigma import optimize_sigma
@@ -39,6 +39,16 @@ def test_philox_matches_random123_known_answers(counter, key, expected, device):
 
 def x_batch(batch: int = 3, shape=(2, 3, 3)) -> torch.Tensor:
     return torch.rand(batch, *shape, generator=torch.Generator().manual_seed(5))
+
+
+def test_uniforms_are_the_centres_of_2_to_the_23_cells_and_never_0_or_1():
+    """Box–Muller takes log u and uniform noise maps u to (−λ, λ): u must stay strictly inside (0, 1)."""
+    words = torch.tensor([0, 1 << 9, 0x7FFFFFFF, 0xFFFFFC00, 0xFFFFFFFF], dtype=torch.int64)
+    u = open_unit_interval(words)
+    assert u.dtype == torch.float32 and bool(((u > 0) & (u < 1)).all())
+    cells = (words >> 9).to(torch.float64)
+    assert torch.equal(u.double(), (cells + 0.5) * 2.0**-23)  # exact: no two cells merge
+    assert u[-1] < 1 and u[-2] < u[-1]
 
 
 @pytest.mark.parametrize("noise", [GAUSSIAN, UNIFORM], ids=lambda n: n.name)

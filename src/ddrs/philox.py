@@ -45,8 +45,10 @@ def philox4x32(counter: tuple[Tensor, Tensor, Tensor, Tensor], key: tuple[Tensor
 
 
 def open_unit_interval(words: Tensor) -> Tensor:
-    """uint32 words → float32 uniforms on (0, 1): the top 24 bits, centred in their cell (never 0 or 1)."""
-    return ((words >> 8).to(torch.float32) + 0.5) * 2.0**-24
+    """uint32 words → float32 uniforms on (0, 1): the top 23 bits k as (k + ½)·2⁻²³, each exact in
+    float32, so the values lie in [2⁻²⁴, 1 − 2⁻²⁴] and never round to 0 or 1 (24 bits would: k + ½
+    needs a 25th bit, and the largest cell rounded to 1.0)."""
+    return ((words >> 9).to(torch.float32) + 0.5) * 2.0**-23
 
 
 def keyed_uniforms(key: Tensor, draw: Tensor, count: int) -> Tensor:
