@@ -209,10 +209,11 @@ def test_every_job_rule_declares_log_benchmark_threads_resources_and_conda(smk):
 def test_the_seed_papers_config_builds_their_studies_without_data(tmp_path):
     counts = dry_run(tmp_path, load_config("seed_papers.yaml"))
     # 5 methods x fs/ds x 3 σ, stability and SmoothAdv+Consistency at fixed σ only (as their
-    # paper's rows), plus the ablation variants of ACR-focused training at σ = 0.5 but the one
-    # with all components on, which is easy_focus's own fixed-σ model, plus the studies' matched
-    # baselines at every σ: SmoothAdv with SmoothAdv+Consistency's attack, Gaussian with m = 4
-    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7 + 2 * 3
+    # paper's rows), plus the ablation variants of ACR-focused training at every σ (Sun et al.
+    # Table 3) but the one with all components on, which is easy_focus's own fixed-σ model, plus
+    # the studies' matched baselines at every σ: SmoothAdv with SmoothAdv+Consistency's attack,
+    # Gaussian with m = 4
+    assert counts["train"] == 5 * 2 * 3 + 2 * 3 + 7 * 3 + 2 * 3
     # Jeong & Shin Table 2, Sun et al. Tables 2 and 3
     assert counts["consistency_table"] == counts["methods_table"] == counts["easy_focus_ablation_table"] == 1
     assert counts["gradient_norms"] == 5 and counts["gradient_norms_table"] == 1
