@@ -26,7 +26,7 @@ from ddrs.methods import (
     StabilityParams,
 )
 from ddrs.noise import get_noise
-from ddrs.settings import DEFAULT_CLAMP
+from ddrs.sigma import radius_objective
 
 GAUSSIAN = get_noise("gaussian")
 UNIFORM = get_noise("uniform")
@@ -183,12 +183,10 @@ def macer_objective(
     probs = F.softmax(logits, dim=-1).mean(dim=1)
     classification = -(probs.gather(1, y.view(-1, 1)).squeeze(1) + 1e-10).log().mean()
     if form == "released":
-        top2, top2_class = probs.topk(2, dim=1)
-        correct = top2_class[:, 0] == y
-        clamp = DEFAULT_CLAMP["released"]
-        ends = torch.special.ndtri(top2[correct].clamp(clamp, 1 - clamp))
-        radius = scale[correct].to(ends.dtype) / 2 * (ends[:, 0] - ends[:, 1])
-        robustness = F.relu(gamma - radius).mean() if bool(correct.any()) else radius.sum()
+        # their hinge is on the radius Algorithm 1 ascends (the authors' get_sigma, clamp 0.02)
+        correct = probs.argmax(dim=1) == y
+        radius = radius_objective(probs[correct], scale[correct].to(probs.dtype), GAUSSIAN)
+        robustness = F.relu(gamma - radius).mean() if bool(correct.any()) else probs.new_zeros(())
         return classification + lam * robustness
     if form != "zhai":
         raise ValueError(f"unknown MACER form {form!r}; choose one of {list(MACER_FORMS)}")
