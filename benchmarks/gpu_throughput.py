@@ -26,8 +26,11 @@ Algorithm 1), best of two timed runs after one warm-up, or images per second (tr
               two taking turns for five rounds after a warm-up (target: a median ratio of 0.85,
               with the rounds' lowest and highest); and the DataLoader alone, its batches copied
               to the device, as the most a DataLoader-fed trainer could reach;
-  macer       peak memory of one MACER step, batch 256 and m = 64 (target: 40 GB), with all draws
-              in one pass and 16 at a time (``draws_per_pass``), and the gradients' difference.
+  macer       peak memory and seconds of one MACER step, batch 256 and m = 64 (target: 40 GB),
+              with all draws in one pass, 16 at a time (``draws_per_pass``), and in one pass with
+              activations recomputed in backward after 10 cuts (``activation_checkpoints``, every
+              piece of ResNet-18 its own run; also under bf16 autocast), and each variant's
+              gradient difference from the one-pass step.
 
 On CUDA the sizes are the paper's (n = 100,000, K = 1500, batch 256). Without CUDA, or with
 ``--quick``, the sizes are tiny and compilation is skipped (it alone takes longer than the run),
@@ -60,6 +63,7 @@ from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import certify_batch
 from ddrs.streams import input_streams
 from ddrs.training import DeviceFeed, SigmaTable, TrainConfig, Trainer, training_loader
+from ddrs.training.recompute import with_recomputation
 from ddrs.training.trainer import build_optimizer
 
 SIGMA, N0, ALPHA, COHEN_BATCH = 0.25, 100, 0.001, 400
@@ -96,6 +100,7 @@ class Sizes:
     macer_batch: int
     macer_m: int
     macer_chunk: int  # draws_per_pass
+    macer_cuts: int  # activation_checkpoints
     repeats: int
     training_rounds: int  # the training figures' interleaved rounds
     compile: bool
@@ -115,13 +120,15 @@ class Sizes:
                 n=n or 4, imagenet_n=imagenet_n or 4, n0=2, inputs=1, batch=4,
                 k=k or 2, k_timed=1, sigma_batch_today=1, sigma_batch=sigma_batch or 2,
                 train_batch=4, train_steps=train_steps or 2, macer_batch=2, macer_m=4, macer_chunk=2,
+                macer_cuts=3,
                 repeats=1, training_rounds=1, compile=False, max_side=32,
             )  # fmt: skip
         return Sizes(
             n=n or QUOTED_N, imagenet_n=imagenet_n or 10_000, n0=N0, inputs=2, batch=None,
             k=k or 1500, k_timed=50, sigma_batch_today=64, sigma_batch=sigma_batch or 1024,
             train_batch=256, train_steps=train_steps or CIFAR10_EPOCH_STEPS,
-            macer_batch=256, macer_m=64, macer_chunk=16, repeats=2, training_rounds=5, compile=True, max_side=None,
+            macer_batch=256, macer_m=64, macer_chunk=16, macer_cuts=10,
+            repeats=2, training_rounds=5, compile=True, max_side=None,
         )  # fmt: skip
 
 
@@ -400,12 +407,15 @@ def plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
 
 
 def macer_memory(sizes: Sizes, device: torch.device) -> dict[str, object]:
-    """Peak CUDA memory (GiB) of one MACER step (the registry's loss, ResNet-18 CIFAR) with all m
-    draws in one pass and ``draws_per_pass`` at a time, and the relative difference of the two
-    gradients: ``gradient_relative_difference`` with batch-norm on its running statistics (eval
-    mode), where chunking changes float error only, and ``gradient_relative_difference_train`` in
-    training mode, where every chunk is normalised by its own batch statistics
-    (``chunked_copies_logits``): the price of the memory saving. Memory is null off CUDA."""
+    """Peak CUDA memory (GiB) and seconds of one MACER step in training mode (the registry's loss,
+    ResNet-18 CIFAR, fp32) with all m draws in one pass, ``draws_per_pass`` at a time, and in one
+    pass recomputing activations after ``activation_checkpoints`` cuts (also under bf16 autocast);
+    and the relative difference of each variant's gradient from the one-pass one:
+    ``gradient_relative_difference`` of the chunked draws with batch-norm on its running statistics
+    (eval mode), where chunking changes float error only; ``…_train`` in training mode, where every
+    chunk is normalised by its own batch statistics (``chunked_copies_logits``): the price of the
+    chunks' memory saving; ``…_recomputed_train``, where the whole batch is normalised together
+    (``ddrs.training.recompute``). Memory is null off CUDA."""
     method = get_method("macer")
     loss_fn = method.load_loss()
     torch.manual_seed(0)
@@ -413,32 +423,56 @@ def macer_memory(sizes: Sizes, device: torch.device) -> dict[str, object]:
     x = torch.rand(sizes.macer_batch, 3, 32, 32, generator=torch.Generator().manual_seed(5)).to(device)
     y = torch.randint(10, (sizes.macer_batch,), generator=torch.Generator().manual_seed(6)).to(device)
     scale = torch.full((len(x),), SIGMA, device=device)
+    state = copy.deepcopy(model.state_dict())  # every step starts from the same running statistics
 
-    def step(draws_per_pass: int, train: bool) -> tuple[float | None, torch.Tensor]:
+    def step(
+        draws_per_pass: int = 0, cuts: int = 0, train: bool = True, precision: str = "fp32"
+    ) -> tuple[float | None, float, torch.Tensor]:
         params = method.make_params({"m": sizes.macer_m, "draws_per_pass": draws_per_pass}, source="benchmark")
+        model.load_state_dict(state)
         model.train(train)
         model.zero_grad(set_to_none=True)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
-        loss_fn(model, x, y, scale, torch.Generator(device=device).manual_seed(0), params).backward()
+        start = time.perf_counter()
+        with autocast(device, precision):
+            loss = loss_fn(
+                with_recomputation(model, "resnet18", cuts), x, y, scale,
+                torch.Generator(device=device).manual_seed(0), params,
+            )  # fmt: skip
+        loss.backward()
+        _sync(device)
+        seconds = time.perf_counter() - start
         peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-        return peak, torch.cat([parameter.grad.flatten() for parameter in model.parameters()])
+        return peak, seconds, torch.cat([parameter.grad.flatten() for parameter in model.parameters()])
 
-    whole_gib, whole_train_grad = step(0, train=True)
-    chunked_gib, chunked_train_grad = step(sizes.macer_chunk, train=True)
-    _, whole_grad = step(0, train=False)
-    _, chunked_grad = step(sizes.macer_chunk, train=False)
+    def difference(gradient: torch.Tensor, reference: torch.Tensor) -> float:
+        return float((gradient - reference).norm() / reference.norm())
+
+    step()  # warm-up (cuDNN's algorithm choice)
+    whole_gib, whole_s, whole_train_grad = step()
+    chunked_gib, chunked_s, chunked_train_grad = step(draws_per_pass=sizes.macer_chunk)
+    recomputed_gib, recomputed_s, recomputed_train_grad = step(cuts=sizes.macer_cuts)
+    recomputed_bf16_gib, recomputed_bf16_s, _ = step(cuts=sizes.macer_cuts, precision="bf16")
+    _, _, whole_grad = step(train=False)
+    _, _, chunked_grad = step(draws_per_pass=sizes.macer_chunk, train=False)
     return {
         "batch": sizes.macer_batch,
         "m": sizes.macer_m,
         "draws_per_pass": sizes.macer_chunk,
+        "activation_checkpoints": sizes.macer_cuts,
         "whole_peak_gib": whole_gib,
         "chunked_peak_gib": chunked_gib,
-        "gradient_relative_difference": float((chunked_grad - whole_grad).norm() / whole_grad.norm()),
-        "gradient_relative_difference_train": float(
-            (chunked_train_grad - whole_train_grad).norm() / whole_train_grad.norm()
-        ),
+        "recomputed_peak_gib": recomputed_gib,
+        "recomputed_bf16_peak_gib": recomputed_bf16_gib,
+        "whole_step_s": whole_s,
+        "chunked_step_s": chunked_s,
+        "recomputed_step_s": recomputed_s,
+        "recomputed_bf16_step_s": recomputed_bf16_s,
+        "gradient_relative_difference": difference(chunked_grad, whole_grad),
+        "gradient_relative_difference_train": difference(chunked_train_grad, whole_train_grad),
+        "gradient_relative_difference_recomputed_train": difference(recomputed_train_grad, whole_train_grad),
     }
 
 

@@ -8,6 +8,7 @@ CERTIFY_FIGURES = {
     "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
     "ceiling_bf16_channels_last_eager", "best_ddrs_over_ceiling", "cohen_over_best_ddrs", "n_timed",
 }  # fmt: skip
+MACER_VARIANTS = ("whole", "chunked", "recomputed", "recomputed_bf16")
 
 
 def test_quick_cpu_run_writes_every_figure(tmp_path):
@@ -38,11 +39,14 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
         assert values["ratio"] == pytest.approx(values["ddrs_img_per_s"] / values["plain_on_device_img_per_s"]), name
         assert values["ratio_min"] == values["ratio"] == values["ratio_max"], name
     macer = figures["macer_memory_resnet18"]
-    assert macer["whole_peak_gib"] is None and macer["chunked_peak_gib"] is None  # no CUDA: no peak memory
-    assert macer["m"] > macer["draws_per_pass"] > 0
+    assert all(macer[f"{variant}_peak_gib"] is None for variant in MACER_VARIANTS)  # no CUDA: no peak memory
+    assert all(macer[f"{variant}_step_s"] > 0 for variant in MACER_VARIANTS)
+    assert macer["m"] > macer["draws_per_pass"] > 0 and macer["activation_checkpoints"] > 0
     assert 0 <= macer["gradient_relative_difference"] < 1e-4  # chunked draws: the same gradient
     # in training mode each chunk has its own batch-norm statistics: a difference beyond float error
     assert macer["gradient_relative_difference_train"] > 1e-3
+    # recomputation normalises the whole batch together: the one-pass gradient
+    assert 0 <= macer["gradient_relative_difference_recomputed_train"] < 1e-4
 
 
 def test_interleaved_rounds_take_turns_after_one_warm_up(monkeypatch):

@@ -470,19 +470,26 @@ def test_one_loader_per_run_with_persistent_workers(tmp_path, monkeypatch):
     ).persistent_workers
 
 
-def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch):
-    """``memory_format: channels_last`` on the CPU (ResNet-18 on 16 random CIFAR-shaped images):
-    the weights and every batch the loss sees are channels-last, ``auto`` keeps both contiguous,
-    the first step's loss agrees up to float error, and the setting may change on resume."""
+#: ResNet-18 on the 16 CIFAR-shaped images of :func:`_tiny_cifar`, 8 a batch
+TINY_CIFAR = dict(dataset="cifar10", arch="resnet18", batch_size=8, eval_max=8)
+
+
+def _tiny_cifar(monkeypatch):
+    """The trainer's datasets are 16 random CIFAR-shaped images."""
     images = torch.rand(16, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     labels = [i % 10 for i in range(16)]
     monkeypatch.setattr(trainer_module, "load_dataset", lambda *args, **kwargs: TensorImages(images, labels))
 
+
+def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch):
+    """``memory_format: channels_last`` on the CPU (ResNet-18 on 16 random CIFAR-shaped images):
+    the weights and every batch the loss sees are channels-last, ``auto`` keeps both contiguous,
+    the first step's loss agrees up to float error, and the setting may change on resume."""
+    _tiny_cifar(monkeypatch)
+
     def steps(memory_format, out, epochs=1):
         """(batch channels-last, first conv's weight channels-last, loss) of every SGD step."""
-        config = _config(
-            dataset="cifar10", arch="resnet18", epochs=epochs, batch_size=8, eval_max=8, memory_format=memory_format
-        )
+        config = _config(**TINY_CIFAR, epochs=epochs, memory_format=memory_format)
         trainer, seen = Trainer(config, out, progress=False), []
         loss_fn = trainer.loss_fn
 
@@ -509,6 +516,26 @@ def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch)
     assert not any(x for x, _, _ in steps("contiguous", tmp_path / "last.pt", epochs=2))  # resumed in the other layout
 
 
+def test_activation_recomputation_trains_the_same_weights_and_may_switch_on_resume(tmp_path, monkeypatch):
+    """Two epochs of ResNet-18 (batch-norm) plain, recomputed after 4 cuts, and one epoch plain
+    continued with recomputation (a runtime setting): the same weights and running statistics."""
+    _tiny_cifar(monkeypatch)
+    plain = train(_config(**TINY_CIFAR), tmp_path / "plain.pt", progress=False)
+    recomputed = train(_config(**TINY_CIFAR, activation_checkpoints=4), tmp_path / "recomputed.pt", progress=False)
+    switched = tmp_path / "switched.pt"
+    train(_config(**TINY_CIFAR, epochs=1), switched, progress=False)
+    train(_config(**TINY_CIFAR, activation_checkpoints=4), switched, progress=False)
+
+    reference, _ = _state(plain)
+    for path in (recomputed, switched):
+        state, _ = _state(path)
+        assert state.keys() == reference.keys()
+        for key, value in state.items():
+            assert torch.allclose(value.float(), reference[key].float(), rtol=1e-5, atol=1e-6), key
+    with pytest.raises(ValueError, match="activation_checkpoints must be >= 0, got -1"):
+        _config(activation_checkpoints=-1)
+
+
 def test_cli_pin_memory_flag_is_a_switch():
     import argparse
 
@@ -516,8 +543,10 @@ def test_cli_pin_memory_flag_is_a_switch():
 
     parser = argparse.ArgumentParser()
     train_cli.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["train", "--out", "m.pt", "--no-pin-memory", "--num-workers", "3"])
-    assert args.pin_memory is False and args.num_workers == 3
+    args = parser.parse_args(
+        ["train", "--out", "m.pt", "--no-pin-memory", "--num-workers", "3", "--activation-checkpoints", "10"]
+    )
+    assert args.pin_memory is False and args.num_workers == 3 and args.activation_checkpoints == 10
     assert parser.parse_args(["train", "--out", "m.pt"]).pin_memory is None  # not given: on CUDA only
 
 

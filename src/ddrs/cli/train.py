@@ -45,6 +45,8 @@ HELP = {
     "training device, augmented there per epoch; auto = device for every dataset that fits (all but imagenet)",
     "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them); "
     "the device feed uses them once, to read the split",
+    "activation_checkpoints": "cut the training forward pass at this many places; every run but the last keeps "
+    "only its input and is recomputed in backward: the same step in less memory, batch-norm included",
 }
 CHOICES = {
     "method": tuple(METHODS),

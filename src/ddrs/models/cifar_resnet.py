@@ -8,7 +8,7 @@ ResNet-110 weights load strictly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -56,11 +56,21 @@ class CifarResNet(nn.Module):
             if isinstance(module, nn.Conv2d):
                 nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
 
-    def forward(self, x: Tensor) -> Tensor:
-        x = F.relu(self.bn1(self.conv1(x)))
-        for stage in range(1, self.num_stages + 1):
-            x = getattr(self, f"layer{stage}")(x)
+    def stem(self, x: Tensor) -> Tensor:
+        return F.relu(self.bn1(self.conv1(x)))
+
+    def head(self, x: Tensor) -> Tensor:
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    def pieces(self) -> list[Callable[[Tensor], Tensor]]:
+        """The forward pass as consecutive steps: the stem, every basic block, the head."""
+        blocks = [block for stage in range(1, self.num_stages + 1) for block in getattr(self, f"layer{stage}")]
+        return [self.stem, *blocks, self.head]
+
+    def forward(self, x: Tensor) -> Tensor:
+        for piece in self.pieces():
+            x = piece(x)
+        return x
 
 
 def resnet110(input_shape: tuple[int, int, int], num_classes: int) -> CifarResNet:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from torch import nn
+from torch import Tensor, nn
 
 from ddrs.data import get_info
 from ddrs.models import cifar_resnet, small
@@ -15,31 +15,49 @@ from ddrs.models.normalize import Normalize
 Shape = tuple[int, int, int]
 
 
+Piece = Callable[[Tensor], Tensor]
+
+
 def _torchvision_resnet50(input_shape: Shape, num_classes: int) -> nn.Module:
     from torchvision.models import resnet50
 
     return resnet50(weights=None, num_classes=num_classes)
 
 
+def _torchvision_resnet_pieces(net: nn.Module) -> list[Piece]:
+    """torchvision's ``ResNet._forward_impl`` as consecutive steps: stem, every bottleneck, head."""
+
+    def stem(x: Tensor) -> Tensor:
+        return net.maxpool(net.relu(net.bn1(net.conv1(x))))
+
+    def head(x: Tensor) -> Tensor:
+        return net.fc(net.avgpool(x).flatten(1))
+
+    return [stem, *net.layer1, *net.layer2, *net.layer3, *net.layer4, head]
+
+
 @dataclass(frozen=True)
 class ArchInfo:
-    """An architecture, the input shape it is sized for, and how to build it for ``num_classes``."""
+    """An architecture, the input shape it is sized for, how to build it for ``num_classes``, and
+    its forward pass as consecutive pieces (``pieces(net)``, composed in order, is ``net(x)``): where
+    activation recomputation (:mod:`ddrs.training.recompute`) may cut it."""
 
     name: str
     input_shape: Shape
     build: Callable[[Shape, int], nn.Module]
+    pieces: Callable[[nn.Module], list[Piece]]
 
 
 ARCHS: dict[str, ArchInfo] = {
     arch.name: arch
     for arch in (
-        ArchInfo("mlp", (1, 8, 8), small.mlp),
-        ArchInfo("mlp256", (1, 28, 28), partial(small.mlp, hidden=256)),
-        ArchInfo("cnn", (1, 8, 8), small.cnn),
-        ArchInfo("lenet", (1, 28, 28), small.LeNet),
-        ArchInfo("resnet18", (3, 32, 32), cifar_resnet.resnet18),
-        ArchInfo("resnet110", (3, 32, 32), cifar_resnet.resnet110),
-        ArchInfo("resnet50", (3, 224, 224), _torchvision_resnet50),
+        ArchInfo("mlp", (1, 8, 8), small.mlp, list),
+        ArchInfo("mlp256", (1, 28, 28), partial(small.mlp, hidden=256), list),
+        ArchInfo("cnn", (1, 8, 8), small.cnn, list),
+        ArchInfo("lenet", (1, 28, 28), small.LeNet, small.LeNet.pieces),
+        ArchInfo("resnet18", (3, 32, 32), cifar_resnet.resnet18, cifar_resnet.CifarResNet.pieces),
+        ArchInfo("resnet110", (3, 32, 32), cifar_resnet.resnet110, cifar_resnet.CifarResNet.pieces),
+        ArchInfo("resnet50", (3, 224, 224), _torchvision_resnet50, _torchvision_resnet_pieces),
     )
 }
 
@@ -61,3 +79,10 @@ def build_model(arch: str, dataset: str) -> nn.Sequential:
             f"inputs {info.input_shape}; architectures for {dataset!r}: {fitting}"
         )
     return nn.Sequential(Normalize(info.mean, info.std), spec.build(info.input_shape, info.num_classes))
+
+
+def classifier_pieces(model: nn.Sequential, arch: str) -> list[Piece]:
+    """The forward pass of ``build_model(arch, …)``'s classifier as consecutive pieces: the
+    normalising layer, then the network's own (:attr:`ArchInfo.pieces`)."""
+    normalize, net = model
+    return [normalize, *ARCHS[arch].pieces(net)]

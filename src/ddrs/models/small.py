@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -46,10 +48,23 @@ class LeNet(nn.Module):
         self.fc1 = nn.Linear(50 * _lenet_side(height) * _lenet_side(width), 500)
         self.fc2 = nn.Linear(500, num_classes)
 
-    def forward(self, x: Tensor) -> Tensor:
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+    def first_stage(self, x: Tensor) -> Tensor:
+        return F.max_pool2d(F.relu(self.conv1(x)), 2)
+
+    def second_stage(self, x: Tensor) -> Tensor:
+        return F.max_pool2d(F.relu(self.conv2(x)), 2)
+
+    def head(self, x: Tensor) -> Tensor:
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+    def pieces(self) -> list[Callable[[Tensor], Tensor]]:
+        """The forward pass as consecutive steps: two convolution stages, then the classifier."""
+        return [self.first_stage, self.second_stage, self.head]
+
+    def forward(self, x: Tensor) -> Tensor:
+        for piece in self.pieces():
+            x = piece(x)
+        return x
 
 
 def _lenet_side(side: int) -> int:

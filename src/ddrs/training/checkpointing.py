@@ -22,7 +22,9 @@ from ddrs.training.data_dependent import SigmaTable
 #: (``memory_format`` changes float rounding only, as ``device`` does, so a run begun on a GPU
 #: in channels_last may resume on the CPU; ``feed`` matters only through the augmentation draws,
 #: which :func:`check_resumable` compares by themselves)
-RUNTIME_FIELDS = frozenset({"epochs", "device", "memory_format", "feed", "num_workers", "pin_memory", "data_root"})
+RUNTIME_FIELDS = frozenset(
+    {"epochs", "device", "memory_format", "feed", "num_workers", "pin_memory", "activation_checkpoints", "data_root"}
+)
 
 
 def initial_weights(config: TrainConfig) -> dict[str, Tensor]:

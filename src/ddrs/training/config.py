@@ -128,6 +128,10 @@ class TrainConfig:
     num_workers: int = 0
     #: page-locked batches for asynchronous host-to-GPU copies; ``None``: on CUDA only
     pin_memory: bool | None = None
+    #: places where the training forward pass is cut into runs that keep only their input and are
+    #: recomputed in backward (:mod:`ddrs.training.recompute`): the same step in less memory, one
+    #: more forward pass per step; 0: none. It may change on resume.
+    activation_checkpoints: int = 0
     data_root: str = "data"
     augment: bool = True
     #: test inputs scored for the per-epoch log (clean and noisy accuracy)
@@ -176,7 +180,7 @@ class TrainConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("warmup_epochs", "k", "num_workers", "weight_decay", "momentum"):
+        for name in ("warmup_epochs", "k", "num_workers", "activation_checkpoints", "weight_decay", "momentum"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         for name in ("lr", "sigma_lr", "lr_gamma"):

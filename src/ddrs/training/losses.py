@@ -10,6 +10,7 @@ with the caller's ``generator``, so a step is reproducible.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,7 @@ from ddrs.methods import (
 )
 from ddrs.noise import get_noise
 from ddrs.sigma import radius_objective
+from ddrs.training.recompute import recomputation_contexts
 
 GAUSSIAN = get_noise("gaussian")
 UNIFORM = get_noise("uniform")
@@ -46,27 +48,6 @@ def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
     return model(points.flatten(0, 1)).float().view(batch, m, -1)
 
 
-def _forward_once(model: nn.Module) -> Callable[[Tensor], Tensor]:
-    """``copies_logits`` for one chunk, whose recomputation in the backward pass leaves the buffers
-    (batch-norm running statistics) as the first pass left them: each chunk updates them once."""
-    calls = 0
-
-    def forward(points: Tensor) -> Tensor:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            return copies_logits(model, points)
-        saved = [(buffer, buffer.clone()) for buffer in model.buffers()]
-        try:  # the recomputation may stop early (checkpoint's early stop) once it has what backward needs
-            return copies_logits(model, points)
-        finally:
-            with torch.no_grad():
-                for buffer, value in saved:
-                    buffer.copy_(value)
-
-    return forward
-
-
 def chunked_copies_logits(model: nn.Module, points: Tensor, chunk: int) -> Tensor:
     """:func:`copies_logits` with the m draws of ``points`` ``(B, m, ...)`` run ``chunk`` at a time.
 
@@ -78,8 +59,11 @@ def chunked_copies_logits(model: nn.Module, points: Tensor, chunk: int) -> Tenso
     """
     if chunk <= 0 or chunk >= points.shape[1] or not torch.is_grad_enabled():
         return copies_logits(model, points)
+    contexts = partial(recomputation_contexts, model)  # each chunk updates the running statistics once
     parts = points.split(chunk, dim=1)
-    return torch.cat([checkpoint(_forward_once(model), part, use_reentrant=False) for part in parts], dim=1)
+    return torch.cat(
+        [checkpoint(copies_logits, model, part, use_reentrant=False, context_fn=contexts) for part in parts], dim=1
+    )
 
 
 def copies_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:

@@ -43,6 +43,7 @@ from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
 from ddrs.training.device_feed import DeviceFeed
 from ddrs.training.loading import EpochView, training_loader
+from ddrs.training.recompute import with_recomputation
 
 #: per-epoch CSV log columns
 LOG_COLUMNS = (
@@ -266,12 +267,14 @@ class Trainer:
         (default: the shuffled training set), DDRS Algorithm 2 per batch in ``ds`` mode; mean loss.
         Under ``noise_batching: split`` every loaded batch is cut into ``config.chunks`` consecutive
         chunks, each a batch of its own (σ update and SGD step). Image batches are laid out as
-        ``memory_format`` says."""
+        ``memory_format`` says; the loss's forward passes recompute activations in backward after
+        ``activation_checkpoints`` cuts (:mod:`ddrs.training.recompute`)."""
         config, device = self.config, self.device
         noise = make_generator(derived_seed(config.seed, TrainingStream.NOISE, epoch), device)
         loader.sampler.set_epoch(epoch, visits)
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
         model.train()
+        forward = with_recomputation(model, config.arch, config.activation_checkpoints)
         total, count = torch.zeros((), device=device), 0
         bar = tqdm(
             loader, desc=f"epoch {epoch + 1}/{config.epochs}", leave=False, disable=None if self.progress else True
@@ -286,7 +289,7 @@ class Trainer:
                 scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)
                 table.update(indices, scale)
             with autocast(device, config.precision):
-                loss = self.loss_fn(model, x, y, scale, noise, config.params, epoch)
+                loss = self.loss_fn(forward, x, y, scale, noise, config.params, epoch)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(optimizer)
