@@ -577,6 +577,36 @@ def test_device_feed_augmented_resume_equals_uninterrupted(tmp_path, monkeypatch
     assert _state(whole)[1]["augmented_by"] == "device"
 
 
+@pytest.mark.parametrize(
+    ("method", "option", "old", "other"),
+    [
+        (None, "sigma_model_mode", "eval", "train"),
+        ("macer", "form", "zhai", "released"),
+        ("stability", "divergence", "kl", "cross_entropy"),
+    ],
+)
+def test_a_checkpoint_older_than_an_option_resumes_under_what_it_was_trained_with(tmp_path, method, option, old, other):
+    """A checkpoint saved before an option existed lacks it: it resumes under the value that trains
+    as the code then did, and is refused, naming that value, under any other."""
+
+    def config(epochs: int, value: str) -> TrainConfig:
+        if method is None:  # a TrainConfig field (sigma_model_mode: Algorithm 2's σ steps)
+            return _config(epochs=epochs, train_mode="ds", sigma_lr=0.05, eval_max=50, **{option: value})
+        params = {"m": 2} if method == "macer" else {}
+        return _config(epochs=epochs, method=method, eval_max=50, params={**params, option: value})
+
+    train(config(1, old), tmp_path / "old.pt", progress=False)
+    model, meta = load_checkpoint(tmp_path / "old.pt")
+    saved = meta["config"] if method is None else meta["config"]["params"]
+    del saved[option]  # as a checkpoint written before the option existed
+    save_checkpoint(tmp_path / "old.pt", model, **meta)
+
+    with pytest.raises(CheckpointError, match=f"trained with other options.*'{old}'.* there"):
+        train(config(2, other), tmp_path / "old.pt", progress=False)
+    train(config(2, old), tmp_path / "old.pt", progress=False)
+    assert load_checkpoint(tmp_path / "old.pt")[1]["epoch"] == 2
+
+
 def test_resuming_under_the_other_feeds_augmentation_is_refused(tmp_path, monkeypatch):
     install_cifar10(tmp_path, monkeypatch, per_batch=4)
     out = tmp_path / "loader.pt"

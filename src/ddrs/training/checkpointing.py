@@ -44,9 +44,24 @@ def resume_source(out: Path, partial: Path) -> Path | None:
     return next((path for path in (partial, out) if path.is_file()), None)
 
 
+#: options added after checkpoints were first written, each at the value that trains as the code
+#: did before the option existed: what a checkpoint that lacks the option was trained with
+LEGACY_OPTIONS = {"sigma_model_mode": "eval"}
+#: the same for a method's hyper-parameters, by method
+LEGACY_METHOD_OPTIONS = {"macer": {"form": "zhai"}, "stability": {"divergence": "kl"}}
+
+
+def with_legacy_options(saved: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's saved config with the options it predates filled in (:data:`LEGACY_OPTIONS`)."""
+    saved = {**LEGACY_OPTIONS, **saved}
+    if isinstance(saved.get("params"), dict):
+        saved["params"] = {**LEGACY_METHOD_OPTIONS.get(saved.get("method"), {}), **saved["params"]}
+    return saved
+
+
 def check_resumable(config: TrainConfig, path: Path, meta: dict[str, Any]) -> None:
     """Refuse to resume from a checkpoint trained with other options, from another init, or past the end."""
-    saved, wanted = meta.get("config", {}), config.to_dict()
+    saved, wanted = with_legacy_options(meta.get("config", {})), config.to_dict()
     differing = sorted(
         key for key in set(saved) | set(wanted) if key not in RUNTIME_FIELDS and saved.get(key) != wanted.get(key)
     )
