@@ -8,10 +8,12 @@ ResNet-110 weights load strictly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from ddrs.models.pieces import Piece, compose
 
 
 class BasicBlock(nn.Module):
@@ -62,15 +64,13 @@ class CifarResNet(nn.Module):
     def head(self, x: Tensor) -> Tensor:
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
-    def pieces(self) -> list[Callable[[Tensor], Tensor]]:
+    def pieces(self) -> list[Piece]:
         """The forward pass as consecutive steps: the stem, every basic block, the head."""
         blocks = [block for stage in range(1, self.num_stages + 1) for block in getattr(self, f"layer{stage}")]
         return [self.stem, *blocks, self.head]
 
     def forward(self, x: Tensor) -> Tensor:
-        for piece in self.pieces():
-            x = piece(x)
-        return x
+        return compose(self.pieces(), x)
 
 
 def resnet110(input_shape: tuple[int, int, int], num_classes: int) -> CifarResNet:

@@ -11,11 +11,9 @@ from torch import Tensor, nn
 from ddrs.data import get_info
 from ddrs.models import cifar_resnet, small
 from ddrs.models.normalize import Normalize
+from ddrs.models.pieces import Piece
 
 Shape = tuple[int, int, int]
-
-
-Piece = Callable[[Tensor], Tensor]
 
 
 def _torchvision_resnet50(input_shape: Shape, num_classes: int) -> nn.Module:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from ddrs.models.pieces import Piece, compose
 
 
 def mlp(input_shape: tuple[int, int, int], num_classes: int, hidden: int = 128) -> nn.Module:
@@ -57,14 +57,12 @@ class LeNet(nn.Module):
     def head(self, x: Tensor) -> Tensor:
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
-    def pieces(self) -> list[Callable[[Tensor], Tensor]]:
+    def pieces(self) -> list[Piece]:
         """The forward pass as consecutive steps: two convolution stages, then the classifier."""
         return [self.first_stage, self.second_stage, self.head]
 
     def forward(self, x: Tensor) -> Tensor:
-        for piece in self.pieces():
-            x = piece(x)
-        return x
+        return compose(self.pieces(), x)
 
 
 def _lenet_side(side: int) -> int:

@@ -22,7 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ddrs.models.registry import Piece, classifier_pieces
+from ddrs.models.pieces import Piece, compose
+from ddrs.models.registry import classifier_pieces
 
 
 @contextmanager
@@ -42,12 +43,6 @@ def recomputation_contexts(model: nn.Module) -> tuple[AbstractContextManager, Ab
     """``torch.utils.checkpoint``'s ``context_fn`` for ``model``: the forward pass as it is, the
     recomputation with its buffers restored afterwards."""
     return nullcontext(), buffers_kept(model)
-
-
-def _compose(pieces: Sequence[Piece], x: Tensor) -> Tensor:
-    for piece in pieces:
-        x = piece(x)
-    return x
 
 
 def runs(pieces: Sequence[Piece], cuts: int) -> list[Sequence[Piece]]:
@@ -71,10 +66,8 @@ class Recomputed(nn.Module):
             return self.model(x)
         *recomputed, last = self.runs
         for run in recomputed:
-            x = checkpoint(
-                _compose, run, x, use_reentrant=False, context_fn=partial(recomputation_contexts, self.model)
-            )
-        return _compose(last, x)
+            x = checkpoint(compose, run, x, use_reentrant=False, context_fn=partial(recomputation_contexts, self.model))
+        return compose(last, x)
 
 
 def with_recomputation(model: nn.Sequential, arch: str, cuts: int) -> nn.Module:
