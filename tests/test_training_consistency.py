@@ -142,8 +142,9 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     scale = torch.full((3,), 0.25)
     params = _params("smoothadv_consistency", m=2, steps=3, epsilon=0.5, warmup=0, lam=3.0, eta=0.5)
     loss = smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
-    noise = torch.randn((3, 2, 1, 6), generator=torch.Generator().manual_seed(4)) * 0.25
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3)
+    generator = torch.Generator().manual_seed(4)
+    noise = torch.randn((3, 2, 1, 6), generator=generator) * 0.25
+    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3, generator)
     assert not torch.equal(adversarial, x)
     logits = model((adversarial.unsqueeze(1) + noise).flatten(0, 1)).view(3, 2, 4)
     assert loss.item() == pytest.approx(consistency_objective(logits, y, 3.0, 0.5, "mean_kl").item(), rel=1e-6)

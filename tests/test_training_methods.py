@@ -184,7 +184,7 @@ def test_smoothadv_attack_raises_the_smoothed_loss_within_the_ball(digits_data):
             logits = model((points.unsqueeze(1) + noise).flatten(0, 1)).view(48, 4, -1)
         return smoothed_nll(logits, y)
 
-    adversarial = smoothadv_attack(model, x, y, noise, radius=0.5, steps=2)
+    adversarial = smoothadv_attack(model, x, y, noise, radius=0.5, steps=2, generator=torch.Generator())
 
     assert smoothed_loss(adversarial).mean() > smoothed_loss(x).mean() + 0.05
     assert (smoothed_loss(adversarial) >= smoothed_loss(x) - 1e-4).float().mean() > 0.9
@@ -192,11 +192,37 @@ def test_smoothadv_attack_raises_the_smoothed_loss_within_the_ball(digits_data):
     assert adversarial.min() >= 0 and adversarial.max() <= 1
 
 
+def test_smoothadv_attack_steps_at_random_where_the_gradient_vanishes():
+    """SmoothAdv's ``PGD_L2``: an input whose smoothed probability of y is under the 1e-20 clamp has
+    zero gradient and takes a random step from the generator; the other inputs do not draw."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 2))
+    with torch.no_grad():
+        model[1].weight.copy_(torch.stack([torch.full((64,), 2.0), torch.zeros(64)]))
+        model[1].bias.zero_()
+    x = torch.full((4, 1, 8, 8), 0.5)
+    x[:2] = 0.01  # logit margins 64 and 1.3 for class 0: label 1 saturates on the last two rows only
+    y = torch.ones(4, dtype=torch.long)
+    noise = torch.zeros(4, 1, 1, 8, 8)
+
+    def attack(seed):
+        return smoothadv_attack(model, x, y, noise, radius=0.25, steps=2, generator=torch.Generator().manual_seed(seed))
+
+    first, again, other = attack(0), attack(0), attack(1)
+    moved = (first - x).flatten(1).norm(dim=1)
+    assert torch.equal(first, again)
+    assert (moved > 0.1).all() and (moved <= 0.25 + 1e-6).all()
+    assert torch.equal(first[:2], other[:2])  # a gradient to follow: the generator is not used
+    assert not torch.equal(first[2:], other[2:])
+    assert first.min() >= 0 and first.max() <= 1
+
+
 def test_smoothadv_attack_leaves_model_mode_and_weights_alone():
     model = build_model("mlp", "digits").train()
     x = torch.rand(8, 1, 8, 8)
     noise = 0.25 * torch.randn(8, 1, 1, 8, 8)
-    smoothadv_attack(model, x, torch.zeros(8, dtype=torch.long), noise, radius=0.25, steps=2)
+    smoothadv_attack(
+        model, x, torch.zeros(8, dtype=torch.long), noise, radius=0.25, steps=2, generator=torch.Generator()
+    )
     assert model.training
     assert all(p.grad is None for p in model.parameters())
 

@@ -78,6 +78,6 @@ def smoothadv_consistency_loss(model, x, y, scale, generator, params: SmoothAdvC
     SmoothAdv's attack with the m draws (radius warmed up as SmoothAdv's), then the consistency loss
     on the adversarial point with the same draws."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps)
+    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps, generator)
     logits = chunked_copies_logits(model, adversarial.unsqueeze(1) + noise, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)

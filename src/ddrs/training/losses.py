@@ -108,27 +108,37 @@ def smoothadv_radius(params: SmoothAdvParams, epoch: int) -> float:
     return params.epsilon * min(1.0, epoch / params.warmup)
 
 
-def smoothadv_attack(model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, radius: float, steps: int) -> Tensor:
+def smoothadv_attack(
+    model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, radius: float, steps: int, generator: torch.Generator
+) -> Tensor:
     """ℓ2 PGD on the soft smoothed classifier with fixed noise draws (Salman et al. 2019, §3).
 
     Maximises :func:`smoothed_nll` of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
     normalised-gradient steps of size ``2·radius/steps``, each followed by a clamp of ``x + δ`` to
-    [0, 1] and a projection onto the ball (SmoothAdv's ``PGD_L2``). A zero gradient leaves δ
-    unchanged. The model runs in eval mode and its parameters receive no gradient.
+    [0, 1] and a projection onto the ball (SmoothAdv's ``PGD_L2``). Where the gradient is exactly
+    zero (an input whose smoothed probability of ``y`` is under the 1e-20 clamp), the step direction
+    is a standard normal draw from ``generator``, unnormalised, as their code does. The model runs in
+    eval mode and its parameters receive no gradient.
     """
     if radius == 0:
         return x
     was_training = model.training
     model.eval()
     step_size = 2 * radius / steps
+    per_input = (-1, *([1] * (x.ndim - 1)))
     delta = torch.zeros_like(x)
     try:
         for _ in range(steps):
             delta.requires_grad_(True)
             loss = smoothed_nll(copies_logits(model, (x + delta).unsqueeze(1) + noise), y).sum()
             (grad,) = torch.autograd.grad(loss, delta)
-            norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (x.ndim - 1)))
-            delta = delta.detach() + step_size * grad / norm
+            norm = grad.flatten(1).norm(dim=1)
+            vanished = norm == 0
+            direction = grad / norm.masked_fill(vanished, 1.0).view(per_input)
+            if vanished.any():
+                shape = direction[vanished].shape
+                direction[vanished] = GAUSSIAN.unit(shape, generator=generator, device=x.device, dtype=x.dtype)
+            delta = delta.detach() + step_size * direction
             delta = (x + delta).clamp(0, 1) - x
             delta = delta.renorm(p=2, dim=0, maxnorm=radius)
     finally:
@@ -141,7 +151,7 @@ def smoothadv_loss(model, x, y, scale, generator, params: SmoothAdvParams, epoch
     adversarial points with the same m noise draws, cross-entropy averaged over the m copies
     (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10)."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps)
+    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps, generator)
     return copies_cross_entropy(copies_logits(model, adversarial.unsqueeze(1) + noise), y)
 
 
