@@ -295,6 +295,8 @@ def test_split_needs_a_batch_size_that_m_divides():
         ({"params": {"m": 0}, "method": "macer"}, "m must be >= 1"),
         ({"params": {"steps": 2}, "method": "macer"}, r"unknown macer option\(s\) \['steps'\]"),
         ({"memory_format": "nhwc"}, "unknown memory_format 'nhwc'"),
+        ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*32\), got -1"),
+        ({"seed": 2**32}, r"seed must be an integer in \[0, 2\*\*32\), got 4294967296"),
         ({"feed": "gpu"}, r"unknown feed 'gpu'; choose one of \['auto', 'loader', 'device'\]"),
         ({"sigma_model_mode": "batch"}, r"unknown sigma_model_mode 'batch'; choose one of \['eval', 'train'\]"),
         (
@@ -354,6 +356,18 @@ def test_cli_trains_from_yaml_with_flag_overrides(tmp_path):
     assert meta["config"]["sigma"] == 0.25 and meta["config"]["lr_milestones"] == [5, 10]
     assert meta["config"]["augment"] is False and meta["scale"] == 0.25
     assert len(pd.read_csv(log)) == 1 and len(pd.read_csv(table, sep="\t")) == TRAIN_SIZE
+
+
+def test_cli_flags_override_the_method_options_of_a_saved_config(tmp_path):
+    """A YAML holding ``params:`` (a checkpoint's saved config) is the method's section by another
+    name: a flag overrides one of its options, the others stay."""
+    config_file = tmp_path / "train.yaml"
+    saved = _config(method="macer", epochs=1, eval_max=50, params={"m": 2, "lam": 3.0}).to_dict()
+    config_file.write_text(yaml.safe_dump(saved))
+    out = tmp_path / "m.pt"
+    assert main(["train", "--config", str(config_file), "--macer-m", "3", "--out", str(out), "--no-progress"]) == 0
+    params = load_checkpoint(out)[1]["config"]["params"]
+    assert params["m"] == 3 and params["lam"] == 3.0
 
 
 def test_cli_errors_name_the_problem(tmp_path, capsys):

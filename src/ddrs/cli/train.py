@@ -122,6 +122,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         given = getattr(args, field.name, None)
         if given is not None:
             values[field.name] = given
+    if isinstance(values.get("params"), dict) and values.get("method") in METHODS:
+        # a saved config's ``params`` (TrainConfig.to_dict) is the method's section by another name
+        values[values["method"]] = {**values.pop("params"), **values.get(values["method"], {})}
     for method in METHODS.values():
         for field in dataclasses.fields(method.params):
             given = getattr(args, _dest(method.name, field))

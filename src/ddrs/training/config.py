@@ -186,6 +186,8 @@ class TrainConfig:
         for name in ("lr", "sigma_lr", "lr_gamma"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not (isinstance(self.seed, int) and 0 <= self.seed < 2**32):
+            raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if not 0 < self.min_sigma < self.sigma:
             raise ValueError(f"min_sigma must be in (0, sigma={self.sigma}), got {self.min_sigma!r}")
         if self.batch_size % self.chunks:
