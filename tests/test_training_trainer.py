@@ -181,10 +181,34 @@ def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch, feed):
     assert distinct[0] == TRAIN_SIZE and all(d <= plan_whole["kept"].sum() for d in distinct[1:])
 
 
-def test_resume_with_other_options_fails_naming_them(tmp_path):
+def test_resume_with_other_options_fails_naming_them_and_how_to_start_over(tmp_path):
     out = train(_config(epochs=1), tmp_path / "a.pt", progress=False)
-    with pytest.raises(CheckpointError, match="lr: 0.05 there, 0.1 now"):
+    with pytest.raises(CheckpointError, match=rf"lr: 0.05 there, 0.1 now\).*resumes from {out}.*delete or move it"):
         train(_config(epochs=2, lr=0.1), out, progress=False)
+
+    partial = tmp_path / "b.pt.partial"
+    partial.write_bytes(out.read_bytes()[:200])
+    with pytest.raises(CheckpointError, match=rf"{partial}: it is truncated or corrupt.*delete or move it"):
+        train(_config(epochs=2), tmp_path / "b.pt", progress=False)
+
+
+def test_train_leaves_the_callers_global_generator_alone(tmp_path):
+    for feed in ("loader", "device"):
+        torch.manual_seed(5)
+        before = torch.get_rng_state()
+        train(_config(epochs=1, feed=feed), tmp_path / f"{feed}.pt", progress=False)
+        assert torch.equal(torch.get_rng_state(), before), feed
+
+
+def test_an_empty_grad_scaler_state_resumes_with_a_fresh_scale(tmp_path, monkeypatch):
+    """fp16 begun off CUDA saves a disabled scaler's empty state; resumed where the scaler is on
+    (CUDA), the run starts a fresh scale instead of failing."""
+    out = train(_config(epochs=1), tmp_path / "a.pt", progress=False)
+    assert _state(out)[1]["scaler"] == {}
+    scaler = torch.amp.GradScaler
+    monkeypatch.setattr(trainer_module.torch.amp, "GradScaler", lambda device, enabled: scaler("cpu"))
+    train(_config(epochs=2), out, progress=False)
+    assert _state(out)[1]["scaler"]["scale"] > 0 and _state(out)[1]["epoch"] == 2
 
 
 def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path, digits_checkpoint):
@@ -217,6 +241,16 @@ def test_fine_tuning_from_another_architecture_or_dataset_fails_naming_both(tmp_
         train(_config(epochs=1, init=str(tmp_path / "missing.pt")), tmp_path / "z.pt", progress=False)
 
 
+def test_resuming_a_fine_tuning_run_does_not_need_its_init_checkpoint(tmp_path, digits_checkpoint):
+    init = tmp_path / "init.pt"
+    init.write_bytes(digits_checkpoint.read_bytes())
+    whole = train(_config(epochs=2, lr=1e-3, init=str(init)), tmp_path / "whole.pt", progress=False)
+    resumed = train(_config(epochs=1, lr=1e-3, init=str(init)), tmp_path / "resumed.pt", progress=False)
+    init.unlink()
+    train(_config(epochs=2, lr=1e-3, init=str(init)), resumed, progress=False)
+    _assert_same_weights(whole, resumed)
+
+
 def test_cli_init_flag_fine_tunes_and_resuming_from_another_init_is_refused(tmp_path, digits_checkpoint):
     out = tmp_path / "tuned.pt"
     flags = ["train", "--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "0.25"]
@@ -224,7 +258,7 @@ def test_cli_init_flag_fine_tunes_and_resuming_from_another_init_is_refused(tmp_
     assert main([*flags, "--init", str(digits_checkpoint)]) == 0
     saved = load_checkpoint(out)[1]["config"]
     assert saved["init"] == str(digits_checkpoint)
-    with pytest.raises(CheckpointError, match=r"other options \(init: '.*digits_mlp.pt' there, None now\)$"):
+    with pytest.raises(CheckpointError, match=r"other options \(init: '.*digits_mlp.pt' there, None now\)\."):
         train(TrainConfig.from_mapping({**saved, "init": None, "epochs": 2}), out, progress=False)
 
 

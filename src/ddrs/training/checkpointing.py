@@ -18,10 +18,12 @@ from ddrs.models import load_checkpoint, save_checkpoint
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable
 
-#: options that may change between a run and its resumption: they do not change what is trained
-#: (``memory_format`` changes float rounding only, as ``device`` does, so a run begun on a GPU
-#: in channels_last may resume on the CPU; ``feed`` matters only through the augmentation draws,
-#: which :func:`check_resumable` compares by themselves)
+#: options that may change between a run and its resumption: they do not change what is trained.
+#: ``memory_format`` changes float rounding only. ``device`` changes the rounding and also the
+#: smoothing noise's draws (CPU and CUDA generators give different streams for one seed), so a run
+#: moved to another device trains the same method from the same seed but not bit-identically to
+#: one that stayed. ``feed`` matters only through the augmentation draws, which
+#: :func:`check_resumable` compares by themselves
 RUNTIME_FIELDS = frozenset(
     {"epochs", "device", "memory_format", "feed", "num_workers", "pin_memory", "activation_checkpoints", "data_root"}
 )

@@ -93,7 +93,9 @@ def evaluate(
     generator = make_generator(derived_seed(seed, TrainingStream.EVAL), device)
     distribution = get_noise(noise)
     correct_clean = correct_noisy = total = 0
-    for x, y in DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda"):
+    # its own generator: a DataLoader draws a base seed per pass, from torch's global one otherwise
+    loader = DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda", generator=torch.Generator())
+    for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with autocast(device, precision):
             correct_clean += int((model(x).argmax(dim=1) == y).sum())
@@ -135,11 +137,13 @@ class Trainer:
 
     # -- set-up -------------------------------------------------------------------------------
 
-    def _build_model(self) -> nn.Module:
+    def _build_model(self, *, resuming: bool) -> nn.Module:
+        """The run's model: its seeded initial weights, or ``config.init``'s unless a checkpoint of
+        the run is about to replace them (so a resumed fine-tuning no longer needs the init file)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derived_seed(self.config.seed, TrainingStream.INIT))
             model = build_model(self.config.arch, self.config.dataset)
-        if self.config.init is not None:
+        if self.config.init is not None and not resuming:
             model.load_state_dict(initial_weights(self.config))
         return prepare_classifier(
             model.to(self.device), self.device, memory_format=self.config.memory_format, compile=False
@@ -153,7 +157,8 @@ class Trainer:
         train_set, batches, epoch_view = self._feed()
         test_set = load_dataset(config.dataset, "test", root=config.data_root, seed=config.seed)
         eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
-        model = self._build_model()
+        source = resume_source(self.out, self.partial)
+        model = self._build_model(resuming=source is not None)
         optimizer, scheduler = build_optimizer(model, config)
         scaler = torch.amp.GradScaler(
             self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
@@ -162,14 +167,13 @@ class Trainer:
         history: list[dict[str, Any]] = []
         start = 0
 
-        source = resume_source(self.out, self.partial)
         if source is not None:
-            saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
-            check_resumable(config, source, meta)
+            saved, meta = self._resumable(source)
             model.load_state_dict(saved.state_dict())
             optimizer.load_state_dict(meta["optimizer"])
             scheduler.load_state_dict(meta["scheduler"])
-            scaler.load_state_dict(meta["scaler"])
+            if meta["scaler"]:  # empty when saved by a disabled scaler (fp16 begun off CUDA): a fresh scale
+                scaler.load_state_dict(meta["scaler"])
             table = SigmaTable(meta["sigma_table"])
             if len(table) != len(train_set):
                 raise CheckpointError(
@@ -216,6 +220,20 @@ class Trainer:
             os.replace(self.partial, self.out)
         self._write_outputs(history, table)
         return self.out
+
+    def _resumable(self, source: Path) -> tuple[nn.Module, dict[str, Any]]:
+        """The checkpoint at ``source`` and its metadata, if this run may resume from it; else a
+        :class:`CheckpointError` that names the file and how to start over."""
+        config = self.config
+        try:
+            saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
+            check_resumable(config, source, meta)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f"{error}. This run resumes from {source}: to train from scratch instead, delete or move "
+                "it, or write the run to another output"
+            ) from error
+        return saved, meta
 
     def _feed(self) -> tuple[Dataset, DataLoader | DeviceFeed, Callable[[int], Dataset]]:
         """The training split; the run's one source of its batches (``config.feed``), a DataLoader
