@@ -15,6 +15,16 @@ def test_auto_picks_cuda_only_when_present():
     assert select_device("cpu") == torch.device("cpu")
 
 
+def test_an_unknown_device_is_a_clear_error(tmp_path, capsys):
+    from ddrs.cli import main
+
+    with pytest.raises(ValueError, match=r"unknown device 'gpu'; choose auto, cpu, cuda or cuda:<index>"):
+        select_device("gpu")
+    flags = ["--dataset", "digits", "--arch", "mlp", "--method", "cohen", "--sigma", "0.25", "--device", "gpu"]
+    assert main(["train", *flags, "--out", str(tmp_path / "never.pt")]) == 2
+    assert "ddrs train: error: unknown device 'gpu'" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_asking_for_cuda_without_it_is_a_clear_error():
     with pytest.raises(ValueError, match="device 'cuda:1' requested but CUDA is not available"):

@@ -29,7 +29,10 @@ def select_device(name: str = "auto") -> torch.device:
     """
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"unknown device {name!r}; choose auto, cpu, cuda or cuda:<index>") from None
     if device.type != "cuda":
         return device
     if not torch.cuda.is_available():
