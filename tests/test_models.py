@@ -156,11 +156,14 @@ def test_truncated_checkpoint_names_the_file(digits_checkpoint, tmp_path):
         load_checkpoint(broken)
 
 
-def test_garbage_file_names_the_file(tmp_path):
-    garbage = tmp_path / "notes.pt"
-    garbage.write_text("these are not weights\n")
-    with pytest.raises(CheckpointError, match=str(garbage)):
+def test_garbage_file_names_the_file_and_never_advises_unsafe_loading(tmp_path):
+    garbage = tmp_path / "checkpoint.pth.tar"
+    garbage.write_text("<!DOCTYPE html><html>Google Drive - virus scan warning</html>\n" * 20)
+    with pytest.raises(
+        CheckpointError, match=rf"{garbage}: it is corrupt or not a PyTorch.*download it again"
+    ) as error:
         load_checkpoint(garbage)
+    assert "weights_only" not in str(error.value) and "False" not in str(error.value)
 
 
 def test_foreign_checkpoint_is_not_taken_for_ours(tmp_path):

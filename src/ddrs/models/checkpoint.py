@@ -68,6 +68,10 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, **meta: Any) -> N
         torch.save({"format": FORMAT, "version": VERSION, "state_dict": state, "meta": meta}, tmp)
 
 
+#: what to do with a checkpoint that cannot be read
+REPLACE_IT = "replace it with an intact copy (download it again, or rerun the job that wrote it)"
+
+
 def read_checkpoint_file(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> Any:
     """``torch.load(path, weights_only=True)``, turning every failure into an error naming the file.
 
@@ -81,8 +85,11 @@ def read_checkpoint_file(path: str | os.PathLike, map_location: str | torch.devi
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
-        if refused is None:
-            raise CheckpointError(f"cannot read checkpoint {path}: it is corrupt ({_first_line(error)})") from error
+        if refused is None:  # torch's own text here advises weights_only=False: not repeated
+            raise CheckpointError(
+                f"cannot read checkpoint {path}: it is corrupt or not a PyTorch checkpoint (a failed download "
+                f"saves e.g. an HTML page); {REPLACE_IT}"
+            ) from error
         raise CheckpointError(
             f"cannot read checkpoint {path} with torch.load(weights_only=True): it pickles the Python object "
             f"{refused.group(1)}, which is never unpickled unsafely; in an environment you trust, re-save only "
@@ -90,7 +97,8 @@ def read_checkpoint_file(path: str | os.PathLike, map_location: str | torch.devi
         ) from error
     except Exception as error:  # torch raises RuntimeError, EOFError, … for truncated or foreign files
         raise CheckpointError(
-            f"cannot read checkpoint {path}: it is truncated or corrupt ({type(error).__name__}: {_first_line(error)})"
+            f"cannot read checkpoint {path}: it is truncated or corrupt ({type(error).__name__}: "
+            f"{_first_line(error)}); {REPLACE_IT}"
         ) from error
 
 
