@@ -12,7 +12,10 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "config/schema/config.schema.yaml")
+SCHEMA = "config/schema/config.schema.yaml"
+
+
+validate(config, SCHEMA)
 
 
 include: "rules/common.smk"

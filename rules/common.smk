@@ -2,19 +2,25 @@
 # flags of each job. Nothing here decides what the paper needs.
 import json
 import re
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 from ddrs.experiments import Experiment, Run
-from ddrs.experiments.published import missing_checkpoints_message
+from ddrs.experiments.published import missing_checkpoints_message, missing_logs_message
+from ddrs.experiments.validation import check_integers, check_training_options
 from ddrs.methods import METHODS, get_method
 from ddrs.targets import CATALOGUE, REPORTED
 
+# What the schema cannot say (ddrs.experiments.validation), before any job runs.
+check_integers(config, Path(workflow.basedir) / SCHEMA)
 EXP = Experiment(config)
-# Published checkpoints are downloaded by hand: name each missing one before building the DAG.
+check_training_options(EXP)
+# Published checkpoints are downloaded by hand, given logs put in place by hand: name each missing
+# one before building the DAG.
 MISSING = missing_checkpoints_message(
     EXP, [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
-)
+) or missing_logs_message(EXP)
 if MISSING:
     raise WorkflowError(MISSING)
 LAYOUT = EXP.layout

@@ -112,11 +112,47 @@ def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_dat
     assert records[3].log == "results/digits/smoothadv/fs/sigma0.12/memory_grid_n1.tsv"
     assert set(names(records[15:])) == {"SmoothAdv-DS"}
     cfg = digits_config()
-    cfg["grid_search"]["datasets"] = ["mnist"]
-    assert Experiment(cfg).appendix_b_records() == []
+    cfg["grid_search"]["datasets"] = ["mnist"]  # not configured: refused, not silently left out
+    with pytest.raises(ValueError, match=r"grid_search.datasets: \['mnist'\] not among the config's \['digits'\]"):
+        Experiment(cfg)
     cfg["grid_search"].update(enabled=False, datasets=None)
     off = Experiment(cfg)
     assert off.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
+
+
+def _renamed(mapping: dict, old: str, new: str) -> None:
+    mapping[new] = mapping.pop(old)
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "message"),
+    [
+        (
+            "config.yaml",
+            lambda c: _renamed(c["datasets"]["mnist5k"]["train_by_sigma"], "1", "1.0"),
+            r"datasets.mnist5k.train_by_sigma: \['1.0'\] not among the config's \['0.25', '0.5', '1'\]",
+        ),
+        (
+            "paper.yaml",
+            lambda c: _renamed(c["datasets"]["imagenet"]["checkpoints"]["cohen"], "1", "1.00"),
+            r"datasets.imagenet.checkpoints.cohen: \['1.00'\] not among the config's \['0.25', '0.5', '1'\]",
+        ),
+        (
+            "config.yaml",
+            lambda c: c["sun2024"].update(gradient_norm_sigma=0.3),
+            r"sun2024.gradient_norm_sigma: \[0.3\] not among",
+        ),
+        ("config.yaml", lambda c: c["grid_search"].update(low=2.0, high=1.5), "low 2.0 must be below high 1.5"),
+    ],
+    ids=["train-by-sigma-key", "checkpoint-key", "study-sigma", "empty-grid-interval"],
+)
+def test_a_reference_the_lookups_would_miss_is_refused_naming_it(name, edit, message):
+    """Each of these passes the schema; the lookup (σ₀ spelled as in paths) would silently ignore it:
+    MACER's λ at σ₀ = 1, ImageNet Cohen at σ₀ = 1, Sun et al.'s Table 1, or fail only inside a job."""
+    cfg = config(name)
+    edit(cfg)
+    with pytest.raises(ValueError, match=message):
+        Experiment(cfg)
 
 
 def test_published_dataset_has_only_the_models_it_names_and_is_fine_tuned_from_them():
@@ -395,6 +431,11 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/$defs/dataset/properties/source": list(SOURCES),
         "/$defs/dataset/if/properties/source": [s for s in SOURCES if s != "logs"],
         "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
+        "/$defs/dataset/properties/checkpoints/propertyNames": [
+            n for n, m in METHODS.items() if m.published_format is not None
+        ],
+        "/$defs/dataset/properties/k_by_method/propertyNames": list(METHODS),
+        "/properties/optimize_sigma/properties/n_by_method/propertyNames": list(METHODS),
         "/$defs/dataset/properties/ds_fine_tune/propertyNames": [
             n for n, m in METHODS.items() if "ds" in m.train_modes
         ],

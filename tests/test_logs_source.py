@@ -118,6 +118,9 @@ def test_ddrs_table_common_inputs_flag(tmp_path, capsys):
 def test_the_published_logs_config_validates_and_dry_runs_on_a_log_tree(tmp_path):
     shipped = yaml.safe_load((REPO / "config" / "published_logs.yaml").read_text())
     assert set(shipped) == {"results", "seed", "datasets", "methods"}
+    missing = snakemake(tmp_path, "-n", config=REPO / "config" / "published_logs.yaml")
+    assert missing.returncode != 0  # not a DAG of nothing
+    assert f"datasets.imagenet.logs: {shipped['datasets']['imagenet']['logs']}" in missing.stdout + missing.stderr
     tree = tmp_path / shipped["datasets"]["imagenet"]["logs"]
     for method in ("cohen", "smoothadv"):
         write_logs(tree, method)

@@ -194,6 +194,29 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda c: c["certify"].update(n=2000.0), "config key certify.n: 2000.0 is not of type 'integer'"),
+        (
+            lambda c: c["train"].update(min_sigma=0.25),
+            "the training options of results/mnist5k/cohen/fs/sigma0.25: min_sigma must be in (0, sigma=0.25)",
+        ),
+        (lambda c: c["optimize_sigma"].update(n_by_method={"macr": 8}), "'macr' is not one of"),
+    ],
+    ids=["float-for-integer", "training-option-a-job-would-refuse", "unknown-method-key"],
+)
+def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):
+    """JSON Schema counts 2000.0 as an integer and cannot compare two keys; each of these would
+    otherwise fail inside a job after others ran (argparse refuses ``--n 2000.0``) or be ignored."""
+    config = load_config("config.yaml")
+    edit(config)
+    result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_lint_reports_nothing():
     result = snakemake(REPO, "--lint")
     assert result.returncode == 0, result.stdout + result.stderr

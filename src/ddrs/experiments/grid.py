@@ -32,6 +32,14 @@ def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
     return merged
 
 
+def _require_in(given, allowed: list, where: str) -> None:
+    """Raise ``ValueError`` naming ``where`` and the allowed values unless every item of ``given``
+    (a list, or a mapping's keys) is one of ``allowed``."""
+    unknown = [item for item in given if item not in allowed]
+    if unknown:
+        raise ValueError(f"{where}: {unknown} not among the config's {allowed}; a value elsewhere would be ignored")
+
+
 class RunGrid:
     """The base classifiers of one validated config (``config/schema/config.schema.yaml``)."""
 
@@ -47,6 +55,29 @@ class RunGrid:
         self.methods: list[str] = list(config["methods"])
         #: Appendix B's settings; a logs-only config may leave them out (no grid search)
         self.grid = config.get("grid_search", {"enabled": False})
+        self.check_references()
+
+    def check_references(self) -> None:
+        """Refuse a key or value that must name what the config defines elsewhere, which the schema
+        cannot check and a lookup would silently miss (:mod:`ddrs.experiments.validation`): σ₀ keys
+        of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
+        than :func:`scale_label`), ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no
+        dataset's grid, and an empty grid-search interval."""
+        for dataset, spec in self.config["datasets"].items():
+            labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
+            every = list(dict.fromkeys(sum(labels.values(), [])))
+            _require_in(spec.get("train_by_sigma", {}), every, f"datasets.{dataset}.train_by_sigma")
+            for method, paths in spec.get("checkpoints", {}).items():
+                noise = get_method(method).noise
+                _require_in(paths, labels[noise], f"datasets.{dataset}.checkpoints.{method}")
+        _require_in(self.grid.get("datasets") or [], list(self.config["datasets"]), "grid_search.datasets")
+        if self.grid["enabled"] and not self.grid["low"] < self.grid["high"]:
+            raise ValueError(f"grid_search: low {self.grid['low']} must be below high {self.grid['high']}")
+        studies = self.config.get("sun2024", {})
+        sigmas = {s for spec in self.config["datasets"].values() for s in spec.get("sigmas", [])}
+        for key in ("ablation_sigmas", "gradient_norm_sigma"):
+            given = studies.get(key, [])
+            _require_in(given if isinstance(given, list) else [given], sorted(sigmas), f"sun2024.{key}")
 
     def is_published(self, dataset: str) -> bool:
         """Fixed-σ models are imported from published checkpoints (DDRS §4: ImageNet)."""

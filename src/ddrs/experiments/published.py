@@ -1,5 +1,6 @@
-"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models): which are
-missing, and what a user should do about it, said before the DAG is built."""
+"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models) and given
+certification logs it tabulates (``source: logs``): which are missing, and what a user should do
+about it, said before the DAG is built."""
 
 from __future__ import annotations
 
@@ -57,4 +58,20 @@ def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<c
             f"  snakemake --cores all --configfile {' '.join(configfiles)} "
             f"--config 'exclude_datasets=[{','.join(datasets)}]'",
         ]
+    return "\n".join(lines)
+
+
+def missing_logs_message(grid: RunGrid) -> str | None:
+    """Each ``source: logs`` dataset whose ``logs`` directory is not there (None when all are):
+    its logs would silently be absent from every table."""
+    missing = {
+        d: spec["logs"] for d, spec in grid.datasets.items() if grid.is_logs(d) and not Path(spec["logs"]).is_dir()
+    }
+    if not missing:
+        return None
+    lines = ["Certification-log directories named in the config are missing (paths from the working directory):"]
+    lines += [f"  datasets.{dataset}.logs: {path}" for dataset, path in missing.items()]
+    lines.append(
+        "Put the logs there as <method>/<fs|ds>/sigma<σ>/<log>.tsv, or set datasets.<dataset>.logs to where they are."
+    )
     return "\n".join(lines)
