@@ -3,12 +3,17 @@
 * CIFAR-10: ``cifar-10-batches-py/`` with pickled ``data_batch_1..5``, ``test_batch`` and
   ``batches.meta`` (torchvision checks their md5 against hard-coded sums: tests patch the class's
   ``train_list`` / ``test_list`` / ``meta`` to the sums returned here).
-* MNIST: the big-endian idx files ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte``.
-* ImageFolder: ``<root>/<split>/<class>/<n>.png``.
+* MNIST: the big-endian idx files ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte`` and,
+  as torchvision keeps them after a download, their ``.gz`` archives (tests patch ``MNIST.resources``
+  to the archives' md5 sums).
+* ImageFolder: ``<root>/<split>/<class>/<n>.png`` (tests patch the registry's ImageNet
+  ``num_classes`` to the number of class folders).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import hashlib
 import pickle
 import struct
@@ -72,17 +77,32 @@ def _idx(array: np.ndarray) -> bytes:
 
 
 def write_mnist(root: Path, n_train: int = 5, n_test: int = 4, seed: int = 0) -> dict:
-    """Write ``MNIST/raw`` idx files; returns the uint8 images ``(N, 28, 28)`` and labels per split."""
+    """Write ``MNIST/raw`` idx files and their ``.gz`` archives.
+
+    Returns the uint8 images ``(N, 28, 28)`` and labels per split, and ``"resources"``: the archives'
+    md5 list in the format of torchvision's ``MNIST.resources``.
+    """
     rng = np.random.default_rng(seed)
     raw = root / "MNIST" / "raw"
     raw.mkdir(parents=True)
-    written = {}
+    written: dict = {"resources": []}
     for split, prefix, count in (("train", "train", n_train), ("test", "t10k", n_test)):
         images = rng.integers(0, 256, size=(count, 28, 28), dtype=np.uint8)
         labels = rng.integers(0, 10, size=count).astype(np.uint8)
-        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(_idx(images))
-        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx(labels))
+        for name, array in ((f"{prefix}-images-idx3-ubyte", images), (f"{prefix}-labels-idx1-ubyte", labels)):
+            (raw / name).write_bytes(_idx(array))
+            (raw / f"{name}.gz").write_bytes(gzip.compress(_idx(array), mtime=0))
+            written["resources"].append((f"{name}.gz", _md5(raw / f"{name}.gz")))
         written[split] = (images, labels.tolist())
+    return written
+
+
+def install_mnist(root: Path, monkeypatch, n_train: int = 5, n_test: int = 4) -> dict:
+    """:func:`write_mnist` under ``root``, with torchvision's md5 list patched to accept it."""
+    from torchvision.datasets import MNIST
+
+    written = write_mnist(root, n_train, n_test)
+    monkeypatch.setattr(MNIST, "resources", written["resources"])
     return written
 
 
@@ -97,3 +117,10 @@ def write_image_folder(root: Path, classes=("cat", "dog"), per_class: int = 2, s
             for n in range(per_class):
                 colour = (40 * label + 10 * n, 100, 200 - 50 * label)
                 Image.new("RGB", size, colour).save(folder / f"{n}.png")
+
+
+def imagenet_classes(monkeypatch, num_classes: int) -> None:
+    """Patch the registry's ImageNet entry to ``num_classes`` classes, for a folder of a few."""
+    from ddrs.data import DATASETS
+
+    monkeypatch.setitem(DATASETS, "imagenet", dataclasses.replace(DATASETS["imagenet"], num_classes=num_classes))

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import re
+import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from fixtures_archives import install_cifar10, write_cifar10, write_image_folder, write_mnist
-from torchvision.datasets import CIFAR10
+from fixtures_archives import (
+    imagenet_classes,
+    install_cifar10,
+    install_mnist,
+    write_cifar10,
+    write_image_folder,
+    write_mnist,
+)
+from torchvision.datasets import CIFAR10, MNIST
 
+from ddrs.cli import main
 from ddrs.data import (
     DATASETS,
     DatasetInfo,
@@ -266,8 +279,8 @@ def test_cifar10_refuses_files_with_wrong_checksums(tmp_path):
         CIFAR10(str(tmp_path), train=False, download=False)
 
 
-def test_mnist_reads_the_idx_files(tmp_path):
-    written = write_mnist(tmp_path)
+def test_mnist_reads_the_idx_files(tmp_path, monkeypatch):
+    written = install_mnist(tmp_path, monkeypatch)
     for split in ("train", "test"):
         dataset = load_dataset("mnist", split, root=tmp_path)
         images, labels = written[split]
@@ -277,8 +290,69 @@ def test_mnist_reads_the_idx_files(tmp_path):
             assert torch.allclose(x[0], torch.as_tensor(images[i]).float() / 255) and y == labels[i]
 
 
-def test_imagenet_reads_an_image_folder(tmp_path):
+def _zero(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:16] + bytes(len(path.read_bytes()) - 16))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+@pytest.mark.parametrize("corrupt", [_zero, _truncate, Path.unlink], ids=["zeroed", "truncated", "missing"])
+def test_mnist_refuses_idx_files_that_differ_from_their_verified_archive(tmp_path, monkeypatch, corrupt):
+    """A zeroed test set of the right size, a truncated one, or an archive left alone without it."""
+    install_mnist(tmp_path, monkeypatch)
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
+    images = tmp_path / "MNIST" / "raw" / "t10k-images-idx3-ubyte"
+    corrupt(images)
+    if corrupt is Path.unlink:  # the idx file is extracted again from its verified archive
+        assert len(load_dataset("mnist", "test", root=tmp_path)) == 4 and images.is_file()
+        return
+    fix = re.escape(f"delete {images.parent} and run `ddrs prepare-data --dataset mnist --data-root {tmp_path}`")
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(images))}: differs from its verified archive.*{fix}"):
+        load_dataset("mnist", "test", root=tmp_path)
+    assert len(load_dataset("mnist", "train", root=tmp_path)) == 5  # the other split's files are intact
+
+
+def test_mnist_refuses_archives_with_wrong_checksums(tmp_path, monkeypatch):
+    """Unpatched, torchvision's md5 list rejects the tiny archives; without them nothing can be verified."""
+    write_mnist(tmp_path)
+    archive = tmp_path / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz"
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(archive))}: MNIST archive fails torchvision's md5"):
+        load_dataset("mnist", "test", root=tmp_path)
+    archive.unlink()
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(archive))}: MNIST archive is missing.*prepare-data"):
+        load_dataset("mnist", "test", root=tmp_path)
+
+
+def test_mnist_archive_holds_the_idx_file(tmp_path):
+    """The fixture's archives are what torchvision's download leaves: gzip of the idx file beside them."""
+    write_mnist(tmp_path)
+    for name, _ in MNIST.resources:
+        archive = tmp_path / "MNIST" / "raw" / name
+        assert gzip.decompress(archive.read_bytes()) == archive.with_suffix("").read_bytes()
+
+
+def _no_network(*args, **kwargs):
+    raise urllib.error.URLError("no network")
+
+
+@pytest.mark.parametrize(("dataset", "folder"), [("mnist", "MNIST/raw"), ("cifar10", "cifar-10-batches-py")])
+def test_a_dataset_missing_without_network_names_the_folder_and_the_fix(tmp_path, monkeypatch, capsys, dataset, folder):
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
+    expected = re.escape(f"{dataset} files in {tmp_path / folder} are missing or fail torchvision's md5 check")
+    fix = re.escape(f"run `ddrs prepare-data --dataset {dataset} --data-root {tmp_path}` on a machine with network")
+    with pytest.raises(FileNotFoundError, match=rf"{expected}.*no network.*{fix}"):
+        load_dataset(dataset, "test", root=tmp_path)
+    capsys.readouterr()
+    args = ["prepare-data", "--dataset", dataset, "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")]
+    assert main(args) == 2
+    assert re.search(rf"ddrs prepare-data: error: {expected}.*{fix}", capsys.readouterr().err)
+
+
+def test_imagenet_reads_an_image_folder(tmp_path, monkeypatch):
     write_image_folder(tmp_path / "imagenet")
+    imagenet_classes(monkeypatch, 2)
     test = load_dataset("imagenet", "test", root=tmp_path)
     assert len(test) == 4 and [y for _, y in test] == [0, 0, 1, 1]
     x, _ = test[3]
@@ -291,6 +365,45 @@ def test_imagenet_reads_an_image_folder(tmp_path):
 def test_imagenet_missing_folder_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "imagenet" / "val")):
         load_dataset("imagenet", "test", root=tmp_path)
+
+
+def test_imagenet_splits_need_the_same_class_folders(tmp_path, monkeypatch, capsys):
+    """Train {a, b, c} and val {a, c}: ImageFolder would label val's c as 1, train's as 2."""
+    write_image_folder(tmp_path / "imagenet", classes=("a", "b", "c"), per_class=1, size=(8, 8))
+    shutil.rmtree(tmp_path / "imagenet" / "val" / "b")
+    imagenet_classes(monkeypatch, 3)
+    train, val = tmp_path / "imagenet" / "train", tmp_path / "imagenet" / "val"
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(val))}: class folders differ .* missing b, extra none"):
+        load_dataset("imagenet", "test", root=tmp_path)
+    with pytest.raises(
+        DataFormatError, match=rf"{re.escape(str(train))}: class folders differ .* missing none, extra b"
+    ):
+        load_dataset("imagenet", "train", root=tmp_path)
+    out = tmp_path / "d.json"
+    assert main(["prepare-data", "--dataset", "imagenet", "--data-root", str(tmp_path), "--out", str(out)]) == 2
+    assert "class folders differ" in capsys.readouterr().err and not out.exists()
+
+
+def test_imagenet_needs_one_class_folder_per_class(tmp_path, monkeypatch):
+    write_image_folder(tmp_path / "imagenet", per_class=1, size=(8, 8))
+    val = tmp_path / "imagenet" / "val"
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(val))}: 2 class folders, expected 1000 for imagenet"):
+        load_dataset("imagenet", "test", root=tmp_path)  # the registry's 1000 classes
+    shutil.rmtree(tmp_path / "imagenet" / "train")
+    imagenet_classes(monkeypatch, 2)
+    assert len(load_dataset("imagenet", "test", root=tmp_path)) == 2  # val alone, for published checkpoints
+
+
+def test_a_class_folder_mismatch_lists_a_few_names(tmp_path, monkeypatch):
+    for split, count in (("train", 30), ("val", 10)):
+        for n in range(count):
+            (tmp_path / "imagenet" / split / f"n{n:02d}").mkdir(parents=True)
+    imagenet_classes(monkeypatch, 30)
+    with pytest.raises(
+        DataFormatError, match=r"missing n10, n11, n12, n13, n14, … \(20 in all\), extra none;"
+    ) as error:
+        load_dataset("imagenet", "test", root=tmp_path)
+    assert "n29" not in str(error.value)
 
 
 def test_a_source_tree_run_without_the_installed_package_saves_and_reads_its_split(tmp_path, monkeypatch):
