@@ -69,6 +69,20 @@ def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path, batc
     assert jobs == (["ddrs memory", "ddrs batch"] if batched else ["ddrs memory"]), done.stderr
 
 
+def test_memory_of_a_log_cut_mid_row_is_a_clear_error(tmp_path, capsys):
+    log = tmp_path / "certify.tsv"
+    log.write_text(
+        "idx\tlabel\tpredict\tradius\tcorrect\ttime\tnoise\tprecision\n"
+        "0\t1\t1\t0.5\t1\t0.2\tgaussian\tfp32\n"
+        "2\t1\t1\t0.5\t1\t0.2\tgau"
+    )
+    out = tmp_path / "memory.tsv"
+    assert main(["memory", "--log", str(log), "--dataset", "digits", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"ddrs memory: error: {log}: line 3 has 7 of the header's 8 fields: an incomplete log" in err
+    assert not out.exists()
+
+
 def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
     assert (
         main(["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")])

@@ -93,6 +93,17 @@ def test_table_corrupt_log_is_a_clear_error(logs, tmp_path, capsys):
     assert error.startswith("ddrs table: error:") and "corrupt.tsv" in error
 
 
+def test_table_of_a_directory_or_a_header_only_log_names_it(logs, tmp_path, capsys):
+    assert main(["table", str(tmp_path), "--out", str(tmp_path / "t.csv")]) == 2
+    assert f"ddrs table: error: {tmp_path} is a directory, not a certification log" in capsys.readouterr().err
+    empty = tmp_path / "empty.tsv"
+    empty.write_text(HEADER + "\n")
+    for extra in ([], ["--common-inputs"]):
+        assert main(["table", str(logs[0]), str(empty), *extra, "--out", str(tmp_path / "t.csv")]) == 2
+        assert f"ddrs table: error: {empty}: the log has no rows (a header only)" in capsys.readouterr().err
+    assert not (tmp_path / "t.csv").exists()
+
+
 def test_table_label_count_must_match(logs, tmp_path, capsys):
     assert main(["table", *map(str, logs), "--label", "only-one", "--out", str(tmp_path / "t.csv")]) == 2
     assert "1 label(s) for 2 log(s)" in capsys.readouterr().err

@@ -78,6 +78,42 @@ def test_bad_logs_name_the_file_and_the_problem(tmp_path, text, message):
         read_log(path)
 
 
+HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime\tscale\tnoise\n"
+ROW = "0\t1\t1\t0.5\t1\t0.25\t0.5\tgaussian\n"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            HEADER + ROW + "1\t1\t1\t0.5\t1\t0.25\t0.5\tgau",
+            "line 3 does not end with a newline .*add it if this row is whole",
+        ),
+        (HEADER + ROW + "1\t1\t1\t0.5\t1\t0.25\n" + ROW.replace("0", "2", 1), "line 3 has 6 of the header's 8 fields"),
+        (HEADER + "0\t1\t1\t\t1\t\t0.5\tgaussian\n", "line 2 has no value for radius, time"),
+    ],
+    ids=["no_newline", "fields_missing", "empty_fields"],
+)
+def test_a_log_cut_mid_row_names_the_file_the_line_and_what_to_do(tmp_path, text, message):
+    path = tmp_path / "cut.tsv"
+    path.write_text(text)
+    with pytest.raises(LogFormatError, match=f"cut.tsv: {message}.*: an incomplete log.*rerun the job that wrote it"):
+        read_log(path)
+
+
+def test_columns_after_cohens_may_be_empty_and_a_header_alone_is_an_empty_log(tmp_path):
+    path = tmp_path / "log.tsv"
+    path.write_text(HEADER + ROW.replace("gaussian", "") + "\n")  # a blank line at the end is skipped
+    assert read_log(path)["noise"].isna().tolist() == [True]
+    path.write_text(HEADER.rstrip("\n"))
+    assert read_log(path).empty
+
+
+def test_a_directory_is_not_a_log(tmp_path):
+    with pytest.raises(LogFormatError, match=f"{tmp_path} is a directory, not a certification log"):
+        read_log(tmp_path)
+
+
 def test_the_first_column_is_idx(tmp_path):
     with pytest.raises(ValueError, match="first log column must be idx"):
         LogWriter(tmp_path / "log.tsv", ("radius", "idx"))

@@ -72,9 +72,13 @@ def _seconds(value) -> float:
 def read_log(path: str | os.PathLike) -> pd.DataFrame:
     """Read a certification log (ours or a published Cohen-format one), validated.
 
-    Raises :class:`LogFormatError` naming the file when a column is missing or a value is bad.
+    Raises :class:`LogFormatError` naming the file when a column is missing, a value is bad or a
+    row is incomplete (see :func:`_check_rows`). A log still being written is ``<path>.partial``,
+    whose torn last line only :class:`LogWriter` reads past.
     """
     path = Path(path)
+    if path.is_dir():
+        raise LogFormatError(f"{path} is a directory, not a certification log; name the log files in it")
     try:
         frame = pd.read_csv(path, sep="\t", dtype={"time": str}, float_precision="round_trip")
     except FileNotFoundError:
@@ -84,6 +88,7 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     missing = [column for column in COHEN_COLUMNS if column not in frame.columns]
     if missing:
         raise LogFormatError(f"{path}: missing column(s) {', '.join(missing)}")
+    _check_rows(path)
     try:
         for column in ("idx", "label", "predict", "correct"):
             frame[column] = pd.to_numeric(frame[column], errors="raise").astype(int)
@@ -94,6 +99,36 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     if frame["idx"].duplicated().any():
         raise LogFormatError(f"{path}: duplicate idx {frame['idx'][frame['idx'].duplicated()].iloc[0]}")
     return frame
+
+
+def _check_rows(path: Path) -> None:
+    """Refuse a row cut short: fewer fields than the header, an empty Cohen column, or no newline at its end.
+
+    Every writer ends each row with a newline (as :meth:`LogWriter._recover` relies on); columns
+    after Cohen's may be empty, as a constant ``extra_columns`` value of None writes them.
+    """
+    lines = path.read_text(encoding="utf-8").split("\n")
+    header = lines[0].rstrip("\r").split("\t")
+    required = [position for position, column in enumerate(header) if column in COHEN_COLUMNS]
+    for number, line in enumerate(lines[1:], start=2):
+        line = line.rstrip("\r")
+        if not line:
+            continue  # a blank line, or the end of the file after its last newline
+        fields = line.split("\t")
+        if len(fields) < len(header):
+            problem = f"has {len(fields)} of the header's {len(header)} fields"
+        elif empty := [header[position] for position in required if not fields[position].strip()]:
+            problem = f"has no value for {', '.join(empty)}"
+        elif number == len(lines):
+            problem = (
+                "does not end with a newline (a complete log ends every row with one: add it if this row is whole)"
+            )
+        else:
+            continue
+        raise LogFormatError(
+            f"{path}: line {number} {problem}: an incomplete log (cut mid-row?); "
+            "rerun the job that wrote it, or delete it"
+        )
 
 
 class LogWriter:

@@ -186,5 +186,6 @@ def _norm_of(frame: pd.DataFrame, log_path) -> int:
         raise ValueError(f"{log_path} has no noise column; pass the norm (2 for gaussian, 1 for uniform)")
     names = set(frame["noise"])
     if len(names) != 1 or next(iter(names)) not in NORM_OF_NOISE:
-        raise ValueError(f"{log_path}: noise column holds {sorted(names)}; expected one of {sorted(NORM_OF_NOISE)}")
+        held = sorted(map(str, names))  # an empty field reads as NaN, a float
+        raise ValueError(f"{log_path}: noise column holds {held}; expected one of {sorted(NORM_OF_NOISE)}")
     return NORM_OF_NOISE[next(iter(names))]
