@@ -46,6 +46,14 @@ class LoadedTestSet:
     provenance: dict
 
 
+def check(args: argparse.Namespace) -> None:
+    """Check ``--dataset``, ``--skip`` and ``--max`` without loading anything."""
+    from ddrs.data import get_info, subsample_indices
+
+    get_info(args.dataset)
+    subsample_indices(0, args.skip, args.max)
+
+
 def load(args: argparse.Namespace) -> LoadedTestSet:
     """Load the checkpoint (checked against ``--dataset``) and the selected test inputs."""
     from ddrs.data import get_info, load_dataset, subsample_indices

@@ -5,10 +5,12 @@ it alone, in one interpreter: the imports (torch), CUDA's initialisation and the
 are shared. The workflow runs a model's strict chains this way (Algorithm 1 and the certification
 of its σ log; a grid search and its certification), where a second job would only pay its
 start-up again. Every command's arguments are checked before the first one runs, so a typo in the
-last does not cost the first's work. A failing command stops the batch; the logs the earlier ones
-finished keep their rows in ``<LOG>.partial`` (:func:`ddrs.logs.kept_partials`), so the rerun of a
-job whose outputs Snakemake deleted publishes them again without recomputing. Each command prints
-its own work line, and the batch its whole (``benchmarks/dag_overhead.py``).
+last does not cost the first's work: argparse's checks, then the command's own ``check(args)`` where
+it sets one (``parser.set_defaults(check=...)``: certify, optimize-sigma, memory), which reads no
+file, as an earlier command may write it (a σ log). A failing command stops the batch; the logs
+the earlier ones finished keep their rows in ``<LOG>.partial`` (:func:`ddrs.logs.kept_partials`),
+so the rerun of a job whose outputs Snakemake deleted publishes them again without recomputing.
+Each command prints its own work line, and the batch its whole (``benchmarks/dag_overhead.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def split_commands(words: list[str]) -> list[list[str]]:
 
 
 def parse_commands(words: list[str]) -> list[argparse.Namespace]:
-    """Every command's parsed arguments, all checked before any runs (argparse exits 2 on a bad one)."""
+    """Every command's parsed arguments, all checked before any runs (argparse exits 2 on a bad one;
+    a command's own ``check`` raises, named by the command)."""
     from ddrs.cli import build_parser, command_modules
 
     parsed = []
@@ -64,7 +67,23 @@ def parse_commands(words: list[str]) -> list[argparse.Namespace]:
         if name not in command_modules():
             raise ValueError(f"unknown command {name!r}; choose from {', '.join(sorted(command_modules()))}")
         parsed.append(build_parser([name]).parse_args(command))
+    for command in parsed:
+        _check(command)
     return parsed
+
+
+def _check(command: argparse.Namespace) -> None:
+    """Run the command's own argument checks, if it has any; an error names the command."""
+    from ddrs.cli import USER_ERRORS
+    from ddrs.errors import DDRSError
+
+    check = getattr(command, "check", None)
+    if check is None:
+        return
+    try:
+        check(command)
+    except USER_ERRORS as error:
+        raise DDRSError(f"{command.command}: {error}") from error
 
 
 def run(args: argparse.Namespace) -> None:

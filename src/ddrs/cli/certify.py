@@ -79,11 +79,30 @@ def add_parser(subparsers) -> None:
         metavar="LOG",
         help="also write each --out log made sound by Algorithm 3 (one per --out, same order)",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, check=check)
 
 
-def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float], str]]:
-    """``(what, scales, out)`` of every log to write, all read and checked before the model loads."""
+def check(args: argparse.Namespace) -> CertifySettings:
+    """The run's settings, every argument checked without reading a file (``ddrs batch`` checks all first)."""
+    from ddrs.noise import get_noise
+
+    _test_inputs.check(args)
+    _columns(args)
+    return CertifySettings(
+        noise=get_noise(args.noise).name,
+        n0=args.n0,
+        n=args.n,
+        alpha=args.alpha,
+        batch_size=args.batch,
+        seed=args.seed,
+        precision=args.precision,
+        memory_format=args.memory_format,
+        compile=args.compile,
+    )
+
+
+def _columns(args: argparse.Namespace) -> list[str] | None:
+    """The σ-log columns to certify (None with ``--scale``), checked against the outputs."""
     outs = args.out
     if args.memory_out is not None and len(args.memory_out) != len(outs):
         raise ValueError(
@@ -100,10 +119,10 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
             raise ValueError(f"--scale must be > 0, got {args.scale}")
         if len(outs) != 1:
             raise ValueError(f"--scale writes one log, but --out names {len(outs)}")
-        return [(f"scale {args.scale}", args.scale, outs[0])]
+        return None
     if (args.k is None) == (args.sigma_column is None):
         raise ValueError("--sigma-log needs exactly one of --k and --sigma-column")
-    from ddrs.sigma_log_format import read_sigma_log, sigma_column
+    from ddrs.sigma_log_format import sigma_column
 
     flag, columns = (
         ("--k", [sigma_column(k) for k in args.k]) if args.k is not None else ("--sigma-column", args.sigma_column)
@@ -112,9 +131,22 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
         raise ValueError(
             f"{flag} names {len(columns)} σ-log column(s) but --out names {len(outs)} log(s); give one --out per column"
         )
+    return columns
+
+
+def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float], str]]:
+    """``(what, scales, out)`` of every log to write, the σ log read before the model loads.
+
+    In a batch the σ log may be written by an earlier command, so :func:`check` does not read it.
+    """
+    columns = _columns(args)
+    if columns is None:
+        return [(f"scale {args.scale}", args.scale, args.out[0])]
+    from ddrs.sigma_log_format import read_sigma_log
+
     return [
         (f"{column} of {args.sigma_log}", read_sigma_log(args.sigma_log, column=column), out)
-        for column, out in zip(columns, outs, strict=True)
+        for column, out in zip(columns, args.out, strict=True)
     ]
 
 
@@ -122,20 +154,9 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.certification import certify_dataset
     from ddrs.logs import kept_partials
     from ddrs.memory import memory_certify_log
-    from ddrs.noise import get_noise
     from ddrs.settings import resolve_memory_format
 
-    settings = CertifySettings(
-        noise=get_noise(args.noise).name,
-        n0=args.n0,
-        n=args.n,
-        alpha=args.alpha,
-        batch_size=args.batch,
-        seed=args.seed,
-        precision=args.precision,
-        memory_format=args.memory_format,
-        compile=args.compile,
-    )
+    settings = check(args)
     jobs = _jobs(args)
     inputs = _test_inputs.load(args)
     memory_outs = args.memory_out or [None] * len(jobs)

@@ -27,17 +27,25 @@ def add_parser(subparsers) -> None:
         help="ball norm; default from each log's noise column (gaussian → 2, uniform → 1)",
     )
     parser.add_argument("--out", required=True, nargs="+", help="the memory-certified logs to write, one per --log")
-    parser.set_defaults(run=run, compute="numpy")
+    parser.set_defaults(run=run, check=check, compute="numpy")
+
+
+def check(args: argparse.Namespace) -> None:
+    """Check the arguments without reading a file (``ddrs batch`` checks every command's first)."""
+    from ddrs.data import get_info
+
+    if len(args.log) != len(args.out):
+        raise ValueError(f"{len(args.log)} --log files but {len(args.out)} --out files; give one output per log")
+    if len(set(args.out)) != len(args.out):
+        raise ValueError(f"--out names a file twice: {args.out}")
+    get_info(args.dataset)
 
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import load_images
     from ddrs.memory import memory_certify_log
 
-    if len(args.log) != len(args.out):
-        raise ValueError(f"{len(args.log)} --log files but {len(args.out)} --out files; give one output per log")
-    if len(set(args.out)) != len(args.out):
-        raise ValueError(f"--out names a file twice: {args.out}")
+    check(args)
     images = load_images(args.dataset, "test", root=args.data_root, seed=args.seed)
     for log, out in zip(args.log, args.out, strict=True):
         counts = memory_certify_log(log, images, out, norm=args.norm)

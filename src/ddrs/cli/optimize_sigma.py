@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.settings import DEFAULT_CLAMP, GRID_BUDGET, SIGMA_OBJECTIVES
+from ddrs.settings import DEFAULT_CLAMP, GRID_BUDGET, SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
 
 
 def add_parser(subparsers) -> None:
@@ -46,15 +46,15 @@ def add_parser(subparsers) -> None:
     grid.add_argument("--grid-budget", type=int, default=GRID_BUDGET, help="base-classifier evaluations per input")
     grid.add_argument("--grid-min", type=float, default=0.12, help="smallest grid scale")
     grid.add_argument("--grid-max", type=float, default=1.0, help="largest grid scale")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, check=check)
 
 
-def run(args: argparse.Namespace) -> None:
+def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
+    """The run's settings, every argument checked without reading a file (``ddrs batch`` checks all first)."""
     from ddrs.noise import get_noise
-    from ddrs.settings import Algorithm1Settings, GridSearchSettings
     from ddrs.sigma import grid_for_budget
-    from ddrs.sigma_log import grid_search_dataset, optimize_dataset
 
+    _test_inputs.check(args)
     common = dict(
         sigma0=args.sigma0,
         noise=get_noise(args.noise).name,
@@ -67,13 +67,21 @@ def run(args: argparse.Namespace) -> None:
     )
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
-        settings = GridSearchSettings(grid=grid.tolist(), n=args.grid_n, **common)
+        return GridSearchSettings(grid=grid.tolist(), n=args.grid_n, **common)
+    return Algorithm1Settings(
+        steps=args.k, n=args.n, lr=args.lr, min_scale=args.min_sigma, max_scale=args.max_sigma, **common
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    from ddrs.sigma_log import grid_search_dataset, optimize_dataset
+
+    settings = check(args)
+    if isinstance(settings, GridSearchSettings):
         write = grid_search_dataset
-        what = f"grid search over {len(grid)} scales in [{args.grid_min}, {args.grid_max}] with n={args.grid_n}"
+        interval = f"[{args.grid_min}, {args.grid_max}]"
+        what = f"grid search over {len(settings.grid)} scales in {interval} with n={args.grid_n}"
     else:
-        settings = Algorithm1Settings(
-            steps=args.k, n=args.n, lr=args.lr, min_scale=args.min_sigma, max_scale=args.max_sigma, **common
-        )
         write = optimize_dataset
         what = f"Algorithm 1 with K in {list(settings.steps)}, n={args.n}, lr={args.lr}"
     inputs = _test_inputs.load(args)
