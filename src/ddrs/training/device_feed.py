@@ -109,6 +109,5 @@ class DeviceFeed:
 
 def _stacked(dataset: Dataset, num_workers: int) -> tuple[Tensor, Tensor]:
     """All of ``dataset``'s images stacked, and its labels, read once through a DataLoader."""
-    loader = DataLoader(dataset, batch_size=1024, num_workers=num_workers, generator=torch.Generator())
-    batches = list(loader)
+    batches = list(DataLoader(dataset, batch_size=1024, num_workers=num_workers))
     return torch.cat([x for x, _ in batches]), torch.cat([torch.as_tensor(y) for _, y in batches])

@@ -93,9 +93,7 @@ def evaluate(
     generator = make_generator(derived_seed(seed, TrainingStream.EVAL), device)
     distribution = get_noise(noise)
     correct_clean = correct_noisy = total = 0
-    # its own generator: a DataLoader draws a base seed per pass, from torch's global one otherwise
-    loader = DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda", generator=torch.Generator())
-    for x, y in loader:
+    for x, y in DataLoader(dataset, batch_size=batch_size, pin_memory=device.type == "cuda"):
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with autocast(device, precision):
             correct_clean += int((model(x).argmax(dim=1) == y).sum())
@@ -152,7 +150,14 @@ class Trainer:
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self) -> Path:
-        """Train (or resume) to ``config.epochs`` epochs; return the path of the finished checkpoint."""
+        """Train (or resume) to ``config.epochs`` epochs; return the path of the finished checkpoint.
+
+        Torch's global generators are forked for the whole run, so the caller's are left as they
+        were, whatever draws from them inside (e.g. every DataLoader pass, for its base seed)."""
+        with torch.random.fork_rng(devices=forked_devices(self.device)):
+            return self._run()
+
+    def _run(self) -> Path:
         config = self.config
         train_set, batches, epoch_view = self._feed()
         test_set = load_dataset(config.dataset, "test", root=config.data_root, seed=config.seed)
