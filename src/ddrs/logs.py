@@ -9,6 +9,7 @@ resumable writer serves the σ logs of Algorithm 1 (``idx c_a sigma_K…``).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -80,7 +81,8 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     if path.is_dir():
         raise LogFormatError(f"{path} is a directory, not a certification log; name the log files in it")
     try:
-        frame = pd.read_csv(path, sep="\t", dtype={"time": str}, float_precision="round_trip")
+        text = path.read_text(encoding="utf-8")
+        frame = pd.read_csv(io.StringIO(text), sep="\t", dtype={"time": str}, float_precision="round_trip")
     except FileNotFoundError:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
@@ -88,7 +90,7 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     missing = [column for column in COHEN_COLUMNS if column not in frame.columns]
     if missing:
         raise LogFormatError(f"{path}: missing column(s) {', '.join(missing)}")
-    _check_rows(path)
+    _check_rows(path, text)
     try:
         for column in ("idx", "label", "predict", "correct"):
             frame[column] = pd.to_numeric(frame[column], errors="raise").astype(int)
@@ -101,13 +103,14 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     return frame
 
 
-def _check_rows(path: Path) -> None:
-    """Refuse a row cut short: fewer fields than the header, an empty Cohen column, or no newline at its end.
+def _check_rows(path: Path, text: str) -> None:
+    """Refuse a row of log ``path`` (its ``text``) cut short: fewer fields than the header, an empty
+    Cohen column, or no newline at its end.
 
     Every writer ends each row with a newline (as :meth:`LogWriter._recover` relies on); columns
     after Cohen's may be empty, as a constant ``extra_columns`` value of None writes them.
     """
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = text.split("\n")
     header = lines[0].rstrip("\r").split("\t")
     required = [position for position, column in enumerate(header) if column in COHEN_COLUMNS]
     for number, line in enumerate(lines[1:], start=2):
