@@ -1,16 +1,25 @@
 """Per-input random streams (ddrs.streams) and the counter-based generator behind them (ddrs.philox)."""
 
+import math
+
 import pytest
 import torch
 from scipy import stats
 
 from ddrs.noise import get_noise
-from ddrs.philox import open_unit_interval, philox4x32
+from ddrs.philox import fine_unit_interval, open_unit_interval, philox4x32
 from ddrs.seeds import Stream, StudyStream, TrainingStream, derived_seed
 from ddrs.settings import Algorithm1Settings
 from ddrs.sigma import optimize_sigma
 from ddrs.smoothing import sample_counts
-from ddrs.streams import GeneratorStreams, PhiloxStreams, default_stream_kind, input_streams
+from ddrs.streams import (
+    PHILOX_TRANSFORM,
+    GeneratorStreams,
+    PhiloxStreams,
+    default_stream_kind,
+    input_streams,
+    stream_settings,
+)
 
 CPU = torch.device("cpu")
 DEVICES = [CPU] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
@@ -49,6 +58,20 @@ def test_uniforms_are_the_centres_of_2_to_the_23_cells_and_never_0_or_1():
     cells = (words >> 9).to(torch.float64)
     assert torch.equal(u.double(), (cells + 0.5) * 2.0**-23)  # exact: no two cells merge
     assert u[-1] < 1 and u[-2] < u[-1]
+
+
+def test_box_muller_draws_the_gaussian_tail_a_23_bit_uniform_cuts_off():
+    """u₁ has 41 bits, the smallest 2⁻⁴²: a pair's radius reaches √(84 ln 2) ≈ 7.63, where 23 bits
+    stopped at 5.77 and left out a tail of mass 2⁻²³ per pair (4.5·10⁻³ of 3×224×224 images)."""
+    first = torch.tensor([0, 0, 1, 0xFFFFFFFF], dtype=torch.int64)
+    second = torch.tensor([0, 0x1FF, 0, 0xFFFFFFFF], dtype=torch.int64)
+    u1 = fine_unit_interval(first, second)
+    assert u1.tolist() == [2.0**-42, 511.5 * 2.0**-41, 2.0**-32 + 2.0**-42, 1.0]
+    pairs = GAUSSIAN.from_words(torch.stack((first, second), dim=-1).flatten()).view(-1, 2)
+    radius = torch.linalg.vector_norm(pairs.double(), dim=1)
+    assert radius[0].item() == pytest.approx((84 * math.log(2)) ** 0.5, rel=1e-6) and radius[0] > 7.6
+    assert radius[3].item() == 0.0 and bool(torch.isfinite(pairs).all())
+    assert math.sqrt(-2 * math.log(open_unit_interval(torch.tensor([0])).item())) < 5.8  # the old cut
 
 
 @pytest.mark.parametrize("noise", [GAUSSIAN, UNIFORM], ids=lambda n: n.name)
@@ -131,6 +154,10 @@ def test_algorithm1_with_philox_streams_solves_each_input_as_if_alone():
 
 def test_each_device_gets_its_kind_of_stream_and_bad_kinds_are_named():
     assert default_stream_kind("cpu") == "generator" and default_stream_kind("cuda") == "philox"
+    # a log drawn from Philox streams records the transform, so one drawn under another starts over
+    assert stream_settings("cuda")[
+        "philox_transform"
+    ] == PHILOX_TRANSFORM and "philox_transform" not in stream_settings("cpu")
     assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU), GeneratorStreams)
     assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU, kind="philox"), PhiloxStreams)
     with pytest.raises(ValueError, match="unknown stream kind 'mt'"):

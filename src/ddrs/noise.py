@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor
 
+from ddrs.philox import fine_unit_interval, open_unit_interval
+
 
 def _per_input(scale: Tensor | float, x: Tensor) -> Tensor:
     """Broadcast a scalar or ``(B,)`` scale against a batch ``x`` of shape ``(B, ...)``."""
@@ -36,9 +38,9 @@ class SmoothingNoise(ABC):
         """Draw ε̂ from the scale-1 member (N(0, I) or U[-1, 1]^d); ε = scale · ε̂ (DDRS Eq. 3/4)."""
 
     @abstractmethod
-    def from_uniforms(self, u: Tensor) -> Tensor:
-        """ε̂ from uniforms on (0, 1) of shape ``(..., 2m)``, one value each: the counter-based streams'
-        transform (:class:`ddrs.streams.PhiloxStreams`)."""
+    def from_words(self, words: Tensor) -> Tensor:
+        """ε̂ from uint32 words (in int64) of shape ``(..., 2m)``, one value each: the counter-based
+        streams' transform (:class:`ddrs.streams.PhiloxStreams`)."""
 
     def perturb(self, x: Tensor, scale: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
         """Return ``x + scale · ε̂`` with one scale per input (the reparameterisation of DDRS Eq. 3)."""
@@ -63,10 +65,12 @@ class Gaussian(SmoothingNoise):
     def unit(self, shape, *, generator, device, dtype):
         return torch.randn(shape, generator=generator, device=device, dtype=dtype)
 
-    def from_uniforms(self, u):
-        """Box–Muller, pairwise: (u₁, u₂) → √(−2 ln u₁)·(cos 2πu₂, sin 2πu₂)."""
-        radius = torch.sqrt(-2.0 * torch.log(u[..., 0::2]))
-        angle = (2.0 * math.pi) * u[..., 1::2]
+    def from_words(self, words):
+        """Box–Muller, pairwise: (u₁, u₂) → √(−2 ln u₁)·(cos 2πu₂, sin 2πu₂). u₁ takes the pair's
+        first word and the 9 bits u₂ leaves of the second (:func:`~ddrs.philox.fine_unit_interval`),
+        so the radius's tail is cut only where its mass is negligible (at 7.63)."""
+        radius = torch.sqrt(-2.0 * torch.log(fine_unit_interval(words[..., 0::2], words[..., 1::2])))
+        angle = (2.0 * math.pi) * open_unit_interval(words[..., 1::2])
         return torch.stack((radius * torch.cos(angle), radius * torch.sin(angle)), dim=-1).flatten(-2)
 
     def radius(self, p_a_lower, scale):
@@ -91,8 +95,8 @@ class Uniform(SmoothingNoise):
     def unit(self, shape, *, generator, device, dtype):
         return torch.rand(shape, generator=generator, device=device, dtype=dtype) * 2 - 1
 
-    def from_uniforms(self, u):
-        return u * 2 - 1
+    def from_words(self, words):
+        return open_unit_interval(words) * 2 - 1
 
     def radius(self, p_a_lower, scale):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)

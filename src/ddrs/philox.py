@@ -51,17 +51,40 @@ def open_unit_interval(words: Tensor) -> Tensor:
     return ((words >> 9).to(torch.float32) + 0.5) * 2.0**-23
 
 
-def keyed_uniforms(key: Tensor, draw: Tensor, count: int) -> Tensor:
-    """``count`` rounded up to a multiple of 4 uniforms on (0, 1) per draw: shape ``draw.shape + (4⌈count/4⌉,)``.
+#: the bits of a word that :func:`open_unit_interval` drops, which :func:`fine_unit_interval` spends
+SPARE_BITS = 9
+
+
+def fine_unit_interval(word: Tensor, spare: Tensor) -> Tensor:
+    """A whole uint32 ``word`` and the low :data:`SPARE_BITS` bits of ``spare`` → float32 uniforms on
+    (0, 1], fine near 0: the 41-bit cell k = word·2⁹ + spare bits as (k + ½)·2⁻⁴¹, rounded to float32.
+
+    The smallest value is 2⁻⁴², where :func:`open_unit_interval`'s is 2⁻²⁴: Box–Muller's
+    √(−2 ln u) then reaches 7.63 rather than 5.77, so the Gaussian tail it cannot draw has mass
+    2⁻⁴¹ per pair of coordinates instead of 2⁻²³ (for a 3×224×224 image 3·10⁻⁸ instead of
+    4.5·10⁻³, far below the 1 − p̲_A ≈ 7·10⁻⁵ that n = 100,000 draws resolve; torch's CUDA ``randn``
+    cuts at 2⁻³²). Near 1 it is as coarse as float32 (the top 2⁻²⁵ rounds to 1.0, where ln u = 0).
+    """
+    fine = ((spare & ((1 << SPARE_BITS) - 1)).to(torch.float32) + 0.5) * 2.0 ** -(32 + SPARE_BITS)
+    return word.to(torch.float32) * 2.0**-32 + fine
+
+
+def keyed_words(key: Tensor, draw: Tensor, count: int) -> Tensor:
+    """``count`` rounded up to a multiple of 4 uint32 words (in int64) per draw: shape ``draw.shape + (4⌈count/4⌉,)``.
 
     Draw ``draw`` under ``key`` is counter block ``g`` = (g, draw low word, draw high word, 0) for
-    ``g < ⌈count/4⌉``, four uniforms each. ``key`` holds 64-bit keys as int64 words ``(..., 2)``
+    ``g < ⌈count/4⌉``, four words each. ``key`` holds 64-bit keys as int64 words ``(..., 2)``
     (low, high) broadcast against ``draw`` (int64 positions ≥ 0).
     """
     group = torch.arange(-(-count // 4), device=draw.device)
     draw = draw.unsqueeze(-1)
     words = philox4x32((group, draw & MASK, draw >> 32, torch.zeros_like(group)), (key[..., 0:1], key[..., 1:2]))
-    return open_unit_interval(torch.stack(torch.broadcast_tensors(*words), dim=-1).flatten(-2))
+    return torch.stack(torch.broadcast_tensors(*words), dim=-1).flatten(-2)
+
+
+def keyed_uniforms(key: Tensor, draw: Tensor, count: int) -> Tensor:
+    """:func:`keyed_words` as uniforms on (0, 1) (:func:`open_unit_interval`)."""
+    return open_unit_interval(keyed_words(key, draw, count))
 
 
 def split_key(key: int) -> tuple[int, int]:

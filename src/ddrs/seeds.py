@@ -8,7 +8,7 @@ et al.'s certificate holds for a classifier fixed before the noise is drawn).
 
 A stream is named by its first key, a purpose: the values of :class:`Stream`, :class:`TrainingStream`
 and :class:`StudyStream` are disjoint, and :func:`derived_seed` mixes in the number of keys, so no
-two streams of a run share a seed.
+two streams of a run share a 64-bit seed (the CPU's mt19937 reads only 32 of them: :mod:`ddrs.streams`).
 """
 
 from __future__ import annotations

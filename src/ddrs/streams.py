@@ -11,7 +11,17 @@ inputs share a batch or on where an interrupted run resumed. Two kinds of stream
   step, and draw ``j`` of an input is the same whatever the forward batch size.
 
 The two draw different numbers for the same key (as torch's CPU and CUDA generators do), so CPU
-and CUDA certificates differ within their statistical error. :class:`SharedGenerator` is one
+and CUDA certificates differ within their statistical error. They also differ in two limits of the
+CPU's generator, both harmless at the sizes the CPU certifies and both absent from Philox:
+
+- torch's CPU ``randn`` takes Box–Muller's u₁ from 24 bits, so it never draws a pair of coordinates
+  beyond radius 5.77: a Gaussian tail of mass 2⁻²⁴ per pair, 2·10⁻⁵ of a 28×28 image and 9·10⁻⁵
+  of a 3×32×32 one. That is below what n = 10,000 draws resolve (1 − p̲_A ≥ 7·10⁻⁴ at α = 0.001),
+  not what n = 100,000 do (7·10⁻⁵): certify paper-scale runs on CUDA, whose Philox streams cut at
+  7.63 (:func:`ddrs.philox.fine_unit_interval`).
+- mt19937 keeps the low 32 bits of a 64-bit key, so two of a run's k streams coincide with
+  probability about k²/2³³ (0.1 expected pairs for 10,000 inputs' three streams). Each
+  certificate stays sound, as it uses one input's streams alone; two inputs may share noise. :class:`SharedGenerator` is one
 generator for the whole batch (training, where inputs need no streams of their own).
 """
 
@@ -27,7 +37,7 @@ from torch import Tensor
 
 from ddrs.device import copy_to, make_generator
 from ddrs.noise import SmoothingNoise
-from ddrs.philox import keyed_uniforms, split_key
+from ddrs.philox import keyed_words, split_key
 from ddrs.seeds import KEY_SCHEME, Stream, derived_seed
 
 #: Blocks of draws in a forward pass: ``(input, count)`` pairs, each the input's next ``count`` draws.
@@ -78,8 +88,8 @@ class GeneratorStreams(InputStreams):
 
 
 def keyed_unit(noise: SmoothingNoise, key: Tensor, draw: Tensor, numel: int) -> Tensor:
-    """ε̂ of draws ``draw`` under ``key`` (:func:`ddrs.philox.keyed_uniforms`), flat: ``draw.shape + (numel,)``."""
-    return noise.from_uniforms(keyed_uniforms(key, draw, numel))[..., :numel]
+    """ε̂ of draws ``draw`` under ``key`` (:func:`ddrs.philox.keyed_words`), flat: ``draw.shape + (numel,)``."""
+    return noise.from_words(keyed_words(key, draw, numel))[..., :numel]
 
 
 @cache
@@ -157,10 +167,18 @@ def default_stream_kind(device: torch.device | str) -> str:
     return "philox" if torch.device(device).type == "cuda" else "generator"
 
 
+#: the version of :class:`PhiloxStreams`' words-to-noise transform (2: Box–Muller's u₁ from 41 bits,
+#: :func:`ddrs.philox.fine_unit_interval`); logs drawn from Philox streams record it
+PHILOX_TRANSFORM = 2
+
+
 def stream_settings(device: torch.device | str) -> dict[str, object]:
-    """What a resumable log records of its noise's streams: the kind ``device`` draws from and the
-    seeds' key layout, so a partial log drawn otherwise starts over rather than mixing streams."""
-    return {"streams": default_stream_kind(device), "stream_keys": KEY_SCHEME}
+    """What a resumable log records of its noise's streams: the kind ``device`` draws from, the
+    seeds' key layout and (Philox) the transform's version, so a partial log drawn otherwise starts
+    over rather than mixing streams."""
+    kind = default_stream_kind(device)
+    recorded = {"streams": kind, "stream_keys": KEY_SCHEME}
+    return recorded | {"philox_transform": PHILOX_TRANSFORM} if kind == "philox" else recorded
 
 
 def input_streams(
