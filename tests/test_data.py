@@ -34,6 +34,7 @@ from ddrs.data import (
     load_arrays,
     load_dataset,
     load_images,
+    load_labels,
     save_arrays,
     split_cache,
     subsample_indices,
@@ -191,6 +192,7 @@ def test_mnist5k_as_a_torch_dataset(mnist5k):
     assert len(test) == 1000 and x.shape == (1, 28, 28) and x.dtype == torch.float32 and isinstance(y, int)
     assert np.array_equal(test.images.numpy(), mnist5k["test", 0][0])
     assert load_images("mnist5k", "train").shape == (4000, 1, 28, 28)
+    assert np.array_equal(load_labels("mnist5k", "train"), [y for _, y in load_dataset("mnist5k", "train")])
 
 
 def test_a_saved_split_is_read_back_without_building_it(mnist5k, tmp_path, monkeypatch):
@@ -260,6 +262,7 @@ def test_cifar10_reads_the_pickled_batches(cifar_root):
         for i, (x, y) in enumerate(dataset):
             expected = torch.as_tensor(written[f"{split}_images"][i]).permute(2, 0, 1).float() / 255
             assert torch.allclose(x, expected) and y == written[f"{split}_labels"][i]
+        assert load_labels("cifar10", split, root=root).tolist() == [y for _, y in dataset]
 
 
 def test_cifar10_training_augmentation_crops_and_flips(cifar_root):
@@ -288,6 +291,7 @@ def test_mnist_reads_the_idx_files(tmp_path, monkeypatch):
         for i, (x, y) in enumerate(dataset):
             assert x.shape == (1, 28, 28)
             assert torch.allclose(x[0], torch.as_tensor(images[i]).float() / 255) and y == labels[i]
+        assert load_labels("mnist", split, root=tmp_path).tolist() == list(labels)
 
 
 def _zero(path: Path) -> None:
@@ -355,6 +359,7 @@ def test_imagenet_reads_an_image_folder(tmp_path, monkeypatch):
     imagenet_classes(monkeypatch, 2)
     test = load_dataset("imagenet", "test", root=tmp_path)
     assert len(test) == 4 and [y for _, y in test] == [0, 0, 1, 1]
+    assert load_labels("imagenet", "test", root=tmp_path).tolist() == [0, 0, 1, 1]
     x, _ = test[3]
     assert x.shape == (3, 224, 224)
     assert torch.allclose(x[:, 0, 0] * 255, torch.tensor([50.0, 100.0, 150.0]), atol=0.5)  # colour kept

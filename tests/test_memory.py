@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddrs.cli import main
-from ddrs.data import load_images
+from ddrs.data import load_images, load_labels
 from ddrs.logs import read_log
 from ddrs.memory import memory_certify, memory_certify_log
 
@@ -155,12 +155,13 @@ HAND_MEMORY_LOG = """idx\tlabel\tpredict\tradius\tcorrect\ttime\tnoise\tmemory_a
 3\t3\t-1\t0\t0\t1.5\tgaussian\tkept\t0
 """
 HAND_IMAGES = np.array([[[[0.0, 0.0]]], [[[0.5, 0.0]]], [[[3.0, 0.0]]], [[[6.0, 0.0]]]], dtype=np.float32)
+HAND_LABELS = [0, 1, 2, 3]
 
 
 def test_memory_log_file_is_exactly_the_hand_checked_one(tmp_path):
     log, out = tmp_path / "certify.tsv", tmp_path / "memory.tsv"
     log.write_text(HAND_LOG)
-    assert memory_certify_log(log, HAND_IMAGES, out) == {"kept": 2, "moved_in": 1, "shrunk": 1}
+    assert memory_certify_log(log, HAND_IMAGES, out, labels=HAND_LABELS) == {"kept": 2, "moved_in": 1, "shrunk": 1}
     assert out.read_text() == HAND_MEMORY_LOG
     assert sorted(p.name for p in tmp_path.iterdir()) == ["certify.tsv", "memory.tsv"]  # no temporary file left
 
@@ -169,7 +170,9 @@ def test_memory_log_takes_a_dataset_of_image_label_pairs_too(digits_data, tmp_pa
     log = tmp_path / "certify.tsv"
     synthetic_digits_log(log, "gaussian", seed=3)
     memory_certify_log(log, digits_data["test"], tmp_path / "from_dataset.tsv")
-    memory_certify_log(log, load_images("digits", "test"), tmp_path / "from_images.tsv")
+    memory_certify_log(
+        log, load_images("digits", "test"), tmp_path / "from_images.tsv", labels=load_labels("digits", "test")
+    )
     assert (tmp_path / "from_dataset.tsv").read_text() == (tmp_path / "from_images.tsv").read_text()
 
 
@@ -177,8 +180,29 @@ def test_memory_log_refuses_an_idx_outside_the_images(tmp_path):
     log = tmp_path / "certify.tsv"
     log.write_text(HAND_LOG)
     with pytest.raises(ValueError, match="idx outside the dataset's 3 inputs"):
-        memory_certify_log(log, HAND_IMAGES[:3], tmp_path / "memory.tsv")
+        memory_certify_log(log, HAND_IMAGES[:3], tmp_path / "memory.tsv", labels=HAND_LABELS)
     assert not (tmp_path / "memory.tsv").exists()
+
+
+def test_memory_log_refuses_a_log_of_another_split(tmp_path):
+    """Regions are balls around the certified inputs: a log whose labels are not the split's at its
+    idx certifies other images, and Algorithm 3 on these would be no certificate."""
+    log = tmp_path / "certify.tsv"
+    log.write_text(HAND_LOG)
+    with pytest.raises(
+        ValueError, match=r"2 of 4 rows have another label .* \(idx \[1, 3\]\): it certifies another split"
+    ):
+        memory_certify_log(log, HAND_IMAGES, tmp_path / "memory.tsv", labels=[0, 2, 2, 1])
+    with pytest.raises(ValueError, match="give the split's labels"):
+        memory_certify_log(log, HAND_IMAGES, tmp_path / "memory.tsv")
+    assert not (tmp_path / "memory.tsv").exists()
+
+
+def test_memory_log_of_no_rows_is_a_log_of_no_rows(tmp_path):
+    log, out = tmp_path / "certify.tsv", tmp_path / "memory.tsv"
+    log.write_text(HAND_LOG.splitlines(keepends=True)[0])
+    assert memory_certify_log(log, HAND_IMAGES, out, labels=HAND_LABELS) == {"kept": 0, "moved_in": 0, "shrunk": 0}
+    assert read_log(out).columns.tolist()[-2:] == ["memory_action", "radius_before"] and len(read_log(out)) == 0
 
 
 def certify_digits_log(model, dataset, path, count=60, scale=0.5):
@@ -207,7 +231,7 @@ def certify_digits_log(model, dataset, path, count=60, scale=0.5):
 def test_memory_on_a_real_digits_log_reports_its_adjustments(digits_model, digits_data, tmp_path):
     log = tmp_path / "certify.tsv"
     certify_digits_log(digits_model, digits_data["test"], log)
-    counts = memory_certify_log(log, load_images("digits", "test"), tmp_path / "memory.tsv")
+    counts = memory_certify_log(log, digits_data["test"], tmp_path / "memory.tsv")
     out = read_log(tmp_path / "memory.tsv")
     before = read_log(log)
     assert sum(counts.values()) == len(out) == len(before)
@@ -229,6 +253,16 @@ def test_cli_memory_end_to_end(digits_model, digits_data, tmp_path, capsys):
     assert len(read_log(out)) == 30
 
 
+def test_cli_memory_refuses_a_log_certified_under_another_split_seed(tmp_path, capsys):
+    """digits' test split depends on the seed: a log certified with --seed 1 is not of --seed 0's images."""
+    log, out = tmp_path / "certify.tsv", tmp_path / "memory.tsv"
+    synthetic_digits_log(log, "gaussian", seed=4, split_seed=1)
+    assert main(["memory", "--log", str(log), "--dataset", "digits", "--seed", "1", "--out", str(out)]) == 0
+    assert main(["memory", "--log", str(log), "--dataset", "digits", "--out", str(tmp_path / "seed0.tsv")]) == 2
+    assert "it certifies another split; use the dataset and seed it was certified with" in capsys.readouterr().err
+    assert not (tmp_path / "seed0.tsv").exists()
+
+
 def test_cli_memory_bad_inputs(digits_data, tmp_path, capsys):
     assert main(["memory", "--log", str(tmp_path / "missing.tsv"), "--dataset", "digits", "--out", "x"]) == 2
     assert "missing.tsv" in capsys.readouterr().err
@@ -242,15 +276,17 @@ def test_cli_memory_bad_inputs(digits_data, tmp_path, capsys):
     assert "unknown dataset" in capsys.readouterr().err
 
 
-def synthetic_digits_log(path, noise: str, seed: int, count: int = 80) -> None:
-    """A certification log over digits test inputs with random predictions and radii (no model needed)."""
+def synthetic_digits_log(path, noise: str, seed: int, count: int = 80, split_seed: int = 0) -> None:
+    """A certification log over digits test inputs (the split of ``split_seed``) with random
+    predictions and radii (no model needed)."""
     rng = np.random.default_rng(seed)
     predict = rng.integers(-1, 10, count)
     radius = np.where(predict == -1, 0.0, rng.random(count) * 2)
-    label = rng.integers(0, 10, count)
+    idx = rng.permutation(540)[:count]
+    label = load_labels("digits", "test", seed=split_seed)[idx]
     pd.DataFrame(
         {
-            "idx": rng.permutation(540)[:count],
+            "idx": idx,
             "label": label,
             "predict": predict,
             "radius": radius,
@@ -272,7 +308,7 @@ def test_cli_memory_runs_several_logs_in_one_process(tmp_path, capsys):
     assert re.search(r"^ddrs memory: work [0-9.]+ s$", printed.err, re.MULTILINE)
     images = load_images("digits", "test")
     for log, out in zip(logs, outs, strict=True):
-        memory_certify_log(log, images, tmp_path / "alone.tsv")
+        memory_certify_log(log, images, tmp_path / "alone.tsv", labels=load_labels("digits", "test"))
         assert out.read_text() == (tmp_path / "alone.tsv").read_text()
 
 

@@ -18,7 +18,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--log", required=True, nargs="+", help="certification logs (idx = test-set index)")
     parser.add_argument("--dataset", required=True, help="dataset whose test split the logs certify")
     parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the dataset split (digits, mnist5k)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the dataset split (digits, mnist5k): the one the logs were certified with",
+    )
     parser.add_argument(
         "--norm",
         type=int,
@@ -42,13 +47,14 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.data import load_images
+    from ddrs.data import load_images, load_labels
     from ddrs.memory import memory_certify_log
 
     check(args)
     images = load_images(args.dataset, "test", root=args.data_root, seed=args.seed)
+    labels = load_labels(args.dataset, "test", root=args.data_root, seed=args.seed)
     for log, out in zip(args.log, args.out, strict=True):
-        counts = memory_certify_log(log, images, out, norm=args.norm)
+        counts = memory_certify_log(log, images, out, labels=labels, norm=args.norm)
         changed = counts["moved_in"] + counts["shrunk"]
         print(
             f"memory: {sum(counts.values())} rows, {changed} changed "

@@ -16,6 +16,7 @@ from ddrs.data.registry import (
     load_arrays,
     load_dataset,
     load_images,
+    load_labels,
     save_arrays,
 )
 from ddrs.data.subsample import subsample_indices
@@ -31,6 +32,7 @@ __all__ = [
     "load_arrays",
     "load_dataset",
     "load_images",
+    "load_labels",
     "save_arrays",
     "subsample_indices",
 ]

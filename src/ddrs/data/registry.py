@@ -149,6 +149,15 @@ def load_images(name: str, split: str, root: str | Path = "data", seed: int = 0)
     return DatasetImages(load_dataset(name, split, root=root, seed=seed, augment=False))
 
 
+def load_labels(name: str, split: str, root: str | Path = "data", seed: int = 0) -> np.ndarray:
+    """The ``split``'s labels by index (int64), as :func:`load_dataset` pairs them with its images;
+    torchvision's datasets give them without reading an image."""
+    info = _checked(name, split)
+    if info.arrays is not None:
+        return np.asarray(_saved_or_built(info, split, root, seed)[1], dtype=np.int64)
+    return np.asarray(info.torchvision(split, Path(root), False).targets, dtype=np.int64)
+
+
 def save_arrays(name: str, root: str | Path = "data", seed: int = 0) -> Path | None:
     """Save both splits of a dataset shipped as arrays under ``root`` (:mod:`~ddrs.data.split_cache`),
     for :func:`load_dataset` and :func:`load_images` to read back; None for the other datasets."""
