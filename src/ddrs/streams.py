@@ -12,7 +12,7 @@ inputs share a batch or on where an interrupted run resumed. Two kinds of stream
 
 The two draw different numbers for the same key (as torch's CPU and CUDA generators do), so CPU
 and CUDA certificates differ within their statistical error. They also differ in two limits of the
-CPU's generator, both harmless at the sizes the CPU certifies and both absent from Philox:
+CPU's generator, both harmless at the sizes the CPU certifies and both negligible in Philox's:
 
 - torch's CPU ``randn`` takes Box–Muller's u₁ from 24 bits, so it never draws a pair of coordinates
   beyond radius 5.77: a Gaussian tail of mass 2⁻²⁴ per pair, 2·10⁻⁵ of a 28×28 image and 9·10⁻⁵
@@ -21,8 +21,10 @@ CPU's generator, both harmless at the sizes the CPU certifies and both absent fr
   7.63 (:func:`ddrs.philox.fine_unit_interval`).
 - mt19937 keeps the low 32 bits of a 64-bit key, so two of a run's k streams coincide with
   probability about k²/2³³ (0.1 expected pairs for 10,000 inputs' three streams). Each
-  certificate stays sound, as it uses one input's streams alone; two inputs may share noise. :class:`SharedGenerator` is one
-generator for the whole batch (training, where inputs need no streams of their own).
+  certificate stays sound, as it uses one input's streams alone; two inputs may share noise.
+
+:class:`SharedGenerator` is one generator for the whole batch (training, where inputs need no
+streams of their own).
 """
 
 from __future__ import annotations
