@@ -8,6 +8,7 @@ import pytest
 import torch
 from scipy.stats import norm
 from torch import nn
+from torch.nn import functional as F
 
 from ddrs.methods import get_method
 from ddrs.models import build_model
@@ -192,17 +193,23 @@ def test_smoothadv_attack_raises_the_smoothed_loss_within_the_ball(digits_data):
     assert adversarial.min() >= 0 and adversarial.max() <= 1
 
 
-def test_smoothadv_attack_steps_at_random_where_the_gradient_vanishes():
-    """SmoothAdv's ``PGD_L2``: an input whose smoothed probability of y is under the 1e-20 clamp has
-    zero gradient and takes a random step from the generator; the other inputs do not draw."""
+def _saturating_model() -> nn.Module:
+    """Logit margin 2·Σx for class 0: 64 at x = 0.5, 1.3 at x = 0.01."""
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 2))
     with torch.no_grad():
         model[1].weight.copy_(torch.stack([torch.full((64,), 2.0), torch.zeros(64)]))
         model[1].bias.zero_()
+    return model
+
+
+def test_smoothadv_attack_steps_at_random_where_the_gradient_vanishes():
+    """SmoothAdv's ``PGD_L2`` with m > 1 draws: an input whose smoothed probability of y is under the
+    1e-20 clamp has zero gradient and takes a random step from the generator; the others do not draw."""
+    model = _saturating_model()
     x = torch.full((4, 1, 8, 8), 0.5)
     x[:2] = 0.01  # logit margins 64 and 1.3 for class 0: label 1 saturates on the last two rows only
     y = torch.ones(4, dtype=torch.long)
-    noise = torch.zeros(4, 1, 1, 8, 8)
+    noise = torch.zeros(4, 2, 1, 8, 8)
 
     def attack(seed):
         return smoothadv_attack(model, x, y, noise, radius=0.25, steps=2, generator=torch.Generator().manual_seed(seed))
@@ -214,6 +221,23 @@ def test_smoothadv_attack_steps_at_random_where_the_gradient_vanishes():
     assert torch.equal(first[:2], other[:2])  # a gradient to follow: the generator is not used
     assert not torch.equal(first[2:], other[2:])
     assert first.min() >= 0 and first.max() <= 1
+
+
+def test_smoothadv_attack_with_one_draw_follows_the_cross_entropy_past_the_clamp():
+    """With m = 1, Salman et al.'s ``_attack`` ascends the draw's cross-entropy: at a logit margin of 64
+    (p(y) ≈ 1.6e-28, under the 1e-20 clamp) the step is still the gradient's, not a random one."""
+    model = _saturating_model()
+    x, y = torch.full((2, 1, 8, 8), 0.5), torch.ones(2, dtype=torch.long)
+    noise = torch.zeros(2, 1, 1, 8, 8)
+    logits = model(x).unsqueeze(1)
+    assert torch.equal(smoothed_nll(logits, y), F.cross_entropy(logits[:, 0], y, reduction="none"))
+    first, other = (
+        smoothadv_attack(model, x, y, noise, radius=0.25, steps=1, generator=torch.Generator().manual_seed(seed))
+        for seed in (0, 1)
+    )
+    assert torch.equal(first, other)  # no draw from the generator
+    step = (first - x).flatten(1)
+    assert torch.allclose(step, torch.full_like(step, 0.25 / 8), atol=1e-6)  # up the gradient, projected to ‖δ‖ = ζ
 
 
 def test_smoothadv_attack_leaves_model_mode_and_weights_alone():

@@ -89,8 +89,12 @@ def smoothed_nll(logits: Tensor, y: Tensor) -> Tensor:
 
     ``logits`` is ``(B, m, C)``; the soft smoothed classifier is the mean softmax over the m draws
     (the soft classifier G attacked by Salman et al. 2019, §3, with m Monte Carlo draws; clamped
-    at 1e-20 as in their ``attacks.py``).
+    at 1e-20 as in their ``attacks.py``). With one draw it is that draw's cross-entropy, unclamped,
+    as their ``PGD_L2._attack`` computes it: an input already misclassified by a margin beyond 46
+    keeps its gradient.
     """
+    if logits.shape[1] == 1:
+        return F.cross_entropy(logits[:, 0], y, reduction="none")
     probs = F.softmax(logits, dim=-1).mean(dim=1)
     return -probs.gather(1, y.view(-1, 1)).squeeze(1).clamp_min(1e-20).log()
 
@@ -116,7 +120,7 @@ def smoothadv_attack(
     Maximises :func:`smoothed_nll` of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
     normalised-gradient steps of size ``2·radius/steps``, each followed by a clamp of ``x + δ`` to
     [0, 1] and a projection onto the ball (SmoothAdv's ``PGD_L2``). Where the gradient is exactly
-    zero (an input whose smoothed probability of ``y`` is under the 1e-20 clamp), the step direction
+    zero (with m > 1, an input whose smoothed probability of ``y`` is under the 1e-20 clamp), the step direction
     is a standard normal draw from ``generator``, unnormalised, as their code does. The model runs in
     eval mode and its parameters receive no gradient.
     """
