@@ -238,10 +238,10 @@ class Saturated(nn.Module):
 RELEASED_GAUSSIAN_RATE = (norm.ppf(0.98) - norm.ppf(0.02)) / 2
 
 
-@pytest.mark.parametrize(("noise", "rate"), [("gaussian", RELEASED_GAUSSIAN_RATE), ("uniform", 0.98 - 0.02)])
+@pytest.mark.parametrize(("noise", "rate"), [("gaussian", RELEASED_GAUSSIAN_RATE), ("uniform", 1.0)])
 def test_released_objective_raises_a_saturated_input_by_the_clamped_rate_every_step(noise, rate):
-    # ψ is one-hot: beyond the clamp, Φ⁻¹(E_A) − Φ⁻¹(E_B) (E_A − E_B for uniform, Eq. 4) is a
-    # constant with zero gradient, so only the σ/2 (λ) factor acts: σ += lr·rate at every step
+    # ψ is one-hot: beyond the clamp, Φ⁻¹(E_A) − Φ⁻¹(E_B) is a constant with zero gradient, so only
+    # the σ/2 factor acts: σ += lr·rate at every step. E_A − E_B (uniform, Eq. 4) is not clamped: 1 − 0
     x = torch.zeros(4, 3, dtype=torch.float64)
     sigma = algorithm1(Saturated(), x, 0.12, steps=range(11), lr=1e-3, noise=noise, generator=generators(7, 4))
     assert sigma.diff(dim=0).flatten().tolist() == pytest.approx([1e-3 * rate] * 40, rel=1e-6)
@@ -320,8 +320,9 @@ def test_objectives_choose_e_a_and_e_b_as_documented():
     fixed = radius_objective(psi, scale, GAUSSIAN, objective="fixed_class", c_a=torch.tensor([0, 0]))
     expected = [(norm.ppf(0.2) - norm.ppf(0.5)) / 2, (norm.ppf(0.99) - norm.ppf(0.01)) / 2]
     assert fixed.tolist() == pytest.approx(expected, rel=1e-5)
+    # Eq. 4 has no Φ⁻¹ to keep finite: the clamp, which bounds Φ⁻¹'s arguments, leaves it alone
     uniform = radius_objective(psi, 2 * scale, get_noise("uniform"), clamp=0.1)
-    assert uniform.tolist() == pytest.approx([2 * (0.5 - 0.3), 2 * (0.9 - 0.1)], rel=1e-6)
+    assert uniform.tolist() == pytest.approx([2 * (0.5 - 0.3), 2 * (0.99 - 0.01)], rel=1e-6)
 
 
 def test_labels_are_never_an_argument():

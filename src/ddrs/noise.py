@@ -52,8 +52,9 @@ class SmoothingNoise(ABC):
         """Certified radius from a lower confidence bound on p_A, with p_B ≤ 1 − p_A."""
 
     @abstractmethod
-    def objective(self, e_a: Tensor, e_b: Tensor, scale: Tensor) -> Tensor:
-        """The differentiable radius surrogate maximised by Algorithm 1 (DDRS Eq. 3 / Eq. 4)."""
+    def objective(self, e_a: Tensor, e_b: Tensor, scale: Tensor, clamp: float = 0.0) -> Tensor:
+        """The differentiable radius surrogate maximised by Algorithm 1 (DDRS Eq. 3 / Eq. 4), with
+        E_A, E_B clamped to [clamp, 1 − clamp] where the surrogate needs them inside (0, 1)."""
 
 
 class Gaussian(SmoothingNoise):
@@ -77,9 +78,11 @@ class Gaussian(SmoothingNoise):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
         return torch.as_tensor(scale, dtype=torch.float64) * torch.special.ndtri(p)
 
-    def objective(self, e_a, e_b, scale):
-        """R(σ) = σ/2 · (Φ⁻¹(E_A) − Φ⁻¹(E_B)) (DDRS Eq. 1 and Eq. 3)."""
-        return scale / 2 * (torch.special.ndtri(e_a) - torch.special.ndtri(e_b))
+    def objective(self, e_a, e_b, scale, clamp=0.0):
+        """R(σ) = σ/2 · (Φ⁻¹(E_A) − Φ⁻¹(E_B)) (DDRS Eq. 1 and Eq. 3), E_A and E_B clamped so that Φ⁻¹
+        stays finite (the clamp passes no gradient beyond its bounds)."""
+        gap = torch.special.ndtri(e_a.clamp(clamp, 1 - clamp)) - torch.special.ndtri(e_b.clamp(clamp, 1 - clamp))
+        return scale / 2 * gap
 
 
 class Uniform(SmoothingNoise):
@@ -102,8 +105,10 @@ class Uniform(SmoothingNoise):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
         return torch.as_tensor(scale, dtype=torch.float64) * 2 * (p - 0.5)
 
-    def objective(self, e_a, e_b, scale):
-        """R(λ) = λ · (E_A − E_B) (DDRS Eq. 4)."""
+    def objective(self, e_a, e_b, scale, clamp=0.0):
+        """R(λ) = λ · (E_A − E_B) (DDRS Eq. 4), never clamped: it has no Φ⁻¹ to keep finite, and the
+        public data-dependent smoothing code for ℓ1 (``ddsmoothing``'s ``L1Certificate.compute_proxy_gap``)
+        takes the gap as it is. A clamp would zero the gradient of E_A − E_B wherever E_A > 1 − clamp."""
         return scale * (e_a - e_b)
 
 

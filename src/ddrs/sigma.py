@@ -14,10 +14,12 @@ E_B, and how far from 0 and 1 they are clamped, is the ``objective``
   chosen anew at every step as Algorithm 1's pseudo-code recomputes y_A, each clamped to
   [0.02, 0.98]. An input classified beyond the clamp gets zero gradient through the Φ⁻¹ terms
   (torch.clamp's), so only the σ/2 factor acts and σ rises by exactly
-  lr·(Φ⁻¹(0.98) − Φ⁻¹(0.02))/2 ≈ 2.054·lr per step (λ by 0.96·lr for uniform noise). Appendix H
+  lr·(Φ⁻¹(0.98) − Φ⁻¹(0.02))/2 ≈ 2.054·lr per step. Appendix H
   shows this growth: Cohen-DS² at σ₀ = 0.12, lr = 1e-4 first certifies radius 0.75 at K = 400
   and 1.0 at K = 700, the steps where σ₀ + 2.054·lr·K crosses r / Φ⁻¹(p̲_A) ≈ r / 3.81 (the
   largest p̲_A that n = 100,000 draws allow at α = 0.001).
+- Uniform noise's R(λ) has no Φ⁻¹ and is never clamped (:meth:`ddrs.noise.Uniform.objective`), as
+  Eq. 4 writes it and the public ℓ1 code computes it: a saturated input's λ rises by lr per step.
 - ``fixed_class`` is Eq. 2/3 as written: c_A is the σ₀-smoothed prediction (never the label),
   held fixed; E_A = ψ_{c_A}, E_B = max_{c ≠ c_A} ψ_c, clamped to [1e-6, 1 − 1e-6]. The optimised
   scale then serves the prediction it was chosen for; a saturated input's σ rises by ≈ 4.75·lr
@@ -90,8 +92,8 @@ def radius_objective(
 
     ``released``: E_A, E_B = the top two entries of ψ (Appendix A's ``OptimzeSigma``); ``c_a``
     must be None. ``fixed_class``: E_A = ψ_{c_A}, E_B = max_{c ≠ c_A} ψ_c with c_A = ``c_a``
-    (Eq. 2/3). Both are clamped to [clamp, 1 − clamp] (``clamp=None``: the objective's default,
-    :data:`ddrs.settings.DEFAULT_CLAMP`); the clamp passes no gradient beyond its bounds.
+    (Eq. 2/3). Both are clamped to [clamp, 1 − clamp] before Φ⁻¹ (``clamp=None``: the objective's
+    default, :data:`ddrs.settings.DEFAULT_CLAMP`); the uniform objective has no Φ⁻¹ and no clamp.
     """
     clamp = resolve_clamp(objective, clamp)
     _check_c_a(objective, c_a, len(psi))
@@ -100,7 +102,7 @@ def radius_objective(
     else:
         e_a = psi.gather(1, c_a.view(-1, 1)).squeeze(1)
         e_b = psi.masked_fill(nn.functional.one_hot(c_a, psi.shape[1]).bool(), -1.0).max(dim=1).values
-    return noise.objective(e_a.clamp(clamp, 1 - clamp), e_b.clamp(clamp, 1 - clamp), scale)
+    return noise.objective(e_a, e_b, scale, clamp)
 
 
 def _check_c_a(objective: str, c_a: Tensor | None, batch: int) -> None:
