@@ -316,23 +316,32 @@ def test_easy_inputs_are_those_whose_true_class_p_a_is_above_one_half(tmp_path):
 
 def test_write_table_renders_csv_markdown_latex_with_best_in_bold(cohen_records, tmp_path):
     table = best_table(cohen_records, radii=RADII).table
-    paths = write_table(table, tmp_path / "out" / "table1.csv", caption=best_table_caption("Cohen"), label="tab:cohen")
+    caption = best_table_caption("Cohen", selection="test")
+    paths = write_table(table, tmp_path / "out" / "table1.csv", caption=caption, label="tab:cohen")
     assert sorted(p.name for p in paths.values()) == ["table1.csv", "table1.md", "table1.tex"]
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp files left
     back = pd.read_csv(paths["csv"])
     pd.testing.assert_frame_equal(back, table, check_dtype=False)
     markdown = paths["md"].read_text()
-    # each cell reads value [95% interval]; on 5 inputs no row is significantly better than another,
-    # so every row is bold where the values differ (r=0: 60, 80, 60) and none where all tie (r=0.25)
-    assert "| **80.0 [28.4, 99.5]** |" in markdown and "| **60.0 [14.7, 94.7]** |" in markdown
+    # each cell reads value [95% interval]; under test selection Cohen (two logs) and Cohen-DS (three)
+    # were chosen on the inputs they report, so they are not tested and Cohen-DS² (one log) has no
+    # tested rival: nothing is bold, and the caption says why
+    assert "| 80.0 [28.4, 99.5] |" in markdown and "**" not in markdown
     assert "| 60.0 [14.7, 94.7] | 40.0 [5.3, 85.3] |" in markdown
     assert "0.400 [" in markdown and "ACR_per_input_best" in markdown and "_low" not in markdown
     assert "oracle" in markdown  # the caption says what the paper's ACR convention is
-    assert markdown == to_markdown(table, caption=best_table_caption("Cohen"))
+    assert "_held_out tables carry the tests" in markdown
+    assert markdown == to_markdown(table, caption=caption)
     latex = paths["tex"].read_text()
-    assert r"\textbf{80.0 [28.4, 99.5]}" in latex and r"\caption{" in latex and r"ACR\_per\_log" in latex
+    assert r"\textbf" not in latex and r"\caption{" in latex and r"ACR\_per\_log" in latex
     assert r"Cohen-DS\textsuperscript{2}" in latex and r"(\%)" in latex and "tab:cohen" in latex
-    assert latex == to_latex(table, caption=best_table_caption("Cohen"), label="tab:cohen")
+    assert latex == to_latex(table, caption=caption, label="tab:cohen")
+    # rows of one log are tested: on 5 inputs none is significantly better than another, so every
+    # row is bold where the values differ and none where all tie
+    settings = per_setting_table(cohen_records, radii=RADII)
+    markdown = to_markdown(settings)
+    assert "| **80.0 [28.4, 99.5]** |" in markdown and "| **60.0 [14.7, 94.7]** |" in markdown
+    assert r"\textbf{80.0 [28.4, 99.5]}" in to_latex(settings)
 
 
 def test_per_sigma_table_groups_methods_under_each_sigma_in_the_given_order(tmp_path):
@@ -366,3 +375,16 @@ def test_runtime_table_names_a_sigma_log_without_time(tmp_path):
     old.write_text("idx\tc_a\tsigma_K100\ttime\n" + "".join(f"{i}\t1\t0.3\t1.0\n" for i in range(4)))
     with pytest.raises(LogFormatError, match="sigma_opt.tsv: no time for input idx 4"):
         runtime_table([record])
+
+
+def test_a_header_only_log_is_refused_naming_its_file(cohen_records, tmp_path):
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("\t".join(HEADER) + "\n")
+    for common in (False, True):
+        records = [*cohen_records, LogRecord(empty, "cifar10", "cohen", "fs", "fs", 1.0, common_inputs=common)]
+        with pytest.raises(ValueError, match=f"{empty}: the log has no rows"):
+            best_table(records, radii=RADII)
+    with pytest.raises(ValueError, match=f"{empty}: the log has no rows"):
+        per_setting_table([LogRecord(empty, "cifar10", "cohen", sigma0=0.25)], radii=RADII)
+    with pytest.raises(ValueError, match=f"{empty}: the log has no rows"):
+        log_table({"a": cohen_records[0].log, "b": empty}, RADII)

@@ -13,6 +13,7 @@ from ddrs.analysis.reference import (
     REFERENCE_COLUMNS,
     load_reference,
     paper_comparison,
+    paper_comparison_caption,
     reference_numbers,
     reference_path,
     write_comparison,
@@ -388,3 +389,15 @@ def test_printed_acrs_exceed_what_any_single_log_can_reach():
     assert len(bounds) == 15 and all(value > bound for value, bound in bounds.values())
     assert bounds[("table1", "cifar10", "Cohen")] == (0.591, pytest.approx(0.573, abs=5e-4))
     assert bounds[("table1", "cifar10", "Cohen-DS")] == (0.784, pytest.approx(0.648, abs=5e-4))
+
+
+def test_the_paper_comparison_caption_states_the_level_of_the_tables():
+    from types import SimpleNamespace
+
+    from ddrs.targets import CATALOGUE
+
+    assert "our 95% interval" in paper_comparison_caption()
+    caption = paper_comparison_caption(0.1)
+    assert "our 90% interval" in caption and "95%" not in caption
+    experiment = SimpleNamespace(statistics=SimpleNamespace(alpha=0.1))
+    assert CATALOGUE["paper_comparison"].caption_of(experiment, []) == caption

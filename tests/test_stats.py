@@ -9,7 +9,7 @@ from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from ddrs.analysis.stats import bootstrap_means, held_out_split, holm, mcnemar, percentile_interval
+from ddrs.analysis.stats import bootstrap_means, held_out_split, holm, mcnemar, percentile_interval, sign_flip_p
 from ddrs.binomial import clopper_pearson
 
 
@@ -92,3 +92,28 @@ def test_held_out_split_is_a_seeded_half():
     assert np.array_equal(select, again) and not np.array_equal(select, other)
     with pytest.raises(ValueError, match="at least 2"):
         held_out_split(1, seed=0, dataset="digits")
+
+
+def test_sign_flip_p_enumerates_every_sign_pattern_when_they_are_few():
+    # six inputs, 2^6 = 64 ≤ n_resamples: the exact two-sided p from every sign pattern
+    d = np.array([[0.3, -0.1, 0.5, 0.2, 0.4, 0.05], [0.2, 0.2, -0.2, 0.1, 0.0, -0.3]]).T
+    signs = np.array(np.meshgrid(*[[-1.0, 1.0]] * 6)).reshape(6, -1).T  # 64 × 6
+    for column in range(2):
+        means = signs @ d[:, column] / 6
+        observed = d[:, column].mean()
+        tolerance = 1e-12
+        expected = min(1.0, 2 * min(np.mean(means >= observed - tolerance), np.mean(means <= observed + tolerance)))
+        assert sign_flip_p(d, n_resamples=100, seed=0, dataset="d")[column] == pytest.approx(expected)
+    # one input: ±d, p = 1; no difference: p = 1
+    assert sign_flip_p(np.array([[5.0, -2.0]]), n_resamples=100, seed=0, dataset="d").tolist() == [1.0, 1.0]
+    assert sign_flip_p(np.zeros((30, 1)), n_resamples=100, seed=0, dataset="d").tolist() == [1.0]
+
+
+def test_sign_flip_p_draws_seeded_flips_when_the_patterns_are_many():
+    d = np.random.default_rng(0).normal(0.15, 1.0, (200, 3))
+    first = sign_flip_p(d, n_resamples=500, seed=1, dataset="d")
+    assert np.array_equal(first, sign_flip_p(d, n_resamples=500, seed=1, dataset="d"))
+    assert not np.array_equal(first, sign_flip_p(d, n_resamples=500, seed=2, dataset="d"))
+    # a column's p does not depend on the other columns of the call, and is never below 2 / (B + 1)
+    assert sign_flip_p(d[:, :1], n_resamples=500, seed=1, dataset="d")[0] == first[0]
+    assert sign_flip_p(np.full((200, 1), 1.0), n_resamples=500, seed=1, dataset="d")[0] == pytest.approx(2 / 501)

@@ -9,10 +9,16 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from ddrs.analysis import LogRecord, best_table, per_sigma_table
+from ddrs.analysis import LogRecord, best_table, per_sigma_table, to_latex, to_markdown
 from ddrs.analysis.assemble import BOLD_ATTR
-from ddrs.analysis.comparisons import comparisons_table, selection_optimism_table, study_comparisons_table
-from ddrs.analysis.stats import Inference, held_out_split
+from ddrs.analysis.comparisons import (
+    comparisons_table,
+    log_comparisons_table,
+    selection_optimism_table,
+    study_comparisons_table,
+)
+from ddrs.analysis.render import p_text, selection_caption
+from ddrs.analysis.stats import Inference, held_out_split, holm, mcnemar
 from ddrs.errors import LogFormatError
 
 
@@ -172,16 +178,27 @@ def test_comparisons_pair_each_variant_with_its_baselines_on_the_winning_logs(dd
         assert row[f"{r:.2f}"] == pytest.approx(100 * (ds.mean() - fs.mean()))
         assert (row[f"{r:.2f}_better"], row[f"{r:.2f}_worse"]) == (table[0][1], table[1][0])
     assert [row[f"{r:.2f}_p"] for r in radii] == pytest.approx(p)
-    assert [row[f"{r:.2f}_p_holm"] for r in radii] == pytest.approx(multipletests(p, method="holm")[1])
+    # under test selection Cohen and Cohen-DS are each the best of two logs on these inputs: no pair
+    # is tested; the p-values are Holm-adjusted over the table's untested cells, and none is bold
+    tested = [f"{r:.2f}" for r in radii] + ["ACR_per_log"]
+    family = comparisons[[f"{c}_p" for c in tested]].to_numpy()
+    holm = multipletests(family.ravel(), method="holm")[1].reshape(family.shape)
+    assert comparisons[[f"{c}_p_holm" for c in tested]].to_numpy() == pytest.approx(holm)
+    assert not comparisons["tested"].any() and comparisons.attrs[BOLD_ATTR] == frozenset()
+    assert "ACR_per_input_best_p" not in comparisons.columns
     table = best.table.set_index("variant")
     for convention in ("ACR_per_log", "ACR_per_input_best"):
         difference = table.loc["Cohen-DS", convention] - table.loc["Cohen", convention]
         assert row[convention] == pytest.approx(difference)
         assert row[f"{convention}_low"] <= row[f"{convention}_high"]
-    # bold marks the significant cells only
-    for position, column in comparisons.attrs[BOLD_ATTR]:
-        record = comparisons.iloc[position]
-        assert record.get(f"{column}_p_holm", 0) < 0.05 or record[f"{column}_low"] > 0 or record[f"{column}_high"] < 0
+    # held out, every pair is tested: one Holm family over the table, and bold marks the significant cells
+    held = comparisons_table(ddrs_rows, radii=radii, selection="held_out", inference=Inference(n_boot=400))
+    assert held["tested"].all()
+    family = held[[f"{c}_p" for c in tested]].to_numpy()
+    holm = multipletests(family.ravel(), method="holm")[1].reshape(family.shape)
+    assert held[[f"{c}_p_holm" for c in tested]].to_numpy() == pytest.approx(holm)
+    significant = {(i, c) for i in held.index for c in tested if held.loc[i, f"{c}_p_holm"] < 0.05}
+    assert held.attrs[BOLD_ATTR] == significant
 
 
 def test_study_comparisons_against_gaussian_per_sigma():
@@ -197,9 +214,12 @@ def test_study_comparisons_against_gaussian_per_sigma():
         [0.25, "Consistency", "Cohen"],
         [0.5, "MACER", "Cohen"],
     ]
-    # 20 inputs certified by Consistency only, none by Gaussian only: p = 2 · 0.5^20, Holm doubles it
+    # 20 inputs certified by Consistency only, none by Gaussian only: p = 2 · 0.5^20 at both radii;
+    # the family is every row of the dataset (both σ₀) × every tested column (two radii, ACR): six
+    # p-values, the two smallest equal, so Holm multiplies them by six
     assert comparisons.loc[0, "0.00_p"] == pytest.approx(2 * 0.5**20)
-    assert comparisons.loc[0, "0.00_p_holm"] == pytest.approx(4 * 0.5**20)
+    assert comparisons.loc[0, "0.00_p_holm"] == pytest.approx(12 * 0.5**20)
+    assert comparisons.loc[0, "ACR_p"] < comparisons.loc[0, "ACR_p_holm"] < 0.05
     assert comparisons.loc[0, "ACR"] == pytest.approx(0.25)
     assert comparisons.loc[1, "0.00"] == 0.0 and comparisons.loc[1, "0.00_p"] == 1.0
     assert (0, "0.00") in comparisons.attrs[BOLD_ATTR] and (1, "0.00") not in comparisons.attrs[BOLD_ATTR]
@@ -239,3 +259,126 @@ def test_held_out_tables_of_one_seed_agree_with_the_optimism_table(ddrs_rows):
         for r in radii:
             best = max(100 * ((log.log["radius"] >= r) & (log.log["correct"] == 1))[evaluate].mean() for log in logs)
             assert held.loc[variant, f"{r:.2f}"] + optimism.loc[variant, f"{r:.2f}"] == pytest.approx(best)
+
+
+def certified_log(certified: np.ndarray, radius: np.ndarray | float = 0.0) -> pd.DataFrame:
+    """A log whose ``certified`` inputs are correct at ``radius`` (0: certified at r = 0 only) and the
+    others wrong."""
+    certified = np.asarray(certified, dtype=bool)
+    radius = np.where(certified, radius, 0.0)
+    return pd.DataFrame(
+        {
+            "idx": np.arange(certified.size),
+            "label": 1,
+            "predict": np.where(certified, 1, 2),
+            "radius": radius,
+            "correct": certified.astype(int),
+        }
+    )
+
+
+def test_bold_holm_adjusts_over_every_pair_and_column_of_the_group_not_per_pair():
+    # six methods at one σ that differ only in a few inputs, as six runs of one classifier would:
+    # all certify inputs 0–49 at radius 1; Cohen also 50–59 and MACER input 60 at radius 0.2; the
+    # others 50–54 and 60. Cohen vs MACER at r = 0: 10 against 1 discordant, McNemar p = 0.0117
+    shared = np.zeros(100, dtype=bool)
+    shared[:50] = True
+    extra = {"cohen": range(50, 60), "macer": [60]}
+    methods = ["cohen", "consistency", "smoothadv", "smoothadv_consistency", "stability", "macer"]
+    radii = [0.0, 0.5]
+    records = []
+    for method in methods:
+        low = np.zeros(100, dtype=bool)
+        low[list(extra.get(method, [*range(50, 55), 60]))] = True
+        radius = np.where(shared, 1.0, np.where(low, 0.2, 0.0))
+        records.append(LogRecord(make_log(radius), "digits", method, sigma0=0.25))
+    certified = {
+        m: np.stack([r.log["radius"] >= x for x in radii]) & (r.log["radius"] > 0).to_numpy()
+        for m, r in zip(methods, records, strict=True)
+    }
+    _, _, p = mcnemar(certified["cohen"], certified["macer"])
+    assert p[0] == pytest.approx(0.01172, abs=1e-5)
+    # Holm over this pair's radii alone (the old family) calls MACER significantly worse at r = 0 ...
+    assert holm(p)[0] < 0.05
+    # ... but the family of the group is 15 pairs × (2 radii + ACR) = 45 tests: nothing is
+    # significant, so every cell of a column whose values differ is bold
+    table = per_sigma_table(records, radii=radii)
+    assert table["0.00"].nunique() > 1 and table["ACR"].nunique() > 1
+    assert bold(table, "0.00") == bold(table, "ACR") == sorted(table["variant"])
+    assert bold(table, "0.50") == []  # every row ties at r = 0.5
+    # the comparisons of the study: one family over every row × column of the dataset, none significant
+    comparisons = study_comparisons_table(records, radii=radii)
+    cohen_macer = comparisons.set_index("variant").loc["MACER"]
+    assert cohen_macer["0.00_p"] == pytest.approx(p[0]) and cohen_macer["0.00_p_holm"] >= 0.05
+    assert comparisons.attrs[BOLD_ATTR] == frozenset()
+
+
+def test_an_acr_difference_on_one_input_is_never_significant():
+    # the paired bootstrap of one input resamples that input every time: its interval is the point
+    # and excluded 0; the sign-flip test has two sign patterns, ±d, so p = 1
+    logs = {"a": make_log([2.0]), "b": make_log([0.0])}
+    comparison = log_comparisons_table(logs, [0.0], baseline="b", inference=Inference(n_boot=200))
+    assert comparison.loc[0, "ACR_per_log"] == 2.0 and comparison.attrs[BOLD_ATTR] == frozenset()
+    records = [LogRecord(make_log([2.0]), "digits", "cohen", sigma0=0.25)]
+    records.append(LogRecord(make_log([0.0]), "digits", "macer", sigma0=0.25))
+    assert bold(per_sigma_table(records, radii=[0.0]), "ACR") == ["Cohen", "MACER"]
+    assert comparison.loc[0, "ACR_per_log_p"] == comparison.loc[0, "ACR_per_log_p_holm"] == 1.0
+
+
+def large_gap_rows(n: int = 200) -> list[LogRecord]:
+    """Cohen (two σ, each certifying under a third of the inputs) and Cohen-DS (two K, each 85–90 %)."""
+    first = lambda k, r: make_log(np.where(np.arange(n) < k, r, 0.0))  # noqa: E731
+    return [
+        LogRecord(first(60, 0.6), "digits", "cohen", "fs", "fs", 0.25),
+        LogRecord(first(50, 0.8), "digits", "cohen", "fs", "fs", 0.5),
+        LogRecord(first(180, 0.7), "digits", "cohen", "fs", "ds", 0.25, K=10),
+        LogRecord(first(170, 0.9), "digits", "cohen", "fs", "ds", 0.25, K=20),
+    ]
+
+
+def test_rows_chosen_among_several_logs_on_the_reported_inputs_are_described_not_tested():
+    records, radii = large_gap_rows(), [0.0, 0.5]
+    # test selection: each row is the best of two logs on the very inputs it reports, which favours
+    # the row with more logs; however large the gap, nothing is bold and no comparison is significant
+    test = best_table(records, radii=radii, selection="test").table
+    assert test.loc[1, "0.00"] - test.loc[0, "0.00"] == pytest.approx(60.0)
+    assert test.attrs[BOLD_ATTR] == frozenset()
+    comparison = comparisons_table(records, radii=radii, selection="test")
+    assert not comparison.loc[0, "tested"] and comparison.attrs[BOLD_ATTR] == frozenset()
+    assert comparison.loc[0, "0.00_p_holm"] < 1e-6  # reported, as a description
+    assert "carries no bold" in selection_caption("test") and "_held_out tables carry the tests" in selection_caption(
+        "test"
+    )
+    # held out: chosen on one half, reported and tested on the other: the true gap is bold
+    held = best_table(records, radii=radii, selection="held_out").table
+    assert bold(held, "0.00") == bold(held, "0.50") == bold(held, "ACR_per_log") == ["Cohen-DS"]
+    comparison = comparisons_table(records, radii=radii, selection="held_out")
+    assert comparison.loc[0, "tested"]
+    assert {(0, "0.00"), (0, "0.50"), (0, "ACR_per_log")} <= comparison.attrs[BOLD_ATTR]
+    # a row of one log is tested under test selection too
+    single = [records[0], records[2]]
+    assert bold(best_table(single, radii=radii, selection="test").table, "0.00") == ["Cohen-DS"]
+
+
+def test_a_printed_p_value_stays_on_its_side_of_alpha():
+    # a significant cell (Holm-adjusted p 0.049981 < α = 0.05) that three decimals print as 0.050
+    frame = pd.DataFrame({"log": ["new", "other"], "baseline": "base", "0.00": [23.0, 5.0]})
+    frame["0.00_p_holm"] = [0.049981, 0.050004]
+    frame.attrs.update({BOLD_ATTR: frozenset({(0, "0.00")}), "alpha": 0.05})
+    markdown = to_markdown(frame)
+    assert "**23.0 (p=0.04998)**" in markdown and "| 5.0 (p=0.050) " in markdown
+    assert "(p=0.04998)" in to_latex(frame)
+    assert p_text(0.049981, 0.05) == "p=0.04998" and p_text(0.05, 0.05) == "p=0.050"
+    assert p_text(0.050004, 0.05) == "p=0.050" and p_text(0.0495, 0.05) == "p=0.0495"
+    assert p_text(0.0004, 0.05) == "p<0.001" and p_text(0.3, None) == "p=0.300"
+    assert p_text(0.05 - 1e-12, 0.05) == "p<0.05" and p_text(0.0125, 0.0125) == "p=0.013"
+    # the same from logs: 60 inputs certified (at r = 0 only) by the variant alone, 37 by the baseline
+    # alone: McNemar p = 0.024991; the ACRs agree on every input (p = 1), so Holm over the two
+    # tested columns gives 0.049981
+    new, base = np.zeros(100, dtype=bool), np.zeros(100, dtype=bool)
+    new[:60], base[60:97] = True, True
+    logs = {"base": certified_log(base), "new": certified_log(new)}
+    comparison = log_comparisons_table(logs, [0.0], baseline="base", inference=Inference(n_boot=200))
+    assert comparison.loc[0, "0.00_p_holm"] == pytest.approx(0.049981, abs=1e-6)
+    assert (0, "0.00") in comparison.attrs[BOLD_ATTR]
+    assert "**23.0 (p=0.04998)**" in to_markdown(comparison)

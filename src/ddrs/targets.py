@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddrs.analysis.records import LogRecord, display_name
-from ddrs.analysis.reference import COMPARISON_CAPTION, PAPER_TABLES
+from ddrs.analysis.reference import PAPER_TABLES, paper_comparison_caption
 from ddrs.analysis.render import (
     best_table_caption,
     comparisons_caption,
@@ -371,7 +371,7 @@ CATALOGUE: dict[str, Target] = {
             outputs=(*TABLE, *FIGURE),
             instances=_if(lambda exp: exp.config.get("compare_with_paper")),
             files=lambda exp, t: {"tables": _comparison_tables(exp)},
-            caption_of=lambda exp, records: COMPARISON_CAPTION,
+            caption_of=lambda exp, records: paper_comparison_caption(exp.statistics.alpha),
             bold=False,
         ),
         Target(

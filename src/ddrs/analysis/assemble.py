@@ -11,28 +11,51 @@ percentile-bootstrap interval for ACR (both at level 1 − α). Markdown and LaT
 For an envelope cell the interval is that of the candidate that won it; it does not include the
 optimism of choosing that candidate on the same inputs (``selection_optimism`` measures that).
 
-**Bold.** A cell is bold when no other row of its group (e.g. its dataset) is significantly
-better: at a radius, better with an exact McNemar test Holm-adjusted across the group's radii
-below α; for ACR, better with the paired-bootstrap interval of the difference above 0. So every
-row within noise of the best is bold; when all rows of a group have the same value, none is.
-``ACR_per_input_best`` is never bold (:data:`~ddrs.analysis.evidence.UNTESTED`).
+**Bold.** A cell is bold when no other row of its comparable group (e.g. its dataset, rows of
+one radius grid and one set of inputs) is significantly better. Every un-bolded cell is a claim,
+so the family is the whole group: every unordered pair of tested rows × every tested column (the
+radii, and ``ACR_per_log`` or ``ACR``), one Holm adjustment over all of them
+(:func:`~ddrs.analysis.stats.holm`). At a radius the test is the exact McNemar test of the two
+rows' "certified at r" indicators; for ACR the paired sign-flip permutation test of their
+per-input radii (:func:`~ddrs.analysis.stats.sign_flip_p`, valid at any number of inputs). A row
+is significantly better than another in a column when their adjusted p is below α and its value
+is the higher. So every row within noise of the best is bold; when all tested rows of a group
+have the same value, none is.
+
+Not tested, so never bold and never un-bolding another row: ``ACR_per_input_best``
+(:data:`~ddrs.analysis.evidence.UNTESTED`), and every cell of a row chosen among several logs on
+the inputs it reports (``selection="test"``; :attr:`~ddrs.analysis.evidence.Evidence.tested`),
+whose choice favours the row with more logs. Under the paper's test selection a best table's rows
+of several logs are therefore never bold; the ``held_out`` tables carry the tests.
 The mask travels with the frame as ``frame.attrs["bold_cells"]`` (a frozenset of (row label,
-column)), which :func:`ddrs.analysis.render.write_table` uses in place of the column maximum.
+column)), which :func:`ddrs.analysis.render.write_table` uses in place of the column maximum, and
+α as ``frame.attrs["alpha"]`` (so a printed p-value keeps its side of α).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
 from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SINGLE_ACR, UNTESTED, Evidence
-from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar_p, percentile_interval
+from ddrs.analysis.stats import (
+    DEFAULT_INFERENCE,
+    Inference,
+    bootstrap_means,
+    holm,
+    mcnemar,
+    percentile_interval,
+    sign_flip_p,
+)
 from ddrs.binomial import clopper_pearson
 
 ACR_COLUMNS = (PER_LOG, PER_INPUT_BEST, SINGLE_ACR)
 BOLD_ATTR = "bold_cells"
+#: the frame's significance level, for printing p-values on the right side of it
+ALPHA_ATTR = "alpha"
 
 
 def radius_column(radius: float) -> str:
@@ -86,10 +109,9 @@ def assemble(
             record.update(dict(zip(interval_columns(column), (100 * lo, 100 * hi), strict=True)))
         for column, values in e.acr.items():
             record[column] = float(values.mean())
-    samples = _bootstrap(evidence, inference)
-    for i, record in enumerate(records):
-        for column, (_, low, high) in samples[i].items():
-            record.update(dict(zip(interval_columns(column), (low, high), strict=True)))
+    for record, intervals in zip(records, _bootstrap(evidence, inference), strict=True):
+        for column, bounds in intervals.items():
+            record.update(dict(zip(interval_columns(column), bounds, strict=True)))
     frame = ordered(pd.DataFrame(records), leading)
     keys = [g for g in groups if g in frame.columns]
     bold = set()
@@ -98,14 +120,14 @@ def assemble(
         for i in block.index:
             comparable.setdefault((evidence[i].radii, evidence[i].inputs), []).append(i)
         for members in comparable.values():
-            bold |= _bold_ca(frame, members, [evidence[i] for i in members], inference.alpha)
-            bold |= _bold_acr(frame, members, [samples[i] for i in members], inference.alpha)
+            bold |= _bold(frame, members, [evidence[i] for i in members], inference)
     frame.attrs[BOLD_ATTR] = frozenset(bold)
+    frame.attrs[ALPHA_ATTR] = inference.alpha
     return frame
 
 
 def _bootstrap(evidence: Sequence[Evidence], inference: Inference) -> list[dict]:
-    """Per row, per ACR column: (bootstrap means, low, high), resamples shared within a dataset."""
+    """Per row, per ACR column: the bootstrap interval (low, high), resamples shared within a dataset."""
     out: list[dict] = [{} for _ in evidence]
     by_inputs: dict[tuple[str, int], list[tuple[int, str]]] = {}
     for i, e in enumerate(evidence):
@@ -116,37 +138,49 @@ def _bootstrap(evidence: Sequence[Evidence], inference: Inference) -> list[dict]
         means = bootstrap_means(values, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
         low, high = percentile_interval(means, inference.alpha)
         for j, (i, column) in enumerate(cells):
-            out[i][column] = (means[:, j], float(low[j]), float(high[j]))
+            out[i][column] = (float(low[j]), float(high[j]))
     return out
 
 
-def _bold_ca(frame: pd.DataFrame, members: list, evidence: list[Evidence], alpha: float) -> set:
-    """Certified-accuracy cells of one group with no significantly better row (Holm over radii)."""
-    if len(members) < 2:
-        return set()
-    certified = np.stack([e.certified for e in evidence]).astype(float)  # rows × radii × inputs
-    both = np.einsum("wri,jri->wjr", certified, certified)
-    count = certified.sum(axis=2)
-    better = count[:, None, :] - both  # w certified, j not
-    p = mcnemar_p(better, better.transpose(1, 0, 2))
-    adjusted = np.apply_along_axis(holm, 2, p)
-    values = frame.loc[members, [radius_column(r) for r in evidence[0].radii]].to_numpy(float)
-    beats = (values[:, None, :] > values[None, :, :]) & (adjusted < alpha)  # w significantly above j
-    return _mask(members, [radius_column(r) for r in evidence[0].radii], values, beats)
+def tested_columns(evidence: Sequence[Evidence]) -> list[str]:
+    """The columns a test compares between these rows: each radius, then every ACR column all of
+    them have that is tested (``ACR_per_log`` or ``ACR``; never ``ACR_per_input_best``)."""
+    acr = [c for c in ACR_COLUMNS if c not in UNTESTED and all(c in e.acr for e in evidence)]
+    return [radius_column(r) for r in evidence[0].radii] + acr
 
 
-def _bold_acr(frame: pd.DataFrame, members: list, samples: list[dict], alpha: float) -> set:
-    """ACR cells of one group with no row whose paired-bootstrap difference is above 0."""
-    if len(members) < 2:
+def pair_p_values(pairs: Sequence[tuple[Evidence, Evidence]], inference: Inference) -> tuple[list[str], np.ndarray]:
+    """Unadjusted two-sided p-values of pairs of rows on the same inputs: (columns, pairs × columns).
+
+    Radius columns: the exact McNemar test of the indicators; tested ACR columns: the paired
+    sign-flip permutation test of the per-input radii, all pairs of a call drawing the same flips
+    from the stream of (``inference.seed``, the first row's dataset)."""
+    columns = tested_columns([e for pair in pairs for e in pair])
+    _, _, p = mcnemar(np.stack([a.certified for a, _ in pairs]), np.stack([b.certified for _, b in pairs]))
+    acr = [c for c in columns if not is_radius(c)]
+    for column in acr:
+        differences = np.stack([a.acr[column] - b.acr[column] for a, b in pairs], axis=1)  # inputs × pairs
+        flips = sign_flip_p(differences, n_resamples=inference.n_boot, seed=inference.seed, dataset=pairs[0][0].dataset)
+        p = np.concatenate([p, flips[:, None]], axis=1)
+    return columns, p
+
+
+def _bold(frame: pd.DataFrame, members: list, evidence: list[Evidence], inference: Inference) -> set:
+    """Cells of one comparable group with no significantly better row: one Holm family over every
+    unordered pair of tested rows × every tested column (module docstring)."""
+    tested = [k for k, e in enumerate(evidence) if e.tested]
+    if len(tested) < 2:
         return set()
-    bold = set()
-    for column in [c for c in ACR_COLUMNS if c not in UNTESTED and all(c in s for s in samples)]:
-        draws = np.stack([s[column][0] for s in samples], axis=1)  # n_boot × rows
-        values = frame.loc[members, column].to_numpy(float)[:, None]
-        lows = np.stack([percentile_interval(draws[:, [w]] - draws, alpha)[0] for w in range(len(members))])
-        beats = (values[:, None, :] > values[None, :, :]) & (lows > 0)[:, :, None]
-        bold |= _mask(members, [column], values, beats)
-    return bold
+    rows, evidence = [members[k] for k in tested], [evidence[k] for k in tested]
+    pairs = list(combinations(range(len(rows)), 2))
+    columns, p = pair_p_values([(evidence[a], evidence[b]) for a, b in pairs], inference)
+    significant = holm(p.ravel()).reshape(p.shape) < inference.alpha
+    values = frame.loc[rows, columns].to_numpy(float)
+    beats = np.zeros((len(rows), len(rows), len(columns)), dtype=bool)  # w significantly above j
+    for k, (a, b) in enumerate(pairs):
+        beats[a, b] = significant[k] & (values[a] > values[b])
+        beats[b, a] = significant[k] & (values[b] > values[a])
+    return _mask(rows, columns, values, beats)
 
 
 def _mask(members: list, columns: list[str], values: np.ndarray, beats: np.ndarray) -> set:

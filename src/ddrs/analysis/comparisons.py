@@ -6,18 +6,31 @@ against Method-DS and Method; in a per-σ study (Jeong & Shin 2020 Table 2, Sun 
 Tables 2–3) every method against the baseline (Gaussian, ``cohen``) at the same σ. One row per
 pair; the CSV columns are
 
-- keys: ``dataset`` (``sigma0``), ``variant``, ``baseline``;
+- keys: ``dataset`` (``sigma0``), ``variant``, ``baseline``; ``tested``, whether the pair is
+  tested (below);
 - per radius ``c`` (``"0.25"``): ``c`` the difference of certified accuracy (variant − baseline,
   percentage points) of the logs behind the two cells; ``c_better`` / ``c_worse`` the inputs
   certified at r by the variant only / by the baseline only; ``c_p`` the exact McNemar p-value;
-  ``c_p_holm`` that p Holm-adjusted across the pair's radii;
+  ``c_p_holm`` that p Holm-adjusted over the family (below);
 - per ACR column: the difference and ``_low`` / ``_high``, its paired-bootstrap interval (the
-  resamples of the tables, so it pairs with their intervals).
+  resamples of the tables, so it pairs with their intervals), a description; for the tested one
+  (``ACR_per_log``, or ``ACR`` for rows of one log) also ``_p``, the paired sign-flip permutation
+  test of the per-input differences (:func:`~ddrs.analysis.stats.sign_flip_p`, valid at any number
+  of inputs), and ``_p_holm``.
 
-A cell is bold when significant at α: ``c_p_holm < α``, or an ACR interval that excludes 0.
-``ACR_per_input_best``'s difference and interval are reported but never bold: the oracle gains from
-every extra candidate log, so a DS row (σ₀ × K logs) beats its FS baseline (one log per σ) even when
-all logs come from the same classifier (:data:`~ddrs.analysis.evidence.UNTESTED`).
+The family is every tested comparison row of the table that shares a dataset × every tested
+column (the radii and the tested ACR column): one Holm adjustment over all of them. A cell is bold
+when significant, ``c_p_holm < α``. ``ACR_per_input_best``'s difference and interval are reported
+but never tested: the oracle gains from every extra candidate log, so a DS row (σ₀ × K logs) beats
+its FS baseline (one log per σ) even when all logs come from the same classifier
+(:data:`~ddrs.analysis.evidence.UNTESTED`).
+
+A pair is not tested (``tested`` false) when either cell was chosen among several candidate logs on
+the inputs it reports (``selection="test"``, the paper's; :attr:`~ddrs.analysis.evidence.Evidence.tested`):
+the maximum over more candidates is biased upward, so the test would favour the row with more logs.
+Its ``_p`` and ``_p_holm`` (Holm over the dataset's untested cells) are reported as a description,
+outside the family and never bold; the ``held_out`` comparisons, chosen on the other half of the
+inputs, carry the tests.
 
 **Selection optimism.** Per best row and cell, on the evaluation half of
 :func:`~ddrs.analysis.stats.held_out_split` (the inputs the ``held_out`` table reports):
@@ -39,10 +52,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.assemble import BOLD_ATTR, interval_columns, ordered, radius_column
+from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, pair_p_values, radius_column
 from ddrs.analysis.evidence import (
     PER_LOG,
-    UNTESTED,
     Evidence,
     candidate_arrays,
     chosen_candidates,
@@ -60,27 +72,26 @@ from ddrs.analysis.tables import (
     _load_all,
     _modes,
     _radii_for,
+    _source,
+    with_rows,
 )
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
 
 
-def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> tuple[dict, set]:
-    """One comparison row's values (module docstring) and its significant columns."""
+def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> dict:
+    """One comparison row's values (module docstring) but its tests: differences, discordant counts
+    and intervals; :func:`_table` adds the p-values of the table's family."""
     if variant.radii != baseline.radii or variant.inputs != baseline.inputs:
         raise ValueError("compared rows must share their radius grid and test inputs")
-    row, significant = {}, set()
-    better, worse, p = mcnemar(variant.certified, baseline.certified)
-    adjusted = holm(p)
+    row = {"tested": variant.tested and baseline.tested}
+    better, worse, _ = mcnemar(variant.certified, baseline.certified)
     difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
     for i, r in enumerate(variant.radii):
         column = radius_column(r)
         row[column] = difference[i]
         row |= {f"{column}_better": int(better[i]), f"{column}_worse": int(worse[i])}
-        row |= {f"{column}_p": p[i], f"{column}_p_holm": adjusted[i]}
-        if adjusted[i] < inference.alpha:
-            significant.add(column)
     columns = [c for c in variant.acr if c in baseline.acr]
     values = np.stack([variant.acr[c] - baseline.acr[c] for c in columns], axis=1)
     means = bootstrap_means(values, n_boot=inference.n_boot, seed=inference.seed, dataset=variant.dataset)
@@ -88,19 +99,37 @@ def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> tupl
     for j, column in enumerate(columns):
         row[column] = float(values[:, j].mean())
         row |= dict(zip(interval_columns(column), (float(low[j]), float(high[j])), strict=True))
-        if column not in UNTESTED and (low[j] > 0 or high[j] < 0):
-            significant.add(column)
-    return row, significant
+    return row
 
 
 def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], inference: Inference) -> pd.DataFrame:
-    rows, bold = [], set()
-    for position, (keys, variant, baseline) in enumerate(pairs):
-        values, significant = compare(variant, baseline, inference)
-        rows.append({**keys, **values})
-        bold |= {(position, column) for column in significant}
-    frame = ordered(pd.DataFrame(rows, columns=None if rows else leading), leading)
+    """The comparison rows, their p-values and the bold (significant) cells: per dataset, one Holm
+    family over every tested row × tested column, and one over the untested rows' cells."""
+    rows = [{**keys, **compare(variant, baseline, inference)} for keys, variant, baseline in pairs]
+    bold = set()
+    for dataset in dict.fromkeys(variant.dataset for _, variant, _ in pairs):
+        positions = [k for k, (_, variant, _) in enumerate(pairs) if variant.dataset == dataset]
+        columns, p = pair_p_values([pairs[k][1:] for k in positions], inference)
+        for k, ps in zip(positions, p, strict=True):
+            rows[k] |= {f"{column}_p": float(value) for column, value in zip(columns, ps, strict=True)}
+        for tested in (True, False):
+            family = [j for j, k in enumerate(positions) if rows[k]["tested"] == tested]
+            adjusted = holm(p[family].ravel()).reshape(len(family), len(columns))
+            for j, values in zip(family, adjusted, strict=True):
+                k = positions[j]
+                rows[k] |= {f"{column}_p_holm": float(value) for column, value in zip(columns, values, strict=True)}
+                if tested:
+                    bold |= {
+                        (k, column) for column, value in zip(columns, values, strict=True) if value < inference.alpha
+                    }
+    leading = [*leading, "tested"]
+    present = list(dict.fromkeys(c for row in rows for c in row))
+    suffixes = ("", "_better", "_worse", "_p", "_p_holm")
+    grouped = [f"{c}{suffix}" for c in present for suffix in suffixes if f"{c}{suffix}" in present]
+    frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*leading, *grouped, *present])))
+    frame = ordered(frame, leading)
     frame.attrs[BOLD_ATTR] = frozenset(bold)
+    frame.attrs[ALPHA_ATTR] = inference.alpha
     return frame
 
 
@@ -192,7 +221,7 @@ def log_comparisons_table(
     row per other log, columns as the comparisons tables (module docstring)."""
     if baseline not in logs:
         raise ValueError(f"baseline {baseline!r} is not one of the logs {list(logs)}")
-    frames = {label: load_log(log) for label, log in logs.items()}
+    frames = {label: with_rows(_source(log), load_log(log)) for label, log in logs.items()}
     _check_same_inputs([(label, "", frame) for label, frame in frames.items()])
     evidence = {label: row_evidence("", [frame], radii) for label, frame in frames.items()}
     pairs = [({"log": label, "baseline": baseline}, e, evidence[baseline]) for label, e in evidence.items()]

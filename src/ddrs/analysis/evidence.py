@@ -22,6 +22,12 @@ all test inputs and the cell is reported on the same inputs. ``selection="held_o
 cell's candidate on a seeded half of the test inputs (:func:`~ddrs.analysis.stats.held_out_split`)
 and reports certified accuracy and both ACRs on the other half. ``ACR_per_input_best`` has no
 choice to make and only moves to the evaluation half: it stays an oracle.
+
+**Tested rows.** A row whose cells are each the best of several candidate logs chosen on the very
+inputs they report (``selection="test"`` over more than one log) is described, not tested
+(:attr:`Evidence.tested` is false): the maximum of several noisy candidates is biased upward, so a
+paired test against a row with fewer candidates favours the row with more even when every log is
+the same classifier. Rows of one log, and rows chosen on the held-out half, are tested.
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ class Evidence:
     """Per-input values of one row on its ``n`` reported inputs (see the module docstring).
 
     ``certified`` is radii × n (bool); ``acr`` maps an ACR column to its n per-input radii;
-    ``chosen`` is the candidate behind each radius cell, then behind ``ACR_per_log``.
+    ``chosen`` is the candidate behind each radius cell, then behind ``ACR_per_log``;
+    ``candidates`` how many logs each cell was chosen among; ``selected_on_reported`` whether that
+    choice saw the inputs the cells report (``selection="test"``; false for held-out selection).
     """
 
     dataset: str
@@ -57,10 +65,18 @@ class Evidence:
     certified: np.ndarray
     acr: dict[str, np.ndarray]
     chosen: tuple[int, ...]
+    candidates: int = 1
+    selected_on_reported: bool = False
 
     @property
     def inputs(self) -> int:
         return self.certified.shape[1]
+
+    @property
+    def tested(self) -> bool:
+        """Whether a test may compare this row's cells with another row's (module docstring): not
+        when each cell is the best of several logs chosen on the inputs it reports."""
+        return self.candidates == 1 or not self.selected_on_reported
 
 
 def per_input(log: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -119,4 +135,6 @@ def row_evidence(
         acr = {SINGLE_ACR: radius[by_acr, evaluate]}
     else:
         acr = {PER_LOG: radius[by_acr, evaluate], PER_INPUT_BEST: radius[:, evaluate].max(axis=0)}
-    return Evidence(dataset, tuple(map(float, radii)), cells, acr, (*map(int, by_radius), by_acr))
+    chosen = (*map(int, by_radius), by_acr)
+    seen = bool((select & evaluate).any())  # the choice saw reported inputs: test selection
+    return Evidence(dataset, tuple(map(float, radii)), cells, acr, chosen, len(logs), seen)

@@ -13,7 +13,8 @@ paper has none, ``radius`` is empty for ``metric == "ACR"``, ``value`` is as pri
 ACR in radius units) and ``source`` names the table and section, with any doubt about the copy.
 
 :func:`paper_comparison` joins our tables with these cells (ours − paper per cell), says whether
-the paper's number lies inside our 95% interval, and compares ACR in the paper's convention:
+the paper's number lies inside our interval (level 1 − α of the tables' ``statistics.alpha``;
+:func:`paper_comparison_caption` states it), and compares ACR in the paper's convention:
 ``ACR_per_input_best`` (each input's best radius over the row's logs; see ``docs/protocol.md``),
 with our ``ACR_per_log`` beside it.
 """
@@ -239,24 +240,30 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
     return wide.reindex(index=index, columns=columns).reset_index().rename_axis(columns=None)
 
 
-COMPARISON_CAPTION = (
-    "Our tables next to the DDRS paper's printed numbers (certified accuracy in percent, ACR in "
-    "radius units); difference = ours − paper; ours_low/ours_high: our 95% interval; paper_inside: "
-    "1 where the paper's number lies inside it. ACR compares the paper's convention "
-    "(ACR_per_input_best, an oracle over the row's logs); ACR_per_log is our best single log. Only "
-    "cells both report."
-)
+def paper_comparison_caption(alpha: float = 0.05) -> str:
+    """Caption of the paper comparison, at the level ``alpha`` of our tables' intervals."""
+    return (
+        "Our tables next to the DDRS paper's printed numbers (certified accuracy in percent, ACR in "
+        f"radius units); difference = ours − paper; ours_low/ours_high: our {100 * (1 - alpha):g}% interval; "
+        "paper_inside: 1 where the paper's number lies inside it. ACR compares the paper's convention "
+        "(ACR_per_input_best, an oracle over the row's logs); ACR_per_log is our best single log. Our cells "
+        "are chosen on the test inputs they report, as the paper's, so their intervals leave out that "
+        "choice's optimism and nothing here is a test between rows (the _held_out tables carry the tests). "
+        "Only cells both report."
+    )
 
 
-def comparison_caption(comparison: pd.DataFrame) -> str:
-    """:data:`COMPARISON_CAPTION` with the count of cells whose printed number lies in our interval."""
+def comparison_caption(comparison: pd.DataFrame, alpha: float = 0.05) -> str:
+    """:func:`paper_comparison_caption` with the count of cells whose printed number lies in our interval."""
     counts = inside_counts(comparison)
     text = ", ".join(
         f"{row.table} {row.metric} {row.inside}/{row.with_interval}" for row in counts.itertuples() if row.with_interval
     )
-    return COMPARISON_CAPTION + (f" Paper's number inside our interval: {text}." if text else "")
+    return paper_comparison_caption(alpha) + (f" Paper's number inside our interval: {text}." if text else "")
 
 
-def write_comparison(comparison: pd.DataFrame, csv_path: str | os.PathLike) -> dict[str, Path]:
-    """Write :func:`comparison_table` as CSV (full precision), Markdown and LaTeX (rounded)."""
-    return write_table(comparison_table(comparison), csv_path, caption=comparison_caption(comparison), bold=False)
+def write_comparison(comparison: pd.DataFrame, csv_path: str | os.PathLike, *, alpha: float = 0.05) -> dict[str, Path]:
+    """Write :func:`comparison_table` as CSV (full precision), Markdown and LaTeX (rounded); ``alpha``
+    is the level of our tables' intervals (the caption states it)."""
+    caption = comparison_caption(comparison, alpha)
+    return write_table(comparison_table(comparison), csv_path, caption=caption, bold=False)

@@ -4,7 +4,9 @@
 (rounded) beside each other, each atomically. In Markdown and LaTeX a metric cell ``c`` with an
 interval (``c_low``, ``c_high``) reads ``value [low, high]``, and one with a Holm-adjusted p-value
 (``c_p_holm``, the comparisons tables) reads ``value (p=…)``; those columns, and the discordant
-counts and raw p-values beside them, are folded into the cell and not printed separately.
+counts and raw p-values beside them, are folded into the cell and not printed separately. A
+printed p keeps the side of the frame's α (``frame.attrs["alpha"]``) that p is on: three decimals,
+more where rounding would cross α (:func:`p_text`).
 
 Bold: a frame that carries a significance-aware mask (``frame.attrs["bold_cells"]``, set by the
 builders of :mod:`ddrs.analysis.tables`; see :mod:`ddrs.analysis.assemble`) is bolded by it;
@@ -20,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.assemble import ACR_COLUMNS, BOLD_ATTR, interval_columns, metric_columns
+from ddrs.analysis.assemble import ACR_COLUMNS, ALPHA_ATTR, BOLD_ATTR, interval_columns, metric_columns
 from ddrs.io import atomic_path, write_text_atomic
 
 #: Columns whose groups are bolded separately (the paper bolds per dataset block).
@@ -76,13 +78,24 @@ def best_mask(frame: pd.DataFrame, groups: Sequence[str] = BOLD_GROUPS) -> pd.Da
     return mask
 
 
-def _p_text(p: float) -> str:
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+def p_text(p: float, alpha: float | None = None) -> str:
+    """A p-value as printed: ``p<0.001`` below 0.001, else three decimals, or as many more as it
+    takes for the printed number to lie on the same side of ``alpha`` as p (at α = 0.05, 0.04996
+    reads ``p=0.04996``, not ``p=0.050``), so a significant cell never reads p ≥ α and another
+    never p < α; a bound ``p<α`` / ``p≥α`` where nine decimals do not tell them apart."""
+    if p < 0.001 and (alpha is None or alpha >= 0.001):
+        return "p<0.001"
+    for places in range(3, 10):
+        text = f"{p:.{places}f}"
+        if alpha is None or (float(text) < alpha) == (p < alpha):
+            return f"p={text}"
+    return f"p<{alpha:g}" if p < alpha else f"p≥{alpha:g}"
 
 
 def _formatted(frame: pd.DataFrame, decimals: int, acr_decimals: int, empty: str = "") -> pd.DataFrame:
     """Every cell as text, metric cells with their interval or p-value; annotation columns dropped."""
     out = frame.astype(object).where(frame.notna(), "")
+    alpha = frame.attrs.get(ALPHA_ATTR)
     for column in metric_columns(frame):
         places = _places(column, decimals, acr_decimals)
         low, high = interval_columns(column)
@@ -96,7 +109,7 @@ def _formatted(frame: pd.DataFrame, decimals: int, acr_decimals: int, empty: str
             if low in frame.columns and high in frame.columns and pd.notna(frame.at[i, low]):
                 text += f" [{frame.at[i, low]:.{places}f}, {frame.at[i, high]:.{places}f}]"
             if f"{column}_p_holm" in frame.columns and pd.notna(frame.at[i, f"{column}_p_holm"]):
-                text += f" ({_p_text(frame.at[i, f'{column}_p_holm'])})"
+                text += f" ({p_text(frame.at[i, f'{column}_p_holm'], alpha)})"
             cells.append(text)
         out[column] = cells
     return out.drop(columns=annotation_columns(frame))
@@ -149,6 +162,7 @@ _LATEX_SYMBOLS = (
     ("σ", r"$\sigma$"),
     ("λ", r"$\lambda$"),
     ("p<", r"p$<$"),
+    ("p≥", r"p$\geq$"),
 )
 
 
@@ -204,19 +218,27 @@ def intervals_caption(alpha: float = 0.05) -> str:
     return (
         f"Each cell: value [{100 * (1 - alpha):g}% interval], exact Clopper–Pearson over the test inputs for "
         "certified accuracy (that of the log that won the cell), seeded paired bootstrap for ACR. Bold: no "
-        f"other row is significantly better (exact McNemar, Holm-adjusted over the radii, α = {alpha:g}; "
-        "ACR: bootstrap interval of the difference), so every row within noise of the best is bold."
+        "other row is significantly better (exact McNemar per radius, paired sign-flip permutation test for "
+        "ACR, Holm-adjusted over every pair of rows and every tested column of the group, "
+        f"α = {alpha:g}), so every row within noise of the best is bold."
     )
 
 
 def selection_caption(selection: str) -> str:
-    """How a best table's cells were chosen: on the reported test inputs, or on a held-out half."""
+    """How a best table's cells were chosen (on the reported test inputs, or on a held-out half),
+    and so whether its rows of several logs are tested."""
     if selection == "test":
-        return "Selection on the test inputs themselves, as in the paper."
+        return (
+            "Selection on the test inputs themselves, as in the paper: each cell is the best of its row's logs "
+            "on the very inputs it reports, which favours the row with more logs even when no log differs, so "
+            "a row of several logs is not tested and carries no bold and no significance here; the _held_out "
+            "tables carry the tests."
+        )
     if selection == "held_out":
         return (
             "Held-out selection: each cell's σ (FS) or (σ₀, K) (DS) is chosen on a seeded half of the "
-            "test inputs and reported on the other half (ACR_per_input_best stays an oracle)."
+            "test inputs and reported on the other half (ACR_per_input_best stays an oracle), so every "
+            "row is tested."
         )
     raise ValueError(f"selection {selection!r}: choose 'test' or 'held_out'")
 
@@ -226,8 +248,13 @@ def comparisons_caption(alpha: float = 0.05) -> str:
     return (
         "Each variant against its baseline on the same test inputs (for a best row, the log that won the "
         "cell). Radius columns: difference of certified accuracy (percentage points) with the exact "
-        "McNemar p-value, Holm-adjusted over the radii; ACR columns: difference with its "
-        f"{100 * (1 - alpha):g}% paired-bootstrap interval. Bold: significant at α = {alpha:g}."
+        "McNemar p-value; ACR columns: difference with its "
+        f"{100 * (1 - alpha):g}% paired-bootstrap interval, and for ACR_per_log (ACR) the p-value of a paired "
+        "sign-flip permutation test. p: Holm-adjusted over every tested comparison and tested column of the "
+        f"dataset. Bold: significant at α = {alpha:g}. Rows with tested = False compare a cell chosen among "
+        "several logs on the very inputs it reports, which favours the row with more logs even when no log "
+        "differs: they are described, not tested (p Holm-adjusted over the dataset's untested cells, never "
+        "bold); the _held_out tables carry the tests."
     )
 
 

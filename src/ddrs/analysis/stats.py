@@ -6,8 +6,13 @@
   All cells of one dataset share the same resamples, so the bootstrap of a difference between two
   rows is paired (the same inputs in every resample).
 - Two rows' "certified at r" indicators on the same inputs are compared with the exact McNemar
-  test, a two-sided binomial test with p = ½ on the discordant pairs, then Holm-adjusted across a
-  table's radii.
+  test, a two-sided binomial test with p = ½ on the discordant pairs.
+- Two rows' ACRs on the same inputs are compared with a paired sign-flip permutation test of the
+  per-input differences (:func:`sign_flip_p`), exact for few inputs and valid at any n, where a
+  bootstrap interval of the difference is not (one input: every resample is the observed
+  difference, and the interval excludes 0).
+- The p-values of a table's family (every pair of compared rows × every tested column, per
+  group or dataset) are Holm-adjusted together (:func:`holm`).
 
 Every draw comes from a generator seeded by ``(seed, stream, dataset)``, so adding a dataset to a
 table does not change another dataset's draws, and the held-out split never reuses the bootstrap's.
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-from scipy.stats import binom
+from scipy.stats import binom, permutation_test
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Stream(IntEnum):
 
     SPLIT = 0  #: which test inputs select and which evaluate under ``selection="held_out"``
     BOOTSTRAP = 1  #: the resamples of the ACR intervals
+    PERMUTATION = 2  #: the sign flips of the ACR tests
 
 
 def generator(seed: int, stream: Stream, dataset: str) -> np.random.Generator:
@@ -106,6 +112,54 @@ def mcnemar_p(a_only, b_only) -> np.ndarray:
     """Exact two-sided McNemar p-value from the discordant counts (see :func:`mcnemar`)."""
     a_only, b_only = np.asarray(a_only), np.asarray(b_only)
     return np.minimum(1.0, 2 * binom.cdf(np.minimum(a_only, b_only), a_only + b_only, 0.5))
+
+
+#: values (inputs × tests × flips) held at once by the sign-flip test
+_FLIP_BLOCK = 1 << 22
+
+
+def sign_flip_p(differences, *, n_resamples: int, seed: int, dataset: str) -> np.ndarray:
+    """Two-sided paired permutation p-values of per-input differences, one per column.
+
+    ``differences`` is inputs × tests (or one vector): for a test, the differences of two rows'
+    per-input values (radii) on the same inputs. Under the null of exchangeable rows each
+    difference is as likely negated, so the test flips the sign of each input's difference
+    independently and compares the mean with the observed one
+    (``scipy.stats.permutation_test``, ``permutation_type="samples"`` on the one sample of
+    differences, vectorized over the columns, ``alternative="two-sided"``). With 2ⁿ ≤
+    ``n_resamples`` it enumerates every sign pattern (exact); otherwise it draws ``n_resamples``
+    of them from the generator of (``seed``, :attr:`Stream.PERMUTATION`, ``dataset``), the same
+    draws for every column, and the p-value counts the observed pattern, so it is never below
+    2 / (``n_resamples`` + 1): a family of m such tests can reject under Holm only when
+    ``n_resamples`` ≳ 2m / α. One input gives p = 1 (its two sign patterns are ±d), as does an
+    all-zero column.
+    """
+    d = np.asarray(differences, dtype=float)
+    d = d[:, None] if d.ndim == 1 else d
+    if d.ndim != 2 or d.shape[0] == 0:
+        raise ValueError(f"a sign-flip test needs a non-empty inputs × tests array, got shape {d.shape}")
+    p = np.ones(d.shape[1])
+    live = (d != 0).any(axis=0)
+    if d.shape[0] < 2 or not live.any():
+        return p
+    data = d[:, live]
+    result = permutation_test(
+        (data,),
+        _mean,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=int(n_resamples),
+        batch=max(1, _FLIP_BLOCK // data.size),
+        alternative="two-sided",
+        axis=0,
+        random_state=generator(seed, Stream.PERMUTATION, dataset),
+    )
+    p[live] = np.minimum(1.0, result.pvalue)
+    return p
+
+
+def _mean(values: np.ndarray, axis: int) -> np.ndarray:
+    return values.mean(axis=axis)
 
 
 def holm(pvalues) -> np.ndarray:

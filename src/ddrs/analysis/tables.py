@@ -1,7 +1,7 @@
 """Assemble the paper's tables from certification logs (DDRS §4.1–4.4, Appendices B, F, H).
 
 Every table takes a list of :class:`~ddrs.analysis.records.LogRecord` and returns DataFrames with
-one column per radius (named ``"0.25"`` etc., values in percent), its ACR columns, and a 95%
+one column per radius (named ``"0.25"`` etc., values in percent), its ACR columns, and a 1 − α
 interval on every such cell (columns ``<c>_low``, ``<c>_high``; :mod:`ddrs.analysis.assemble`
 gives the CSV contract and the significance-aware bold mask the frame carries).
 
@@ -12,8 +12,9 @@ one candidate, and ``ACR_per_input_best``, the paper's, each input's best radius
 candidates (an oracle figure). Rows of one log (Appendix H, the per-σ studies) have one ``ACR``.
 The companion ``winners`` table records which (σ₀, K) won each cell.
 
-``selection="test"`` chooses each cell's candidate on the test inputs it reports (the paper's);
-``selection="held_out"`` chooses on a seeded half and reports on the other half. Every builder
+``selection="test"`` chooses each cell's candidate on the test inputs it reports (the paper's), so a
+row of several candidates is described and not tested (never bold); ``selection="held_out"``
+chooses on a seeded half and reports on the other half, and its rows are tested. Every builder
 with intervals takes ``inference`` (:class:`~ddrs.analysis.stats.Inference`: interval level
 1 − α and the bolding's significance level, bootstrap resamples, the seed of the bootstrap and
 the split).
@@ -65,13 +66,21 @@ def _radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
 def _load_all(records: Sequence[LogRecord]) -> list[tuple[LogRecord, pd.DataFrame]]:
     if not records:
         raise ValueError("no certification logs given")
-    loaded = [(record, record.load()) for record in records]
+    loaded = [(record, with_rows(record.source, record.load())) for record in records]
     common = {record.dataset for record in records if record.common_inputs}
     if common:
         logs = restrict_to_common_inputs([(r.source, r.dataset, log) for r, log in loaded], common)
         loaded = [(record, log) for (record, _), log in zip(loaded, logs, strict=True)]
     _check_same_inputs([(record.source, record.dataset, log) for record, log in loaded])
     return loaded
+
+
+def with_rows(source: str, log: pd.DataFrame) -> pd.DataFrame:
+    """The log, refused with a message naming ``source`` when it has no rows (a header only):
+    a table would have no input to count."""
+    if log.empty:
+        raise ValueError(f"{source}: the log has no rows (a header only); rerun the job that wrote it, or leave it out")
+    return log
 
 
 def restrict_to_common_inputs(
@@ -330,7 +339,7 @@ def log_table(
     """
     if not logs:
         raise ValueError("no certification logs given")
-    frames = {label: load_log(log) for label, log in logs.items()}
+    frames = {label: with_rows(_source(log), load_log(log)) for label, log in logs.items()}
     _check_same_inputs([(_source(logs[label]), "", frame) for label, frame in frames.items()])
     rows = [({"log": label}, row_evidence("", [log], radii)) for label, log in frames.items()]
     envelope = row_evidence("", list(frames.values()), radii)

@@ -31,19 +31,23 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one row name per log")
     parser.add_argument("--decimals", type=int, default=1, help="decimals of the percentages in .md/.tex")
     parser.add_argument("--alpha", type=float, default=0.05, help="interval level 1 - ALPHA, and the bold test's level")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the ACR bootstrap")
-    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the ACR intervals")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the ACR bootstrap and permutation test")
+    parser.add_argument(
+        "--n-boot", type=int, default=2000, help="bootstrap resamples of the ACR intervals, and sign flips of its test"
+    )
     parser.add_argument(
         "--bold",
         action="store_true",
-        help="bold the cells no other log beats significantly (exact McNemar + Holm; ACR: paired bootstrap)",
+        help="bold the cells no other log beats significantly (exact McNemar per radius, paired sign-flip "
+        "permutation test for ACR, Holm over every pair of logs and column; the envelope is never tested)",
     )
     parser.add_argument(
         "--baseline",
         default=None,
         metavar="NAME",
-        help="also compare every log with this one (a label or file stem): paired McNemar per radius with "
-        "Holm, bootstrap ACR differences, written to <out>_comparisons.csv/.md/.tex",
+        help="also compare every log with this one (a label or file stem): paired McNemar per radius, "
+        "bootstrap ACR differences with a sign-flip permutation test, Holm over every comparison and "
+        "column, written to <out>_comparisons.csv/.md/.tex",
     )
     parser.add_argument(
         "--common-inputs",
