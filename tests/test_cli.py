@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from ddrs.cli import THREAD_VARIABLES, build_parser, command_modules, main
+from ddrs.data import load_labels
 from ddrs.work_time import WORK_LINE, work_seconds
 
 
@@ -49,9 +50,9 @@ def test_analysis_commands_start_without_torch(command):
 @pytest.mark.parametrize("batched", [False, True], ids=["alone", "in_a_batch"])
 def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path, batched):
     rng = np.random.default_rng(0)
-    predict = rng.integers(0, 10, 50)
+    label = load_labels("digits", "test", seed=0)[:50]  # Algorithm 3 refuses labels that are not the split's
     pd.DataFrame(
-        {"idx": range(50), "label": predict, "predict": predict, "radius": rng.random(50), "correct": 1}
+        {"idx": range(50), "label": label, "predict": label, "radius": rng.random(50), "correct": 1}
     ).assign(time=1.0, noise="gaussian").to_csv(tmp_path / "certify.tsv", sep="\t", index=False)
     done = run_ddrs(
         *("--threads", "1", *(["batch"] if batched else []), "memory"),
