@@ -51,9 +51,9 @@ def test_analysis_commands_start_without_torch(command):
 def test_memory_on_digits_runs_without_torch_on_the_threads_given(tmp_path, batched):
     rng = np.random.default_rng(0)
     label = load_labels("digits", "test", seed=0)[:50]  # Algorithm 3 refuses labels that are not the split's
-    pd.DataFrame(
-        {"idx": range(50), "label": label, "predict": label, "radius": rng.random(50), "correct": 1}
-    ).assign(time=1.0, noise="gaussian").to_csv(tmp_path / "certify.tsv", sep="\t", index=False)
+    pd.DataFrame({"idx": range(50), "label": label, "predict": label, "radius": rng.random(50), "correct": 1}).assign(
+        time=1.0, noise="gaussian"
+    ).to_csv(tmp_path / "certify.tsv", sep="\t", index=False)
     done = run_ddrs(
         *("--threads", "1", *(["batch"] if batched else []), "memory"),
         *("--log", str(tmp_path / "certify.tsv"), "--dataset", "digits"),

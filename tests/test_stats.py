@@ -9,7 +9,15 @@ from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from ddrs.analysis.stats import bootstrap_means, held_out_split, holm, mcnemar, percentile_interval, sign_flip_p
+from ddrs.analysis.stats import (
+    bootstrap_means,
+    flip_resamples,
+    held_out_split,
+    holm,
+    mcnemar,
+    percentile_interval,
+    sign_flip_p,
+)
 from ddrs.binomial import clopper_pearson
 
 
@@ -114,6 +122,32 @@ def test_sign_flip_p_draws_seeded_flips_when_the_patterns_are_many():
     first = sign_flip_p(d, n_resamples=500, seed=1, dataset="d")
     assert np.array_equal(first, sign_flip_p(d, n_resamples=500, seed=1, dataset="d"))
     assert not np.array_equal(first, sign_flip_p(d, n_resamples=500, seed=2, dataset="d"))
-    # a column's p does not depend on the other columns of the call, and is never below 2 / (B + 1)
-    assert sign_flip_p(d[:, :1], n_resamples=500, seed=1, dataset="d")[0] == first[0]
-    assert sign_flip_p(np.full((200, 1), 1.0), n_resamples=500, seed=1, dataset="d")[0] == pytest.approx(2 / 501)
+    # the Monte Carlo p counts the observed pattern: (1 + count) / (B + 1), never 0
+    assert sign_flip_p(np.full((200, 1), 1.0), n_resamples=500, seed=1, dataset="d")[0] == pytest.approx(1 / 501)
+
+
+def test_sign_flip_p_keeps_its_level_under_the_null():
+    # symmetric differences (exchangeable rows), 300 tests of 40 inputs: rejections at 0.05 are
+    # Binomial(300, ≤ 0.05); 27 or more has probability below 0.001 at the level
+    d = np.random.default_rng(5).laplace(0.0, 1.0, (40, 300)) * np.random.default_rng(6).integers(0, 2, (40, 300))
+    p = sign_flip_p(d, n_resamples=2000, seed=0, dataset="d")
+    assert (p < 0.05).sum() < 27
+    assert 0.3 < p.mean() < 0.7  # p is uniform under the null, not stuck near 1
+
+
+def test_sign_flip_resamples_let_holm_reject_in_a_large_family():
+    # a study's group: 8 rows, 28 pairs × 12 columns at α = 0.05. A fixed 2,000 patterns put every
+    # p at ≥ 1/2001, and Holm needs p < 0.05/336 = 1.5e-4 for the first rejection
+    family, alpha = 28 * 12, 0.05
+    flips = flip_resamples(family, alpha)
+    assert 1 / (flips + 1) <= alpha / family / 20
+    d = np.random.default_rng(1).normal(0.1, 0.2, (300, 1))  # a clear gap: t ≈ 8.7
+    p = sign_flip_p(d, n_resamples=flips, seed=0, dataset="d")
+    assert p[0] * family < alpha
+
+
+def test_holm_leaves_tests_that_cannot_reject_out_of_the_family():
+    p = np.array([0.01, 0.02, 1.0, 1.0, 1.0])
+    can_reject = np.array([True, True, False, False, False])
+    assert holm(p, can_reject).tolist() == pytest.approx([0.02, 0.02, 1.0, 1.0, 1.0])
+    assert holm(p).tolist() == pytest.approx([0.05, 0.08, 1.0, 1.0, 1.0])

@@ -215,11 +215,13 @@ def test_study_comparisons_against_gaussian_per_sigma():
         [0.5, "MACER", "Cohen"],
     ]
     # 20 inputs certified by Consistency only, none by Gaussian only: p = 2 · 0.5^20 at both radii;
-    # the family is every row of the dataset (both σ₀) × every tested column (two radii, ACR): six
-    # p-values, the two smallest equal, so Holm multiplies them by six
+    # the family is every row of the dataset (both σ₀) × every tested column (two radii, ACR), less
+    # MACER's three tests, which cannot reject (MACER and Cohen agree on every input): three
+    # p-values, the two smallest equal, so Holm multiplies them by three
     assert comparisons.loc[0, "0.00_p"] == pytest.approx(2 * 0.5**20)
-    assert comparisons.loc[0, "0.00_p_holm"] == pytest.approx(12 * 0.5**20)
-    assert comparisons.loc[0, "ACR_p"] < comparisons.loc[0, "ACR_p_holm"] < 0.05
+    assert comparisons.loc[0, "0.00_p_holm"] == pytest.approx(6 * 0.5**20)
+    assert comparisons.loc[1, "0.00_p_holm"] == comparisons.loc[1, "ACR_p_holm"] == 1.0
+    assert comparisons.loc[0, "ACR_p"] <= comparisons.loc[0, "ACR_p_holm"] < 0.05  # the largest p keeps its own
     assert comparisons.loc[0, "ACR"] == pytest.approx(0.25)
     assert comparisons.loc[1, "0.00"] == 0.0 and comparisons.loc[1, "0.00_p"] == 1.0
     assert (0, "0.00") in comparisons.attrs[BOLD_ATTR] and (1, "0.00") not in comparisons.attrs[BOLD_ATTR]
@@ -373,12 +375,32 @@ def test_a_printed_p_value_stays_on_its_side_of_alpha():
     assert p_text(0.0004, 0.05) == "p<0.001" and p_text(0.3, None) == "p=0.300"
     assert p_text(0.05 - 1e-12, 0.05) == "p<0.05" and p_text(0.0125, 0.0125) == "p=0.013"
     # the same from logs: 60 inputs certified (at r = 0 only) by the variant alone, 37 by the baseline
-    # alone: McNemar p = 0.024991; the ACRs agree on every input (p = 1), so Holm over the two
-    # tested columns gives 0.049981
+    # alone: McNemar p = 0.024991; the ACRs differ by ±0.1 on two inputs (p = 1), so Holm over the
+    # two tested columns gives 0.049981
     new, base = np.zeros(100, dtype=bool), np.zeros(100, dtype=bool)
     new[:60], base[60:97] = True, True
-    logs = {"base": certified_log(base), "new": certified_log(new)}
+    first = np.arange(100) == 0
+    logs = {"base": certified_log(base, np.roll(first, 60) * 0.1), "new": certified_log(new, first * 0.1)}
     comparison = log_comparisons_table(logs, [0.0], baseline="base", inference=Inference(n_boot=200))
     assert comparison.loc[0, "0.00_p_holm"] == pytest.approx(0.049981, abs=1e-6)
     assert (0, "0.00") in comparison.attrs[BOLD_ATTR]
     assert "**23.0 (p=0.04998)**" in to_markdown(comparison)
+
+
+def test_a_clearly_worse_acr_is_not_bold_in_a_large_group():
+    # six methods at one σ certify the same 160 of 200 inputs, five at radii near 0.3 and one at
+    # radii three times larger (paired t ≈ 40). The group's family is 15 pairs × 12 columns: the
+    # ACR test must resolve p far below 0.05 / 180, or every ACR stays bold "within noise"
+    u = np.random.default_rng(0).random(200)
+    correct = u < 0.8
+    scales = {"cohen": 0.20, "macer": 0.21, "smoothadv": 0.22, "consistency": 0.23, "stability": 0.24}
+    scales["smoothadv_consistency"] = 0.60
+    radii = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5]
+    records = [
+        LogRecord(make_log(np.where(correct, scale * (1.5 + u), 0.0)), "digits", method, sigma0=0.25)
+        for method, scale in scales.items()
+    ]
+    table = per_sigma_table(records, radii=radii)
+    assert bold(table, "ACR") == ["SmoothAdv+Consistency"]
+    comparisons = study_comparisons_table(records, radii=radii).set_index("variant")
+    assert (comparisons["ACR_p_holm"] < 0.05).all()

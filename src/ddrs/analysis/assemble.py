@@ -15,12 +15,14 @@ optimism of choosing that candidate on the same inputs (``selection_optimism`` m
 one radius grid and one set of inputs) is significantly better. Every un-bolded cell is a claim,
 so the family is the whole group: every unordered pair of tested rows × every tested column (the
 radii, and ``ACR_per_log`` or ``ACR``), one Holm adjustment over all of them
-(:func:`~ddrs.analysis.stats.holm`). At a radius the test is the exact McNemar test of the two
-rows' "certified at r" indicators; for ACR the paired sign-flip permutation test of their
-per-input radii (:func:`~ddrs.analysis.stats.sign_flip_p`, valid at any number of inputs). A row
-is significantly better than another in a column when their adjusted p is below α and its value
-is the higher. So every row within noise of the best is bold; when all tested rows of a group
-have the same value, none is.
+(:func:`~ddrs.analysis.stats.holm`), less the tests that cannot reject whatever the data (fewer
+than two inputs on which the two rows differ, e.g. a radius no row reaches). At a radius the test
+is the exact McNemar test of the two rows' "certified at r" indicators; for ACR the paired
+sign-flip permutation test of their per-input radii (:func:`~ddrs.analysis.stats.sign_flip_p`,
+valid at any number of inputs, with enough sign patterns that its resolution never decides a
+rejection). A row is significantly better than another in a column when their adjusted p is
+below α and its value is the higher. So every row within noise of the best is bold; when all
+tested rows of a group have the same value, none is.
 
 Not tested, so never bold and never un-bolding another row: ``ACR_per_input_best``
 (:data:`~ddrs.analysis.evidence.UNTESTED`), and every cell of a row chosen among several logs on
@@ -45,6 +47,7 @@ from ddrs.analysis.stats import (
     DEFAULT_INFERENCE,
     Inference,
     bootstrap_means,
+    flip_resamples,
     holm,
     mcnemar,
     percentile_interval,
@@ -149,20 +152,29 @@ def tested_columns(evidence: Sequence[Evidence]) -> list[str]:
     return [radius_column(r) for r in evidence[0].radii] + acr
 
 
-def pair_p_values(pairs: Sequence[tuple[Evidence, Evidence]], inference: Inference) -> tuple[list[str], np.ndarray]:
-    """Unadjusted two-sided p-values of pairs of rows on the same inputs: (columns, pairs × columns).
+def pair_p_values(
+    pairs: Sequence[tuple[Evidence, Evidence]], inference: Inference
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Unadjusted two-sided p-values of pairs of rows on the same inputs: (columns, p, can_reject),
+    p and can_reject pairs × columns.
 
     Radius columns: the exact McNemar test of the indicators; tested ACR columns: the paired
     sign-flip permutation test of the per-input radii, all pairs of a call drawing the same flips
-    from the stream of (``inference.seed``, the first row's dataset)."""
+    from the stream of (``inference.seed``, the first row's dataset), as many as a Holm family of
+    every test of the call needs (:func:`~ddrs.analysis.stats.flip_resamples`). ``can_reject``
+    marks the tests with at least two inputs on which the rows differ: the others have p = 1
+    whatever the data and stay out of the family (:func:`~ddrs.analysis.stats.holm`)."""
     columns = tested_columns([e for pair in pairs for e in pair])
-    _, _, p = mcnemar(np.stack([a.certified for a, _ in pairs]), np.stack([b.certified for _, b in pairs]))
+    better, worse, p = mcnemar(np.stack([a.certified for a, _ in pairs]), np.stack([b.certified for _, b in pairs]))
+    differing = better + worse
     acr = [c for c in columns if not is_radius(c)]
+    flips = flip_resamples(len(pairs) * len(columns), inference.alpha)
     for column in acr:
         differences = np.stack([a.acr[column] - b.acr[column] for a, b in pairs], axis=1)  # inputs × pairs
-        flips = sign_flip_p(differences, n_resamples=inference.n_boot, seed=inference.seed, dataset=pairs[0][0].dataset)
-        p = np.concatenate([p, flips[:, None]], axis=1)
-    return columns, p
+        tested = sign_flip_p(differences, n_resamples=flips, seed=inference.seed, dataset=pairs[0][0].dataset)
+        p = np.concatenate([p, tested[:, None]], axis=1)
+        differing = np.concatenate([differing, (differences != 0).sum(axis=0)[:, None]], axis=1)
+    return columns, p, differing >= 2
 
 
 def _bold(frame: pd.DataFrame, members: list, evidence: list[Evidence], inference: Inference) -> set:
@@ -173,8 +185,8 @@ def _bold(frame: pd.DataFrame, members: list, evidence: list[Evidence], inferenc
         return set()
     rows, evidence = [members[k] for k in tested], [evidence[k] for k in tested]
     pairs = list(combinations(range(len(rows)), 2))
-    columns, p = pair_p_values([(evidence[a], evidence[b]) for a, b in pairs], inference)
-    significant = holm(p.ravel()).reshape(p.shape) < inference.alpha
+    columns, p, can_reject = pair_p_values([(evidence[a], evidence[b]) for a, b in pairs], inference)
+    significant = holm(p.ravel(), can_reject.ravel()).reshape(p.shape) < inference.alpha
     values = frame.loc[rows, columns].to_numpy(float)
     beats = np.zeros((len(rows), len(rows), len(columns)), dtype=bool)  # w significantly above j
     for k, (a, b) in enumerate(pairs):

@@ -19,7 +19,9 @@ pair; the CSV columns are
   of inputs), and ``_p_holm``.
 
 The family is every tested comparison row of the table that shares a dataset × every tested
-column (the radii and the tested ACR column): one Holm adjustment over all of them. A cell is bold
+column (the radii and the tested ACR column): one Holm adjustment over all of them, less the tests
+that cannot reject whatever the data (``_p_holm`` = ``_p`` = 1: fewer than two inputs where the
+rows differ; :func:`~ddrs.analysis.stats.holm`). A cell is bold
 when significant, ``c_p_holm < α``. ``ACR_per_input_best``'s difference and interval are reported
 but never tested: the oracle gains from every extra candidate log, so a DS row (σ₀ × K logs) beats
 its FS baseline (one log per σ) even when all logs come from the same classifier
@@ -109,12 +111,12 @@ def _table(pairs: list[tuple[dict, Evidence, Evidence]], leading: list[str], inf
     bold = set()
     for dataset in dict.fromkeys(variant.dataset for _, variant, _ in pairs):
         positions = [k for k, (_, variant, _) in enumerate(pairs) if variant.dataset == dataset]
-        columns, p = pair_p_values([pairs[k][1:] for k in positions], inference)
+        columns, p, can_reject = pair_p_values([pairs[k][1:] for k in positions], inference)
         for k, ps in zip(positions, p, strict=True):
             rows[k] |= {f"{column}_p": float(value) for column, value in zip(columns, ps, strict=True)}
         for tested in (True, False):
             family = [j for j, k in enumerate(positions) if rows[k]["tested"] == tested]
-            adjusted = holm(p[family].ravel()).reshape(len(family), len(columns))
+            adjusted = holm(p[family].ravel(), can_reject[family].ravel()).reshape(len(family), len(columns))
             for j, values in zip(family, adjusted, strict=True):
                 k = positions[j]
                 rows[k] |= {f"{column}_p_holm": float(value) for column, value in zip(columns, values, strict=True)}

@@ -12,7 +12,8 @@
   bootstrap interval of the difference is not (one input: every resample is the observed
   difference, and the interval excludes 0).
 - The p-values of a table's family (every pair of compared rows × every tested column, per
-  group or dataset) are Holm-adjusted together (:func:`holm`).
+  group or dataset) are Holm-adjusted together (:func:`holm`), less the tests that cannot reject
+  whatever the data.
 
 Every draw comes from a generator seeded by ``(seed, stream, dataset)``, so adding a dataset to a
 table does not change another dataset's draws, and the held-out split never reuses the bootstrap's.
@@ -20,12 +21,13 @@ table does not change another dataset's draws, and the held-out split never reus
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-from scipy.stats import binom, permutation_test
+from scipy.stats import binom
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,20 @@ def mcnemar_p(a_only, b_only) -> np.ndarray:
     return np.minimum(1.0, 2 * binom.cdf(np.minimum(a_only, b_only), a_only + b_only, 0.5))
 
 
-#: values (inputs × tests × flips) held at once by the sign-flip test
+#: the Monte Carlo sign-flip test's smallest p, 1 / (B + 1), lies this factor below the smallest
+#: Holm threshold α / m of its family, so its resolution never decides a rejection
+FLIP_RESOLUTION = 20
+#: sign patterns drawn at least, whatever the family: p-values to about two digits
+MIN_FLIPS = 10_000
+#: sign-pattern entries (patterns × inputs) held at once by the sign-flip test
 _FLIP_BLOCK = 1 << 22
+
+
+def flip_resamples(family: int, alpha: float) -> int:
+    """How many sign patterns a sign-flip test of a Holm family of ``family`` tests at ``alpha``
+    draws: ⌈:data:`FLIP_RESOLUTION` · m / α⌉, at least :data:`MIN_FLIPS` (a fixed count would cap
+    every p at 1 / (B + 1), which Holm cannot reject once m ≥ α (B + 1))."""
+    return max(MIN_FLIPS, math.ceil(FLIP_RESOLUTION * family / alpha))
 
 
 def sign_flip_p(differences, *, n_resamples: int, seed: int, dataset: str) -> np.ndarray:
@@ -123,53 +137,53 @@ def sign_flip_p(differences, *, n_resamples: int, seed: int, dataset: str) -> np
 
     ``differences`` is inputs × tests (or one vector): for a test, the differences of two rows'
     per-input values (radii) on the same inputs. Under the null of exchangeable rows each
-    difference is as likely negated, so the test flips the sign of each input's difference
-    independently and compares the mean with the observed one
-    (``scipy.stats.permutation_test``, ``permutation_type="samples"`` on the one sample of
-    differences, vectorized over the columns, ``alternative="two-sided"``). With 2ⁿ ≤
-    ``n_resamples`` it enumerates every sign pattern (exact); otherwise it draws ``n_resamples``
-    of them from the generator of (``seed``, :attr:`Stream.PERMUTATION`, ``dataset``), the same
-    draws for every column, and the p-value counts the observed pattern, so it is never below
-    2 / (``n_resamples`` + 1): a family of m such tests can reject under Holm only when
-    ``n_resamples`` ≳ 2m / α. One input gives p = 1 (its two sign patterns are ±d), as does an
-    all-zero column.
+    difference is as likely negated, so the test flips the sign of each input's difference and
+    counts the sign patterns whose |sum| reaches the observed one. With 2ⁿ ≤ ``n_resamples`` for
+    the n inputs whose differences are not all zero, it enumerates every pattern (exact:
+    p = count / 2ⁿ); otherwise it draws ``n_resamples`` patterns from the generator of (``seed``,
+    :attr:`Stream.PERMUTATION`, ``dataset``), the same for every column, and
+    p = (1 + count) / (``n_resamples`` + 1), the Monte Carlo p-value that keeps the level
+    (Phipson & Smyth 2010). Size ``n_resamples`` to the family with :func:`flip_resamples`. A
+    column of fewer than two non-zero differences gives p = 1 (its patterns are ±d).
     """
     d = np.asarray(differences, dtype=float)
     d = d[:, None] if d.ndim == 1 else d
     if d.ndim != 2 or d.shape[0] == 0:
         raise ValueError(f"a sign-flip test needs a non-empty inputs × tests array, got shape {d.shape}")
-    p = np.ones(d.shape[1])
-    live = (d != 0).any(axis=0)
-    if d.shape[0] < 2 or not live.any():
-        return p
-    data = d[:, live]
-    result = permutation_test(
-        (data,),
-        _mean,
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=int(n_resamples),
-        batch=max(1, _FLIP_BLOCK // data.size),
-        alternative="two-sided",
-        axis=0,
-        random_state=generator(seed, Stream.PERMUTATION, dataset),
-    )
-    p[live] = np.minimum(1.0, result.pvalue)
-    return p
+    d = d[(d != 0).any(axis=1)]  # an input of no difference flips nothing
+    n = len(d)
+    observed = np.abs(d.sum(axis=0))
+    reach = observed - 1e-9 * np.abs(d).sum(axis=0)  # the observed sum, summed in another order
+    exact = n < 63 and 2**n <= n_resamples
+    total = 2**n if exact else int(n_resamples)
+    draws = generator(seed, Stream.PERMUTATION, dataset)
+    count = np.zeros(d.shape[1], dtype=np.int64)
+    block = max(1, _FLIP_BLOCK // max(n, 1))
+    for start in range(0, total, block):
+        size = min(block, total - start)
+        if exact:
+            bits = (np.arange(start, start + size)[:, None] >> np.arange(n)) & 1
+        else:
+            bits = np.unpackbits(np.frombuffer(draws.bytes((size * n + 7) // 8), dtype=np.uint8))
+            bits = bits[: size * n].reshape(size, n)
+        signs = bits * 2.0 - 1.0
+        count += (np.abs(signs @ d) >= reach).sum(axis=0)
+    return count / total if exact else (1 + count) / (total + 1)
 
 
-def _mean(values: np.ndarray, axis: int) -> np.ndarray:
-    return values.mean(axis=axis)
+def holm(pvalues, family=None) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values.
 
-
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjustment of a family of p-values (NaN entries are not in the family).
-
-    The k-th smallest of m p-values becomes ``max_{j ≤ k} min(1, (m − j + 1) · p_(j))``.
+    The k-th smallest of the m p-values in the family becomes ``max_{j ≤ k} min(1, (m − j + 1) · p_(j))``.
+    NaN entries are not in the family and stay NaN; nor are entries where the mask ``family`` is
+    false, tests that cannot reject whatever the data (a McNemar test of fewer than two discordant
+    pairs, a sign-flip test of fewer than two differing inputs: their smallest attainable p is 1),
+    which keep their p. Leaving those out keeps the family-wise error rate (Tarone 1990) and
+    spares the other tests their share of the adjustment.
     """
     p = np.asarray(pvalues, dtype=float)
-    adjusted = np.full(p.shape, np.nan)
-    present = ~np.isnan(p)
+    present = ~np.isnan(p) & (True if family is None else np.asarray(family, dtype=bool))
+    adjusted = np.where(present, np.nan, p)
     order = np.argsort(p[present], kind="stable")
     ranked = p[present][order]
     m = len(ranked)
