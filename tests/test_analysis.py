@@ -28,6 +28,7 @@ from ddrs.analysis import (
     to_markdown,
     write_table,
 )
+from ddrs.analysis.render import comparisons_caption
 from ddrs.errors import LogFormatError
 from ddrs.logs import read_log
 
@@ -336,6 +337,8 @@ def test_write_table_renders_csv_markdown_latex_with_best_in_bold(cohen_records,
     assert r"\textbf" not in latex and r"\caption{" in latex and r"ACR\_per\_log" in latex
     assert r"Cohen-DS\textsuperscript{2}" in latex and r"(\%)" in latex and "tab:cohen" in latex
     assert latex == to_latex(table, caption=caption, label="tab:cohen")
+    assert latex.isascii(), "pdflatex's utf8 input stops at a Unicode symbol it does not define (α)"
+    assert to_latex(table, caption=comparisons_caption()).isascii()
     # rows of one log are tested: on 5 inputs none is significantly better than another, so every
     # row is bold where the values differ and none where all tie
     settings = per_setting_table(cohen_records, radii=RADII)

@@ -63,6 +63,15 @@ def test_table_default_grid_and_stem_labels(logs, tmp_path):
     assert list(table.columns)[1:] == metrics + [f"{c}_{end}" for c in metrics for end in ("low", "high")]
 
 
+def test_table_radii_finer_than_two_decimals_keep_their_own_columns(logs, tmp_path):
+    # ours certifies 0.3, 0.7 and 0.26: three of four inputs at 0.255 and 0.26, two at 0.3; with two
+    # decimals alone 0.255 and 0.26 both named column "0.26", and one overwrote the other
+    out = tmp_path / "t.csv"
+    assert main(["table", str(logs[1]), "--radii", "0.255", "0.26", "0.3", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table.loc[0, ["0.255", "0.26", "0.30"]].tolist() == [75, 75, 50]
+
+
 def test_table_seed_alpha_and_bold_options(logs, tmp_path, capsys):
     run = lambda *options: main(["table", *map(str, logs), "--radii", "0", "--out", str(tmp_path / "t.csv"), *options])  # noqa: E731
     assert run("--seed", "1", "--n-boot", "200") == 0

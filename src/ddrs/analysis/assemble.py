@@ -62,8 +62,10 @@ ALPHA_ATTR = "alpha"
 
 
 def radius_column(radius: float) -> str:
-    """Column name of a radius: two decimals, as in the paper's headers."""
-    return f"{radius:.2f}"
+    """Column name of a radius: two decimals, as in the paper's headers, or as many as it needs
+    (0.125), so that two radii of a grid never share a column."""
+    two = f"{radius:.2f}"
+    return two if abs(float(two) - radius) < 1e-9 else f"{radius:g}"
 
 
 def is_radius(column) -> bool:

@@ -161,6 +161,8 @@ _LATEX_SYMBOLS = (
     ("²", r"\textsuperscript{2}"),
     ("σ", r"$\sigma$"),
     ("λ", r"$\lambda$"),
+    ("α", r"$\alpha$"),
+    ("–", "--"),
     ("p<", r"p$<$"),
     ("p≥", r"p$\geq$"),
 )
