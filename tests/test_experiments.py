@@ -217,6 +217,14 @@ def test_train_options_hold_the_method_section_and_build_a_train_config():
     assert built.params.m == 8 and built.train_mode == "ds" and built.warmup_epochs == 4
     uniform = exp.train_options(Run("digits", "uniform", "fs", 0.5))
     assert uniform["sigma"] == pytest.approx(0.5 * math.sqrt(3))
+    # training's precision is its own (train.precision); the top-level precision is certification's
+    assert TrainConfig.from_mapping(options).precision == "fp32"
+    bf16 = digits_config() | {"precision": "bf16"}
+    assert "precision" not in Experiment(bf16).train_options(Run("digits", "macer", "ds", 0.25))
+    bf16["train"] = {**bf16["train"], "precision": "bf16"}
+    assert (
+        TrainConfig.from_mapping(Experiment(bf16).train_options(Run("digits", "macer", "ds", 0.25))).precision == "bf16"
+    )
 
 
 def test_showcase_and_k_sweep_records():
@@ -394,9 +402,9 @@ SCHEMA = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read
 PER_RUN_FIELDS = {"dataset", "arch", "method", "train_mode", "sigma", "seed", "device", "data_root", "params", "init"}
 #: TrainConfig fields set from optimize_sigma: Algorithm 2 runs Algorithm 1 as certification does
 FROM_OPTIMIZE_SIGMA = {"sigma_objective", "sigma_clamp"}
-#: TrainConfig fields that only make sense outside the workflow (precision: the workflow's
-#: `precision` is the certification's; uniform_convention: the workflow converts σ itself)
-NOT_IN_WORKFLOW = {"precision", "uniform_convention"}
+#: TrainConfig fields that only make sense outside the workflow (uniform_convention: the workflow
+#: converts σ itself)
+NOT_IN_WORKFLOW = {"uniform_convention"}
 
 
 def enums(node, path=""):
@@ -442,6 +450,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
         "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
         "/properties/precision": list(PRECISIONS),
+        "/$defs/train/properties/precision": list(PRECISIONS),
         "/properties/certify/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/memory_format": list(MEMORY_FORMATS),
         "/$defs/train/properties/c_a": list(C_A_RULES),
