@@ -143,8 +143,13 @@ def _renamed(mapping: dict, old: str, new: str) -> None:
             r"sun2024.gradient_norm_sigma: \[0.3\] not among",
         ),
         ("config.yaml", lambda c: c["grid_search"].update(low=2.0, high=1.5), "low 2.0 must be below high 1.5"),
+        (
+            "seed_papers.yaml",
+            lambda c: c.update(methods=["cohen", "consistency"]),
+            r"datasets.cifar10.train_by_method: \['macer'\] not among the config's \['cohen', 'consistency'\]",
+        ),
     ],
-    ids=["train-by-sigma-key", "checkpoint-key", "study-sigma", "empty-grid-interval"],
+    ids=["train-by-sigma-key", "checkpoint-key", "study-sigma", "empty-grid-interval", "train-by-method-key"],
 )
 def test_a_reference_the_lookups_would_miss_is_refused_naming_it(name, edit, message):
     """Each of these passes the schema; the lookup (σ₀ spelled as in paths) would silently ignore it:
@@ -443,6 +448,7 @@ def test_every_enum_of_the_schema_is_a_registry():
             n for n, m in METHODS.items() if m.published_format is not None
         ],
         "/$defs/dataset/properties/k_by_method/propertyNames": list(METHODS),
+        "/$defs/dataset/properties/train_by_method/propertyNames": list(METHODS),
         "/properties/optimize_sigma/properties/n_by_method/propertyNames": list(METHODS),
         "/$defs/dataset/properties/ds_fine_tune/propertyNames": [
             n for n, m in METHODS.items() if "ds" in m.train_modes

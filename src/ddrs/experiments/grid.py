@@ -61,12 +61,13 @@ class RunGrid:
         """Refuse a key or value that must name what the config defines elsewhere, which the schema
         cannot check and a lookup would silently miss (:mod:`ddrs.experiments.validation`): σ₀ keys
         of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
-        than :func:`scale_label`), ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no
+        than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run, ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no
         dataset's grid, and an empty grid-search interval."""
         for dataset, spec in self.config["datasets"].items():
             labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
             every = list(dict.fromkeys(sum(labels.values(), [])))
             _require_in(spec.get("train_by_sigma", {}), every, f"datasets.{dataset}.train_by_sigma")
+            _require_in(spec.get("train_by_method", {}), self.methods, f"datasets.{dataset}.train_by_method")
             for method, paths in spec.get("checkpoints", {}).items():
                 noise = get_method(method).noise
                 _require_in(paths, labels[noise], f"datasets.{dataset}.checkpoints.{method}")
@@ -210,9 +211,10 @@ class RunGrid:
     def train_options(self, run: Run) -> dict[str, Any]:
         """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
 
-        The config's ``train`` section, overridden by the dataset's own ``train`` section and its
-        ``train_by_sigma`` entry for the run's σ₀ and, for DS², its ``ds_fine_tune`` entry for the
-        run's method (the fine-tuning of :meth:`init_run`; method sections merged field by field), with
+        The config's ``train`` section, overridden by the dataset's own ``train`` section, its
+        ``train_by_method`` entry for the run's method (e.g. MACER's own schedule beside the seed
+        papers' common one), its ``train_by_sigma`` entry for the run's σ₀ and, for DS², its
+        ``ds_fine_tune`` entry for the run's method (the fine-tuning of :meth:`init_run`; method sections merged field by field), with
         the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
         :meth:`smoothing_scale`); of the method sections only the run's own, a variant's resolved by
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
@@ -224,6 +226,7 @@ class RunGrid:
         spec = self.datasets[run.dataset]
         method = get_method(run.method).name
         train = merge_train(self.config["train"], spec.get("train", {}))
+        train = merge_train(train, spec.get("train_by_method", {}).get(method, {}))
         train = merge_train(train, spec.get("train_by_sigma", {}).get(scale_label(run.sigma), {}))
         if run.mode == "ds":
             train = merge_train(train, spec.get("ds_fine_tune", {}).get(method, {}))
