@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from fixtures_archives import install_cifar10
 from scipy import stats
+from torchvision import transforms
 
 import ddrs.training.device_feed as device_feed
 from ddrs.data import TensorImages, load_dataset
@@ -88,7 +89,39 @@ def test_batches_follow_the_epoch_order_and_the_view_holds_the_same_crops():
     for x, y, idx in batches:
         assert x.is_contiguous(memory_format=torch.channels_last)
         assert torch.equal(y, idx)  # labels are the indices here
-        assert all(torch.equal(row, view[int(i)][0]) for row, i in zip(x, idx, strict=True))
+    rows = torch.cat([x for x, _, _ in batches])
+    # every first visit is the crop the plan scored; input 5's second visit is a crop of its own
+    # (Sun et al. sample with replacement, as a DataLoader re-augmenting every load would)
+    assert all(torch.equal(rows[k], view[int(visits[k])][0]) for k in (0, 2, 3, 4, 5))
+    assert not torch.equal(rows[1], rows[0])
+
+
+class _Augmented(torch.utils.data.Dataset):
+    """:func:`_coordinates` images through torchvision's CIFAR-10 crop and flip, as the DataLoader feed
+    reads the split."""
+
+    def __init__(self, count: int):
+        self.images, self.transform = _coordinates(count), transforms.Compose(CIFAR10.transforms())
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int):
+        return self.transform(self.images[index]), index
+
+
+def test_each_visit_of_an_input_in_one_epoch_draws_its_own_crop_in_both_feeds():
+    config = TrainConfig(dataset="cifar10", arch="resnet18", method="cohen", sigma=0.25, batch_size=8)
+    visits = torch.tensor([4, 2, 4, 4, 4, 0, 4, 4])
+    for feed in (
+        DeviceFeed.for_config(TensorImages(_coordinates(6), list(range(6))), config, torch.device("cpu")),
+        training_loader(_Augmented(6), config, torch.device("cpu")),
+    ):
+        feed.sampler.set_epoch(0, visits)
+        ((x, _, idx),) = list(feed)
+        offsets, flipped = _offsets_and_flips(x[idx == 4])
+        crops = {(int(t), int(s), bool(f)) for (t, s), f in zip(offsets, flipped, strict=True)}
+        assert len(crops) >= 4  # six visits of one input: 162 equally likely crops, not one
 
 
 def test_without_augmentation_the_batches_are_the_loaders(tmp_path, monkeypatch):

@@ -495,11 +495,12 @@ def test_augmented_inputs_differ_between_epochs_and_seeds():
     dataset = _Jittered(TensorImages(torch.zeros(4, 1, 8, 8), [0, 1, 2, 3]))
     keyed = IndexedDataset(dataset, seed=0)
     state = torch.random.get_rng_state()
-    x, y, index = keyed[(3, 2)]
+    x, y, index = keyed[(3, 2, 0)]
     assert torch.equal(torch.random.get_rng_state(), state)  # the caller's generator is untouched
-    assert (y, index) == (2, 2) and torch.equal(keyed[(3, 2)][0], x)
-    assert not torch.equal(keyed[(4, 2)][0], x) and not torch.equal(keyed[(3, 1)][0], x)
-    assert not torch.equal(IndexedDataset(dataset, seed=1)[(3, 2)][0], x)
+    assert (y, index) == (2, 2) and torch.equal(keyed[(3, 2, 0)][0], x)
+    assert not torch.equal(keyed[(4, 2, 0)][0], x) and not torch.equal(keyed[(3, 1, 0)][0], x)
+    assert not torch.equal(keyed[(3, 2, 1)][0], x)  # a second visit in the epoch: its own draws
+    assert not torch.equal(IndexedDataset(dataset, seed=1)[(3, 2, 0)][0], x)
 
 
 def test_one_loader_per_run_with_persistent_workers(tmp_path, monkeypatch):

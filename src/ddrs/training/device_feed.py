@@ -7,7 +7,8 @@ plain loop over batches already on the GPU, README "Training").
 
 Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
 are Philox4x32-10 (:mod:`ddrs.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
-``idx``, the same bits on every device. So an epoch's batches do not depend on how its pass is
+``idx``, the same bits on every device. An epoch plan's later visit ``v`` of an input draws at
+counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loading.visit_numbers`), a crop of its own. So an epoch's batches do not depend on how its pass is
 chunked, nor on where an interrupted run resumed; the order is :class:`EpochSampler`'s, as for
 the DataLoader feed (:mod:`ddrs.training.loading`).
 """
@@ -27,7 +28,7 @@ from ddrs.philox import keyed_uniforms, split_key
 from ddrs.seeds import TrainingStream, derived_seed
 from ddrs.settings import resolve_memory_format
 from ddrs.training.config import TrainConfig
-from ddrs.training.loading import EpochSampler
+from ddrs.training.loading import EpochSampler, visit_numbers
 
 #: inputs augmented per pass: bounds the padded copies a pass holds
 CHUNK = 4096
@@ -75,15 +76,17 @@ class DeviceFeed:
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         order = self.sampler.order()
         rows = copy_to(order, self.images.device)
-        images, labels = self.augmented(self.sampler.epoch, rows), self.labels[rows]
+        visits = visit_numbers(rows)
+        images, labels = self.augmented(self.sampler.epoch, rows, visits), self.labels[rows]
         for start in range(0, len(order), self.batch_size):
             end = start + self.batch_size
             yield images[start:end], labels[start:end], order[start:end]
 
-    def augmented(self, epoch: int, indices: Tensor) -> Tensor:
+    def augmented(self, epoch: int, indices: Tensor, visits: Tensor | None = None) -> Tensor:
         """Inputs ``indices`` (an index tensor on any device) as epoch ``epoch`` augments them, in
-        that order."""
+        that order, at their ``visits`` (default: each a first visit)."""
         indices = indices.to(self.images.device)
+        counters = indices if visits is None else indices + visits.to(indices.device) * len(self.labels)
         out = torch.empty(
             (len(indices), *self.images.shape[1:]),
             dtype=self.images.dtype,
@@ -95,7 +98,7 @@ class DeviceFeed:
             rows = indices[start : start + CHUNK]
             images = self.images[rows]
             if self.augmentation is not None:
-                uniforms = keyed_uniforms(key, rows, self.augmentation.draws)
+                uniforms = keyed_uniforms(key, counters[start : start + CHUNK], self.augmentation.draws)
                 images = self.augmentation.apply(images, uniforms)
             out[start : start + CHUNK] = images
         return out

@@ -3,8 +3,11 @@
 Every example's data augmentation (torchvision's random crop and flip draw from torch's global
 generator) is seeded from ``(seed, epoch, idx)`` alone (:data:`ddrs.seeds.TrainingStream.AUGMENT`),
 so the crops of an epoch do not depend on the number of DataLoader workers, on whether they
-persist across epochs, or on where an interrupted run resumed. The sampler yields ``(epoch, idx)``
-keys; the DataLoader is built once per run (its workers persist) and told each epoch's order.
+persist across epochs, or on where an interrupted run resumed. An epoch plan that visits an input
+again (Sun et al.'s sampling with replacement, §5.4) gives each later visit its own draws, keyed
+by ``(seed, epoch, idx, visit)`` (:func:`visit_numbers`), as a DataLoader re-augmenting every item
+it loads would. The sampler yields ``(epoch, idx, visit)`` keys; the DataLoader is built once per
+run (its workers persist) and told each epoch's order.
 """
 
 from __future__ import annotations
@@ -20,14 +23,26 @@ from ddrs.seeds import TrainingStream, derived_seed
 from ddrs.training.config import TrainConfig
 
 
-def augmented_item(dataset: Dataset, seed: int, epoch: int, index: int) -> Any:
-    """``dataset[index]`` with torch's global CPU generator seeded from ``(seed, AUGMENT, epoch, index)``;
-    the caller's generator state is restored. The CPU generator alone (what torchvision's transforms
+def visit_numbers(order: Tensor) -> Tensor:
+    """For each entry of ``order`` (dataset indices), how often its index came earlier in ``order``:
+    0 for a first visit."""
+    ranked, position = order.sort(stable=True)
+    step = torch.arange(len(order), device=order.device)
+    first = torch.ones_like(ranked, dtype=torch.bool)
+    first[1:] = ranked[1:] != ranked[:-1]
+    numbers = torch.empty_like(step)
+    numbers[position] = step - torch.where(first, step, 0).cummax(dim=0).values
+    return numbers
+
+
+def augmented_item(dataset: Dataset, seed: int, epoch: int, index: int, visit: int = 0) -> Any:
+    """``dataset[index]`` with torch's global CPU generator seeded from ``(seed, AUGMENT, epoch, index)``,
+    and ``visit`` too for a later visit of the epoch; the caller's generator state is restored. The CPU generator alone (what torchvision's transforms
     draw from): ``torch.manual_seed`` and ``fork_rng`` would also visit every accelerator's
     generators, 65 µs a call, which capped a worker near 3,000 images/s."""
     generator = torch.default_generator
     state = generator.get_state()
-    generator.manual_seed(derived_seed(seed, TrainingStream.AUGMENT, epoch, index))
+    generator.manual_seed(derived_seed(seed, TrainingStream.AUGMENT, epoch, index, *([visit] if visit else [])))
     try:
         return dataset[index]
     finally:
@@ -44,9 +59,9 @@ class IndexedDataset(Dataset):
     def __len__(self) -> int:
         return len(self.dataset)
 
-    def __getitem__(self, key: tuple[int, int]) -> tuple[Any, Any, int]:
-        epoch, index = key
-        x, y = augmented_item(self.dataset, self.seed, epoch, index)
+    def __getitem__(self, key: tuple[int, int, int]) -> tuple[Any, Any, int]:
+        epoch, index, visit = key
+        x, y = augmented_item(self.dataset, self.seed, epoch, index, visit)
         return x, y, index
 
 
@@ -65,8 +80,8 @@ class EpochView(Dataset):
 
 
 class EpochSampler(Sampler):
-    """The ``(epoch, idx)`` keys of the epoch set by :meth:`set_epoch`: its ``visits`` (the method's
-    epoch plan), else a permutation of the training set from ``(seed, SHUFFLE, epoch)``."""
+    """The ``(epoch, idx, visit)`` keys of the epoch set by :meth:`set_epoch`: its ``visits`` (the
+    method's epoch plan), else a permutation of the training set from ``(seed, SHUFFLE, epoch)``."""
 
     def __init__(self, size: int, seed: int):
         self.size, self.seed = size, seed
@@ -88,8 +103,9 @@ class EpochSampler(Sampler):
         torch.empty((), dtype=torch.int64).random_(generator=generator)
         return torch.randperm(self.size, generator=generator)
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return ((self.epoch, index) for index in self.order().tolist())
+    def __iter__(self) -> Iterator[tuple[int, int, int]]:
+        order = self.order()
+        return zip([self.epoch] * len(order), order.tolist(), visit_numbers(order).tolist(), strict=True)
 
 
 def training_loader(dataset: Dataset, config: TrainConfig, device: torch.device) -> DataLoader:
