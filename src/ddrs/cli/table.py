@@ -32,9 +32,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--decimals", type=int, default=1, help="decimals of the percentages in .md/.tex")
     parser.add_argument("--alpha", type=float, default=0.05, help="interval level 1 - ALPHA, and the bold test's level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the ACR bootstrap and permutation test")
-    parser.add_argument(
-        "--n-boot", type=int, default=2000, help="bootstrap resamples of the ACR intervals"
-    )
+    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the ACR intervals")
     parser.add_argument(
         "--bold",
         action="store_true",

@@ -61,8 +61,9 @@ class RunGrid:
         """Refuse a key or value that must name what the config defines elsewhere, which the schema
         cannot check and a lookup would silently miss (:mod:`ddrs.experiments.validation`): σ₀ keys
         of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
-        than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run, ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no
-        dataset's grid, and an empty grid-search interval."""
+        than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
+        ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, and an empty
+        grid-search interval."""
         for dataset, spec in self.config["datasets"].items():
             labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
             every = list(dict.fromkeys(sum(labels.values(), [])))
@@ -214,9 +215,10 @@ class RunGrid:
         The config's ``train`` section, overridden by the dataset's own ``train`` section, its
         ``train_by_method`` entry for the run's method (e.g. MACER's own schedule beside the seed
         papers' common one), its ``train_by_sigma`` entry for the run's σ₀ and, for DS², its
-        ``ds_fine_tune`` entry for the run's method (the fine-tuning of :meth:`init_run`; method sections merged field by field), with
-        the run's data, model, method, mode and scale (λ for uniform noise, converted here once:
-        :meth:`smoothing_scale`); of the method sections only the run's own, a variant's resolved by
+        ``ds_fine_tune`` entry for the run's method (the fine-tuning of :meth:`init_run`; method
+        sections merged field by field), with the run's data, model, method, mode and scale (λ for
+        uniform noise, converted here once: :meth:`smoothing_scale`); of the method sections only
+        the run's own, a variant's resolved by
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where

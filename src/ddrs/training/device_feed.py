@@ -8,9 +8,10 @@ plain loop over batches already on the GPU, README "Training").
 Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
 are Philox4x32-10 (:mod:`ddrs.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
 ``idx``, the same bits on every device. An epoch plan's later visit ``v`` of an input draws at
-counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loading.visit_numbers`), a crop of its own. So an epoch's batches do not depend on how its pass is
-chunked, nor on where an interrupted run resumed; the order is :class:`EpochSampler`'s, as for
-the DataLoader feed (:mod:`ddrs.training.loading`).
+counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loading.visit_numbers`), a crop of its
+own. So an epoch's batches do not depend on how its pass is chunked, nor on where an interrupted
+run resumed; the order is :class:`EpochSampler`'s, as for the DataLoader feed
+(:mod:`ddrs.training.loading`).
 """
 
 from __future__ import annotations

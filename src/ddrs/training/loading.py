@@ -36,10 +36,11 @@ def visit_numbers(order: Tensor) -> Tensor:
 
 
 def augmented_item(dataset: Dataset, seed: int, epoch: int, index: int, visit: int = 0) -> Any:
-    """``dataset[index]`` with torch's global CPU generator seeded from ``(seed, AUGMENT, epoch, index)``,
-    and ``visit`` too for a later visit of the epoch; the caller's generator state is restored. The CPU generator alone (what torchvision's transforms
-    draw from): ``torch.manual_seed`` and ``fork_rng`` would also visit every accelerator's
-    generators, 65 µs a call, which capped a worker near 3,000 images/s."""
+    """``dataset[index]`` with torch's global CPU generator seeded from ``(seed, AUGMENT, epoch,
+    index)``, and ``visit`` too for a later visit of the epoch; the caller's generator state is
+    restored. The CPU generator alone (what torchvision's transforms draw from):
+    ``torch.manual_seed`` and ``fork_rng`` would also visit every accelerator's generators, 65 µs a
+    call, which capped a worker near 3,000 images/s."""
     generator = torch.default_generator
     state = generator.get_state()
     generator.manual_seed(derived_seed(seed, TrainingStream.AUGMENT, epoch, index, *([visit] if visit else [])))
