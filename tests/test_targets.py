@@ -198,6 +198,8 @@ def test_the_statistics_section_reaches_every_builder_with_intervals_and_the_cap
     assert {entry for entry, _ in PER_BEST_TABLE} | set(STUDY_COMPARISONS.values()) <= checked
     held_out = CATALOGUE["best_table_held_out"].arguments(exp, {"table": "table1"})
     assert held_out["builder"]["selection"] == "held_out" and "other half" in held_out["render"]["caption"]
+    # Appendix F charges each K the whole Algorithm 1 run to its largest K, and says so
+    assert "upper bound" in CATALOGUE["appendix_f_table"].arguments(exp, {})["render"]["caption"]
     assert CATALOGUE["best_table"].arguments(exp, {"table": "table1"})["builder"]["selection"] == "test"
 
 
@@ -309,6 +311,7 @@ def test_measured_columns_print_to_the_entrys_decimals_and_the_csv_keeps_full_pr
 
 def test_the_measured_columns_of_the_catalogue_are_its_builders_columns():
     from ddrs.analysis.records import LogRecord
+    from ddrs.analysis.render import runtime_caption
     from ddrs.analysis.tables import runtime_table
     from ddrs.training.gradient_norms import SUMMARY_COLUMNS
 
@@ -317,4 +320,9 @@ def test_the_measured_columns_of_the_catalogue_are_its_builders_columns():
     assert set(CATALOGUE["appendix_f_table"].measured) <= set(runtime.columns)
     assert set(CATALOGUE["gradient_norms_table"].measured) <= set(SUMMARY_COLUMNS)
     render = CATALOGUE["appendix_f_table"].arguments(experiment("digits.yaml"), {})["render"]
-    assert render == {"decimals": 4, "bold": False, "measured": ("certify_s", "extra_s", "total_s")}
+    assert render == {
+        "decimals": 4,
+        "bold": False,
+        "measured": ("certify_s", "extra_s", "total_s"),
+        "caption": runtime_caption(),
+    }

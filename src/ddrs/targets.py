@@ -27,6 +27,7 @@ from ddrs.analysis.reference import PAPER_TABLES, paper_comparison_caption
 from ddrs.analysis.render import (
     best_table_caption,
     comparisons_caption,
+    runtime_caption,
     selection_caption,
     selection_optimism_caption,
 )
@@ -287,6 +288,7 @@ CATALOGUE: dict[str, Target] = {
             instances=_if(lambda exp: exp.computed_records()),
             records=lambda exp, t: [r for r in exp.computed_records() if r.certify_mode != "gds"],
             sigma_logs=True,
+            caption_of=lambda exp, records: runtime_caption(),
             # seconds per input to 0.1 ms: finer digits are timer noise
             decimals=4,
             bold=False,

@@ -226,6 +226,15 @@ def intervals_caption(alpha: float = 0.05) -> str:
     )
 
 
+def runtime_caption() -> str:
+    """Caption of the Appendix F table (:func:`ddrs.analysis.tables.runtime_table`)."""
+    return (
+        "Seconds per certified input: certify_s is Cohen's CERTIFY, extra_s choosing σ (Algorithm 1 or the "
+        "grid search). One Algorithm 1 run snapshots every K, so extra_s is its time to the largest K, "
+        "charged to each K: an upper bound for a smaller K."
+    )
+
+
 def selection_caption(selection: str) -> str:
     """How a best table's cells were chosen (on the reported test inputs, or on a held-out half),
     and so whether its rows of several logs are tested."""
