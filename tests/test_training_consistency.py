@@ -144,7 +144,7 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     loss = smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
     generator = torch.Generator().manual_seed(4)
     noise = torch.randn((3, 2, 1, 6), generator=generator) * 0.25
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3, generator)
+    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3, generator, rule="jeong_shin")
     assert not torch.equal(adversarial, x)
     logits = model((adversarial.unsqueeze(1) + noise).flatten(0, 1)).view(3, 2, 4)
     assert loss.item() == pytest.approx(consistency_objective(logits, y, 3.0, 0.5, "mean_kl").item(), rel=1e-6)
@@ -154,6 +154,35 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     assert smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), no_attack).item() == (
         pytest.approx(consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), gaussian).item())
     )
+
+
+def _jeong_shin_pgd(model, x, y, noise, radius, steps):
+    """Jeong & Shin's ``SmoothAdv_PGD.attack`` step by step: the mean cross-entropy of the clamped
+    mean softmax, its gradient over norm + 1e-8, a step of 2·radius/steps, the projection onto the
+    ball, then the clamp to [0, 1]."""
+    adv = x.clone()
+    for _ in range(steps):
+        adv.requires_grad_(True)
+        probs = torch.stack([torch.softmax(model(adv + noise[:, j]), dim=1) for j in range(noise.shape[1])]).mean(0)
+        loss = torch.nn.functional.nll_loss(probs.clamp(min=1e-20).log(), y)
+        (grad,) = torch.autograd.grad(loss, adv)
+        grad = grad / (grad.flatten(1).norm(dim=1).view(-1, 1, 1) + 1e-8)
+        adv = adv + 2 * radius / steps * grad
+        adv = (x + (adv - x).renorm(p=2, dim=0, maxnorm=radius)).clamp(0, 1).detach()
+    return adv
+
+
+def test_smoothadv_consistency_attacks_as_jeong_and_shins_pgd_projecting_before_clamping():
+    # pixels at 0 and 1, where the order of the projection and the clamp decides where δ ends
+    model, y = _linear_model(), torch.tensor([0, 2, 1, 3])
+    x = torch.tensor([[0.0, 1.0, 0.02, 0.98, 0.5, 0.0]]).repeat(4, 1).unsqueeze(1)
+    noise = torch.randn((4, 2, 1, 6), generator=torch.Generator().manual_seed(2)) * 0.25
+    ours = smoothadv_attack(model, x, y, noise, 1.0, 10, torch.Generator(), rule="jeong_shin")
+    assert torch.allclose(ours, _jeong_shin_pgd(model, x, y, noise, 1.0, 10), atol=1e-5)
+    salman = smoothadv_attack(model, x, y, noise, 1.0, 10, torch.Generator())
+    assert (ours - salman).abs().max() > 1e-2  # Salman et al.'s clamp-then-project ends elsewhere
+    with pytest.raises(ValueError, match="unknown PGD rule"):
+        smoothadv_attack(model, x, y, noise, 2.0, 10, torch.Generator(), rule="madry")
 
 
 def test_stability_loss_compares_the_clean_and_one_noisy_pass():

@@ -75,9 +75,10 @@ def consistency_loss(model, x, y, scale, generator, params: ConsistencyParams, e
 
 def smoothadv_consistency_loss(model, x, y, scale, generator, params: SmoothAdvConsistencyParams, epoch=0) -> Tensor:
     """SmoothAdv + Consistency (Jeong & Shin 2020, their ``train_consistency.py --adv-training``):
-    SmoothAdv's attack with the m draws (radius warmed up as SmoothAdv's), then the consistency loss
-    on the adversarial point with the same draws."""
+    SmoothAdv's attack with the m draws as their ``SmoothAdv_PGD`` steps (radius warmed up as
+    SmoothAdv's), then the consistency loss on the adversarial point with the same draws."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps, generator)
+    radius = smoothadv_radius(params, epoch)
+    adversarial = smoothadv_attack(model, x, y, noise, radius, params.steps, generator, rule="jeong_shin")
     logits = chunked_copies_logits(model, adversarial.unsqueeze(1) + noise, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)

@@ -112,18 +112,38 @@ def smoothadv_radius(params: SmoothAdvParams, epoch: int) -> float:
     return params.epsilon * min(1.0, epoch / params.warmup)
 
 
+#: the two published PGD steps of the SmoothAdv attack (:func:`smoothadv_attack`)
+PGD_RULES = ("salman", "jeong_shin")
+
+
 def smoothadv_attack(
-    model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, radius: float, steps: int, generator: torch.Generator
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    noise: Tensor,
+    radius: float,
+    steps: int,
+    generator: torch.Generator,
+    rule: str = "salman",
 ) -> Tensor:
     """ℓ2 PGD on the soft smoothed classifier with fixed noise draws (Salman et al. 2019, §3).
 
     Maximises :func:`smoothed_nll` of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
-    normalised-gradient steps of size ``2·radius/steps``, each followed by a clamp of ``x + δ`` to
-    [0, 1] and a projection onto the ball (SmoothAdv's ``PGD_L2``). Where the gradient is exactly
-    zero (with m > 1, an input whose smoothed probability of ``y`` is under the 1e-20 clamp), the step direction
-    is a standard normal draw from ``generator``, unnormalised, as their code does. The model runs in
-    eval mode and its parameters receive no gradient.
+    normalised-gradient steps of size ``2·radius/steps``. ``rule`` (:data:`PGD_RULES`) is the
+    code the step follows:
+
+    - ``salman``: SmoothAdv's ``PGD_L2``: each step is followed by a clamp of ``x + δ`` to [0, 1]
+      and a projection onto the ball. Where the gradient is exactly zero (with m > 1, an input
+      whose smoothed probability of ``y`` is under the 1e-20 clamp), the step direction is a
+      standard normal draw from ``generator``, unnormalised, as their code does.
+    - ``jeong_shin``: Jeong & Shin's ``SmoothAdv_PGD`` (``train_consistency.py``, SmoothAdv +
+      Consistency): the gradient divided by its norm + 1e-8 (a zero gradient takes no step), then
+      the projection onto the ball, then the clamp to [0, 1].
+
+    The model runs in eval mode and its parameters receive no gradient.
     """
+    if rule not in PGD_RULES:
+        raise ValueError(f"unknown PGD rule {rule!r}; choose one of {list(PGD_RULES)}")
     if radius == 0:
         return x
     was_training = model.training
@@ -137,6 +157,10 @@ def smoothadv_attack(
             loss = smoothed_nll(copies_logits(model, (x + delta).unsqueeze(1) + noise), y).sum()
             (grad,) = torch.autograd.grad(loss, delta)
             norm = grad.flatten(1).norm(dim=1)
+            if rule == "jeong_shin":
+                delta = delta.detach() + step_size * grad / (norm + 1e-8).view(per_input)
+                delta = ((x + delta.renorm(p=2, dim=0, maxnorm=radius)).clamp(0, 1) - x).detach()
+                continue
             vanished = norm == 0
             direction = grad / norm.masked_fill(vanished, 1.0).view(per_input)
             if vanished.any():
