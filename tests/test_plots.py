@@ -127,6 +127,11 @@ def test_save_figure_writes_png_and_pdf(tmp_path):
     assert written[0].read_bytes()[:4] == b"\x89PNG" and written[1].read_bytes()[:4] == b"%PDF"
     assert legend_texts(figure.axes[0]) == ["a", "b", "envelope"]
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
+    # a dotted name keeps its dots: σ = 0.25 and 0.5 are two figures, not one overwritten
+    for stem in ("cohen_sigma0.25", "cohen_sigma0.5"):
+        plots.save_figure(figure, tmp_path / "sigma" / stem)
+    names = sorted(p.name for p in (tmp_path / "sigma").iterdir())
+    assert names == ["cohen_sigma0.25.pdf", "cohen_sigma0.25.png", "cohen_sigma0.5.pdf", "cohen_sigma0.5.png"]
 
 
 def band_edges(ax, index: int) -> set[float]:

@@ -243,6 +243,14 @@ def test_appendix_f_reads_the_sigma_logs_and_the_comparison_the_tables_it_compar
     tables = CATALOGUE["paper_comparison"].arguments(exp, {})["builder"]["tables"]
     appendix_h = ["appendix_h_cohen", "appendix_h_smoothadv", "appendix_h_macer"]
     assert list(tables) == ["table1", "table2", "table3", "table4", *appendix_h]
+    assert CATALOGUE["paper_comparison"].arguments(exp, {})["render"]["decimals"] == 2  # Appendix H's digits
+
+
+def test_a_paper_comparison_without_the_papers_tables_is_refused_naming_the_methods():
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg |= {"compare_with_paper": True, "methods": ["consistency", "stability"]}
+    with pytest.raises(ValueError, match="compare_with_paper: none of this config's tables .* cohen, smoothadv"):
+        CATALOGUE["paper_comparison"].instances(Experiment(cfg), CATALOGUE["paper_comparison"])
 
 
 def test_the_catalogue_and_the_design_load_without_torch_or_matplotlib():

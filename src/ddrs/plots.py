@@ -41,11 +41,13 @@ BAND_OPACITY = 0.2
 
 
 def save_figure(figure: Figure, path: str | os.PathLike) -> list[Path]:
-    """Write ``figure`` as ``<stem>.png`` and ``<stem>.pdf`` beside ``path`` (atomically)."""
+    """Write ``figure`` as ``<name>.png`` and ``<name>.pdf`` beside ``path`` (atomically), ``<name>``
+    being ``path``'s name less a ``.png`` or ``.pdf`` suffix: ``cohen_sigma0.25`` keeps its ``.25``."""
     path = Path(path)
+    name = path.name.removesuffix(".png").removesuffix(".pdf")
     written = []
     for fmt in ("png", "pdf"):
-        target = path.with_suffix(f".{fmt}")
+        target = path.with_name(f"{name}.{fmt}")
         with atomic_path(target) as tmp:
             figure.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
         written.append(target)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddrs.analysis.records import LogRecord, display_name
-from ddrs.analysis.reference import PAPER_TABLES, paper_comparison_caption
+from ddrs.analysis.reference import BEST_TABLES, PAPER_TABLES, paper_comparison_caption
 from ddrs.analysis.render import (
     best_table_caption,
     comparisons_caption,
@@ -234,6 +234,19 @@ def _comparison_tables(exp: Experiment) -> dict[str, str]:
     return {name: exp.layout.table(name) for name in names if name in PAPER_TABLES}
 
 
+def _paper_comparison(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The comparison, where the config asks for it; a config that builds none of the paper's
+    Tables 1–4 (whose overlay the comparison draws) is refused, naming the methods that do."""
+    if not exp.config.get("compare_with_paper"):
+        return []
+    if not set(_comparison_tables(exp)) & set(BEST_TABLES):
+        raise ValueError(
+            "compare_with_paper: none of this config's tables is one of the DDRS paper's Tables 1–4 "
+            "(methods cohen, smoothadv, macer, uniform); add one of those methods or set compare_with_paper: false"
+        )
+    return [{}]
+
+
 #: Sun et al. (2024), Tables 1 and 2, Figure 3: Gaussian, MACER, SmoothAdv, Consistency and ACR-focused
 #: training; their Gaussian baseline draws m = 4 as their method (§6), the matched variant cohen@easy_focus
 SUN2024_METHODS = ("cohen@easy_focus", "macer", "smoothadv", "consistency", "easy_focus")
@@ -371,9 +384,11 @@ CATALOGUE: dict[str, Target] = {
             "paper_comparison",
             "Paper comparison",
             outputs=(*TABLE, *FIGURE),
-            instances=_if(lambda exp: exp.config.get("compare_with_paper")),
+            instances=_paper_comparison,
             files=lambda exp, t: {"tables": _comparison_tables(exp)},
             caption_of=lambda exp, records: paper_comparison_caption(exp.statistics.alpha),
+            # Appendix H and part of Table 3 print two decimals
+            decimals=2,
             bold=False,
         ),
         Target(
