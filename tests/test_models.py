@@ -284,6 +284,19 @@ def test_import_macer_bare_network(tmp_path):
     assert meta["epoch"] == 440 and meta["method"] == "macer"
 
 
+def test_import_refuses_a_layout_of_another_source(tmp_path):
+    # a MACER file imported as Cohen's would run behind Cohen's mean/std, and a Cohen file as MACER's
+    # behind nothing: both load strictly, so only the layout tells
+    net = _published_net("lenet", "mnist")
+    macer, cohen = tmp_path / "440.pth", tmp_path / "cohen.pth.tar"
+    torch.save({"net": net.state_dict(), "epoch": 440}, macer)
+    torch.save({"state_dict": {f"1.{k}": v for k, v in net.state_dict().items()}}, cohen)
+    with pytest.raises(CheckpointError, match=rf"{macer} holds a bare network, the layout of macer checkpoints"):
+        import_published(macer, "lenet", "mnist", source="cohen")
+    with pytest.raises(CheckpointError, match=rf"{cohen} holds a Sequential\(normaliser, net\), the layout of cohen"):
+        import_published(cohen, "lenet", "mnist", source="macer")
+
+
 def test_import_names_file_and_first_missing_and_unexpected_keys(tmp_path):
     state = {f"1.{k}": v for k, v in _published_net("lenet", "mnist").state_dict().items()}
     state["1.fc3.weight"] = state.pop("1.fc2.weight")

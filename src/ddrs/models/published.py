@@ -77,14 +77,23 @@ def _normaliser_stats(source: str, dataset: str) -> tuple[Tensor, Tensor]:
 
 
 def _split_sequential(
-    state: dict[str, Tensor], path: Path, mean: Tensor, std: Tensor
+    state: dict[str, Tensor], path: Path, source: str, mean: Tensor, std: Tensor
 ) -> tuple[dict[str, Tensor], Tensor, Tensor]:
-    """Cohen / SmoothAdv ``Sequential(normaliser, net)`` (keys ``0.*``, ``1.*``) or MACER's bare network.
+    """Cohen / SmoothAdv ``Sequential(normaliser, net)`` (keys ``0.*``, ``1.*``) or MACER's bare network,
+    whichever ``source`` wrote: a file of the other layout is refused, since its network would
+    run behind another normaliser than the one it was trained behind.
 
     Returns the network's weights and the normaliser's mean and std: ``mean`` / ``std`` unless the
     file stores them as ``0.<name>``.
     """
-    if not all(key.split(".", 1)[0] in ("0", "1") for key in state):  # the bare network (MACER)
+    wrapped = all(key.split(".", 1)[0] in ("0", "1") for key in state)
+    if wrapped != (SOURCES[source] != "none"):
+        found, other = ("Sequential(normaliser, net)", "cohen or smoothadv") if wrapped else ("bare network", "macer")
+        raise CheckpointError(
+            f"{path} holds a {found}, the layout of {other} checkpoints, not of {source}'s: "
+            f"import it as its own source (--method or --source), or its network runs behind the wrong normaliser"
+        )
+    if not wrapped:  # MACER's bare network
         return state, mean, std
     for key, value in state.items():
         if not key.startswith("0."):
@@ -150,7 +159,7 @@ def import_published(
     if SOURCES[source] == "stored":
         net_state, mean, std = _split_rs4a(state, path, tuple(normaliser.mean.shape))
     else:
-        net_state, mean, std = _split_sequential(state, path, *_normaliser_stats(source, dataset))
+        net_state, mean, std = _split_sequential(state, path, source, *_normaliser_stats(source, dataset))
 
     load_state_strictly(model[1], net_state, path, f"architecture {arch!r} on {dataset!r}")
     if mean.numel() != normaliser.mean.numel() or std.numel() != normaliser.std.numel():
