@@ -126,6 +126,15 @@ def test_sign_flip_p_draws_seeded_flips_when_the_patterns_are_many():
     assert sign_flip_p(np.full((200, 1), 1.0), n_resamples=500, seed=1, dataset="d")[0] == pytest.approx(1 / 501)
 
 
+@pytest.mark.parametrize("inputs", [12, 300], ids=["exact", "monte-carlo"])
+def test_sign_flip_p_of_pairs_of_rows_is_that_of_their_differences(inputs):
+    rows = np.random.default_rng(2).normal(0.5, 0.3, (inputs, 4)) * (np.random.default_rng(3).random((inputs, 4)) < 0.8)
+    pairs = [(0, 1), (0, 2), (3, 1), (2, 3)]
+    differences = np.stack([rows[:, a] - rows[:, b] for a, b in pairs], axis=1)
+    by_pairs = sign_flip_p(rows, pairs, n_resamples=5000, seed=4, dataset="d")
+    assert np.allclose(by_pairs, sign_flip_p(differences, n_resamples=5000, seed=4, dataset="d"))
+
+
 def test_sign_flip_p_keeps_its_level_under_the_null():
     # symmetric differences (exchangeable rows), 300 tests of 40 inputs: rejections at 0.05 are
     # Binomial(300, ≤ 0.05); 27 or more has probability below 0.001 at the level

@@ -28,6 +28,7 @@ from ddrs.analysis.metrics import (
     true_class_p_a_lower,
 )
 from ddrs.analysis.records import LogRecord, display_name, load_log, variant_order
+from ddrs.analysis.tables import load_records
 from ddrs.binomial import clopper_pearson
 from ddrs.io import atomic_path
 
@@ -93,11 +94,12 @@ def sigma_panels_figure(
     """Figures 3–5: certified accuracy vs radius, one panel per σ₀, the envelope last.
 
     ``records`` are one dataset and method: Method (fixed σ = σ₀), Method-DS and Method-DS²
-    logs. A variant with several K is drawn as its best over K at each radius; the last panel
-    is each variant's best over σ₀ and K (the envelope of Tables 1–3).
+    logs, on the inputs the tables count (:func:`~ddrs.analysis.tables.load_records`). A variant
+    with several K is drawn as its best over K at each radius; the last panel is each variant's
+    best over σ₀ and K (the envelope of Tables 1–3).
     """
     dataset, method = _only(records, "dataset"), _only(records, "method")
-    loaded = [(record, record.load()) for record in records]
+    loaded = load_records(records)
     radii = radius_grid([log for _, log in loaded]) if radii is None else np.asarray(radii, float)
     sigmas = sorted({record.sigma0 for record in records})
     names = variant_order(records)

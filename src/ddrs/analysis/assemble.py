@@ -171,11 +171,15 @@ def pair_p_values(
     differing = better + worse
     acr = [c for c in columns if not is_radius(c)]
     flips = flip_resamples(len(pairs) * len(columns), inference.alpha)
+    rows = list({id(e): e for pair in pairs for e in pair}.values())  # each row's sums once, for all its pairs
+    position = {id(e): k for k, e in enumerate(rows)}
+    indices = [(position[id(a)], position[id(b)]) for a, b in pairs]
     for column in acr:
-        differences = np.stack([a.acr[column] - b.acr[column] for a, b in pairs], axis=1)  # inputs × pairs
-        tested = sign_flip_p(differences, n_resamples=flips, seed=inference.seed, dataset=pairs[0][0].dataset)
+        values = np.stack([e.acr[column] for e in rows], axis=1)  # inputs × rows
+        tested = sign_flip_p(values, indices, n_resamples=flips, seed=inference.seed, dataset=pairs[0][0].dataset)
         p = np.concatenate([p, tested[:, None]], axis=1)
-        differing = np.concatenate([differing, (differences != 0).sum(axis=0)[:, None]], axis=1)
+        unequal = [(values[:, a] != values[:, b]).sum() for a, b in indices]
+        differing = np.concatenate([differing, np.array(unequal)[:, None]], axis=1)
     return columns, p, differing >= 2
 
 

@@ -71,10 +71,10 @@ from ddrs.analysis.tables import (
     _check_same_inputs,
     _envelope,
     _grouped,
-    _load_all,
     _modes,
     _radii_for,
     _source,
+    load_records,
     with_rows,
 )
 
@@ -140,7 +140,7 @@ def comparisons_table(
 ) -> pd.DataFrame:
     """The comparisons of a best table (:func:`~ddrs.analysis.tables.best_table`, same arguments):
     Method-DS vs Method, Method-DS² vs Method-DS and vs Method, per dataset and method."""
-    groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
+    groups = _grouped(load_records(records), lambda r: (r.dataset, r.name))
     rows = {key: (candidates[0][0], _modes(candidates, key[1])) for key, candidates in groups.items()}
     evidence = {key: _envelope(candidates, radii, selection, inference.seed) for key, candidates in groups.items()}
     pairs = []
@@ -160,7 +160,7 @@ def study_comparisons_table(
     """The comparisons of a per-σ study (:func:`~ddrs.analysis.tables.per_sigma_table`): every
     row against the ``baseline`` row at the same dataset and σ₀. ``baseline`` is a row name
     (``"Gaussian"``, an ablation variant's name) or the method key of an un-renamed row (``cohen``)."""
-    loaded = _load_all(records)
+    loaded = load_records(records)
     blocks: dict[tuple, list] = {}
     for record, log in loaded:
         blocks.setdefault((record.dataset, record.sigma0), []).append((record, log))
@@ -187,7 +187,7 @@ def selection_optimism_table(
     half, with a bootstrap interval (module docstring); arguments as
     :func:`~ddrs.analysis.tables.best_table`. Nothing is bold."""
     rows = []
-    for (dataset, name), candidates in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
+    for (dataset, name), candidates in _grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
         record = candidates[0][0]
         grid = _radii_for(radii, dataset, record.norm)
         certified, radius = candidate_arrays([log for _, log in candidates], grid)

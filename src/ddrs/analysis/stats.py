@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -132,33 +133,44 @@ def flip_resamples(family: int, alpha: float) -> int:
     return max(MIN_FLIPS, math.ceil(FLIP_RESOLUTION * family / alpha))
 
 
-def sign_flip_p(differences, *, n_resamples: int, seed: int, dataset: str) -> np.ndarray:
-    """Two-sided paired permutation p-values of per-input differences, one per column.
+def sign_flip_p(
+    values, pairs: Sequence[tuple[int, int]] | None = None, *, n_resamples: int, seed: int, dataset: str
+) -> np.ndarray:
+    """Two-sided paired permutation p-values of per-input differences, one per test.
 
-    ``differences`` is inputs × tests (or one vector): for a test, the differences of two rows'
-    per-input values (radii) on the same inputs. Under the null of exchangeable rows each
-    difference is as likely negated, so the test flips the sign of each input's difference and
-    counts the sign patterns whose |sum| reaches the observed one. With 2ⁿ ≤ ``n_resamples`` for
-    the n inputs whose differences are not all zero, it enumerates every pattern (exact:
-    p = count / 2ⁿ); otherwise it draws ``n_resamples`` patterns from the generator of (``seed``,
-    :attr:`Stream.PERMUTATION`, ``dataset``), the same for every column, and
+    ``values`` is inputs × columns (or one vector). Without ``pairs`` each column is a test's
+    per-input differences; with ``pairs`` test k is the differences of columns ``pairs[k]`` =
+    ``(a, b)``, ``values[:, a] − values[:, b]`` (two rows' per-input radii on the same inputs), and
+    the sums are taken per column, so many pairs of few rows cost what the rows cost. Under the
+    null of exchangeable rows each difference is as likely negated, so the test flips the sign of
+    each input's difference and counts the sign patterns whose |sum| reaches the observed one.
+    With 2ⁿ ≤ ``n_resamples`` for the n inputs whose differences are not all zero, it enumerates
+    every pattern (exact: p = count / 2ⁿ); otherwise it draws ``n_resamples`` patterns from the
+    generator of (``seed``, :attr:`Stream.PERMUTATION`, ``dataset``), the same for every test, and
     p = (1 + count) / (``n_resamples`` + 1), the Monte Carlo p-value that keeps the level
-    (Phipson & Smyth 2010). Size ``n_resamples`` to the family with :func:`flip_resamples`. A
-    column of fewer than two non-zero differences gives p = 1 (its patterns are ±d).
+    (Phipson & Smyth 2010). Size ``n_resamples`` to the family with :func:`flip_resamples`. A test
+    of fewer than two non-zero differences gives p = 1 (its patterns are ±d).
     """
-    d = np.asarray(differences, dtype=float)
-    d = d[:, None] if d.ndim == 1 else d
-    if d.ndim != 2 or d.shape[0] == 0:
-        raise ValueError(f"a sign-flip test needs a non-empty inputs × tests array, got shape {d.shape}")
-    d = d[(d != 0).any(axis=1)]  # an input of no difference flips nothing
-    n = len(d)
-    observed = np.abs(d.sum(axis=0))
-    reach = observed - 1e-9 * np.abs(d).sum(axis=0)  # the observed sum, summed in another order
+    v = np.asarray(values, dtype=float)
+    v = v[:, None] if v.ndim == 1 else v
+    if v.ndim != 2 or v.shape[0] == 0:
+        raise ValueError(f"a sign-flip test needs a non-empty inputs × columns array, got shape {v.shape}")
+    combine = np.eye(v.shape[1]) if pairs is None else np.zeros((v.shape[1], len(pairs)))
+    for k, (a, b) in enumerate(pairs or ()):
+        combine[a, k], combine[b, k] = 1.0, -1.0
+    differences = v @ combine
+    v = v[(differences != 0).any(axis=1)]  # an input of no difference flips nothing
+    n = len(v)
+    observed = np.abs((v @ combine).sum(axis=0))
+    # a pattern's sums are taken in float32 (half the memory traffic of the pattern matrix): one
+    # reaches the observed |sum| within float32's rounding of the sums, counted as reaching it
+    reach = observed - 1e-5 * (np.abs(v) @ np.abs(combine)).sum(axis=0)
+    v32 = v.astype(np.float32)
     exact = n < 63 and 2**n <= n_resamples
     total = 2**n if exact else int(n_resamples)
     draws = generator(seed, Stream.PERMUTATION, dataset)
-    count = np.zeros(d.shape[1], dtype=np.int64)
-    block = max(1, _FLIP_BLOCK // max(n, 1))
+    count = np.zeros(combine.shape[1], dtype=np.int64)
+    block = max(1, _FLIP_BLOCK // max(n, v.shape[1], combine.shape[1], 1))
     for start in range(0, total, block):
         size = min(block, total - start)
         if exact:
@@ -166,8 +178,8 @@ def sign_flip_p(differences, *, n_resamples: int, seed: int, dataset: str) -> np
         else:
             bits = np.unpackbits(np.frombuffer(draws.bytes((size * n + 7) // 8), dtype=np.uint8))
             bits = bits[: size * n].reshape(size, n)
-        signs = bits * 2.0 - 1.0
-        count += (np.abs(signs @ d) >= reach).sum(axis=0)
+        sums = ((bits.astype(np.float32) * 2 - 1) @ v32).astype(float) @ combine
+        count += (np.abs(sums) >= reach).sum(axis=0)
     return count / total if exact else (1 + count) / (total + 1)
 
 

@@ -63,7 +63,10 @@ def _radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
     return tuple(radii)
 
 
-def _load_all(records: Sequence[LogRecord]) -> list[tuple[LogRecord, pd.DataFrame]]:
+def load_records(records: Sequence[LogRecord]) -> list[tuple[LogRecord, pd.DataFrame]]:
+    """Every record with its log, as the tables compare them: a header-only log refused, logs of a
+    ``common_inputs`` dataset cut to the inputs all of them certify, and otherwise logs of
+    different inputs refused (:func:`restrict_to_common_inputs`)."""
     if not records:
         raise ValueError("no certification logs given")
     loaded = [(record, with_rows(record.source, record.load())) for record in records]
@@ -189,7 +192,7 @@ def best_table(
     ``radii`` is one grid, a ``{dataset: grid}`` mapping, or ``None`` for the paper's grids
     (:func:`~ddrs.analysis.metrics.paper_radii`; ℓ1 grid of Table 4 for uniform noise).
     """
-    groups = _grouped(_load_all(records), lambda r: (r.dataset, r.name))
+    groups = _grouped(load_records(records), lambda r: (r.dataset, r.name))
     rows = []
     for (dataset, name), candidates in groups.items():
         keys = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
@@ -206,15 +209,18 @@ def best_table(
 def per_setting_table(
     records: LogRecords, radii: Radii = None, *, inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
-    """Appendix H: certified accuracy (percent) per radius for every (variant, σ₀, K), and ACR."""
+    """Appendix H: certified accuracy (percent) per radius for every (variant, σ₀, K), and ACR.
+
+    Bold compares the rows of one σ₀ (each σ₀ block is its own group, as the appendix lays them
+    out): Method, and Method-DS and -DS² at every K."""
     rows = []
-    for (dataset, name), members in _grouped(_load_all(records), lambda r: (r.dataset, r.name)).items():
+    for (dataset, name), members in _grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
         for record, log in members:
             keys = {"dataset": dataset, "variant": name, **_modes(members, name), "sigma0": record.sigma0}
             keys["K"] = record.K
             rows.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True)))
     leading = ["dataset", "variant", "train", "certify", "sigma0", "K"]
-    frame = assemble(rows, leading, inference=inference)
+    frame = assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
     frame["K"] = frame["K"].astype("Int64")
     return frame
 
@@ -227,7 +233,7 @@ def per_sigma_table(
     Tables 2 and 3 (fixed-σ certification of models trained by different methods).
 
     Bold compares the methods at the same σ₀ (each σ₀ block is its own group)."""
-    loaded = _load_all(records)
+    loaded = load_records(records)
     rows = []
     for _, (record, log) in sorted(enumerate(loaded), key=lambda item: (item[1][0].sigma0, item[0])):
         keys = {"dataset": record.dataset, "sigma0": record.sigma0, "variant": record.name}
@@ -245,7 +251,7 @@ def grid_search_table(
     envelope over σ₀ (``sigma0 == "envelope"``), the last panel of the appendix figure. Bold
     compares the variants within each σ₀ block and within the envelope block.
     """
-    loaded = _load_all(records)
+    loaded = load_records(records)
     rows = []
     per_sigma = _grouped(loaded, lambda r: (r.dataset, r.sigma0, r.name))
     for (dataset, sigma0, name), candidates in sorted(per_sigma.items(), key=_by_dataset_then_sigma(per_sigma)):
