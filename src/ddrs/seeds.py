@@ -39,7 +39,7 @@ class TrainingStream(IntEnum):
     EVAL = 13  #: the per-epoch noisy accuracy
     INIT = 14  #: the initial weights
     PLAN = 15  #: the method's epoch plan (:mod:`ddrs.training.epoch_plan`)
-    AUGMENT = 16  #: one input's data augmentation in one epoch, keyed by (epoch, idx)
+    AUGMENT = 16  #: one input's data augmentation in one epoch, keyed by (epoch, idx[, visit > 0])
     LOADER = 17  #: the DataLoader's worker base seed (what workers draw outside torch)
 
 

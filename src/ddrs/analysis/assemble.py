@@ -65,7 +65,7 @@ def radius_column(radius: float) -> str:
     """Column name of a radius: two decimals, as in the paper's headers, or as many as it needs
     (0.125), so that two radii of a grid never share a column."""
     two = f"{radius:.2f}"
-    return two if abs(float(two) - radius) < 1e-9 else f"{radius:g}"
+    return two if abs(float(two) - radius) < 1e-9 else f"{radius:.15g}"
 
 
 def is_radius(column) -> bool:

@@ -51,8 +51,8 @@ def augmented_item(dataset: Dataset, seed: int, epoch: int, index: int, visit: i
 
 
 class IndexedDataset(Dataset):
-    """``dataset`` keyed by ``(epoch, idx)``, yielding ``(x, y, idx)`` (so a batch knows its rows of
-    the σ table) with the augmentation of :func:`augmented_item`."""
+    """``dataset`` keyed by ``(epoch, idx, visit)``, yielding ``(x, y, idx)`` (so a batch knows its
+    rows of the σ table) with the augmentation of :func:`augmented_item`."""
 
     def __init__(self, dataset: Dataset, seed: int):
         self.dataset, self.seed = dataset, seed
