@@ -11,6 +11,7 @@ from workflow_helpers import REPO, job_counts, load_config, snakemake, write_con
 from ddrs.analysis.tables import best_table
 from ddrs.cli import main
 from ddrs.experiments import Experiment
+from ddrs.plots import sigma_panels_figure
 
 #: two published-style logs (Cohen's `time` as H:MM:SS), certifying the same four inputs
 FIXED = {
@@ -95,6 +96,11 @@ def test_common_inputs_cuts_every_log_to_the_shared_inputs_with_a_warning(tmp_pa
     assert f"{short} 3" in str(w[0].message) and "sigma0.5/certify_fixed.tsv 4" in str(w[0].message)
     # on idx 0, 100, 200: r = 0, σ = 0.5 certifies all three; r = 0.5, σ = 0.5 certifies idx 0 and 200
     assert table[["0.00", "0.50"]].values.tolist() == [[100.0, 200 / 3]]
+    # Figure 3's envelope panel counts the same inputs as the table
+    with pytest.warns(UserWarning, match="restricted to the 3 test inputs"):
+        figure = sigma_panels_figure(records, radii=[0.0, 0.5])
+    (envelope,) = [line for line in figure.axes[-1].lines if line.get_label() == "Cohen"]
+    assert envelope.get_ydata().tolist() == pytest.approx([100.0, 200 / 3])
 
 
 def test_ddrs_table_common_inputs_flag(tmp_path, capsys):
