@@ -203,8 +203,12 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
             "the training options of results/mnist5k/cohen/fs/sigma0.25: min_sigma must be in (0, sigma=0.25)",
         ),
         (lambda c: c["optimize_sigma"].update(n_by_method={"macr": 8}), "'macr' is not one of"),
+        (
+            lambda c: c.update(compare_with_paper=True, methods=["consistency", "stability"]),
+            "compare_with_paper: none of this config's tables is one of the DDRS paper's Tables 1–4",
+        ),
     ],
-    ids=["float-for-integer", "training-option-a-job-would-refuse", "unknown-method-key"],
+    ids=["float-for-integer", "training-option-a-job-would-refuse", "unknown-method-key", "paper-comparison-no-table"],
 )
 def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):
     """JSON Schema counts 2000.0 as an integer and cannot compare two keys; each of these would
