@@ -161,7 +161,7 @@ def sign_flip_p(
     differences = v @ combine
     v = v[(differences != 0).any(axis=1)]  # an input of no difference flips nothing
     n = len(v)
-    observed = np.abs((v @ combine).sum(axis=0))
+    observed = np.abs(differences.sum(axis=0))
     # a pattern's sums are taken in float32 (half the memory traffic of the pattern matrix): one
     # reaches the observed |sum| within float32's rounding of the sums, counted as reaching it
     reach = observed - 1e-5 * (np.abs(v) @ np.abs(combine)).sum(axis=0)

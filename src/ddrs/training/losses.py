@@ -157,18 +157,18 @@ def smoothadv_attack(
             loss = smoothed_nll(copies_logits(model, (x + delta).unsqueeze(1) + noise), y).sum()
             (grad,) = torch.autograd.grad(loss, delta)
             norm = grad.flatten(1).norm(dim=1)
-            if rule == "jeong_shin":
+            if rule == "jeong_shin":  # project, then clamp
                 delta = delta.detach() + step_size * grad / (norm + 1e-8).view(per_input)
-                delta = ((x + delta.renorm(p=2, dim=0, maxnorm=radius)).clamp(0, 1) - x).detach()
-                continue
-            vanished = norm == 0
-            direction = grad / norm.masked_fill(vanished, 1.0).view(per_input)
-            if vanished.any():
-                shape = direction[vanished].shape
-                direction[vanished] = GAUSSIAN.unit(shape, generator=generator, device=x.device, dtype=x.dtype)
-            delta = delta.detach() + step_size * direction
-            delta = (x + delta).clamp(0, 1) - x
-            delta = delta.renorm(p=2, dim=0, maxnorm=radius)
+                delta = (x + delta.renorm(p=2, dim=0, maxnorm=radius)).clamp(0, 1) - x
+            else:  # clamp, then project
+                vanished = norm == 0
+                direction = grad / norm.masked_fill(vanished, 1.0).view(per_input)
+                if vanished.any():
+                    shape = direction[vanished].shape
+                    direction[vanished] = GAUSSIAN.unit(shape, generator=generator, device=x.device, dtype=x.dtype)
+                delta = delta.detach() + step_size * direction
+                delta = (x + delta).clamp(0, 1) - x
+                delta = delta.renorm(p=2, dim=0, maxnorm=radius)
     finally:
         model.train(was_training)
     return (x + delta).detach()
