@@ -110,6 +110,17 @@ def test_a_partial_log_of_other_settings_is_not_resumed(tmp_path):
     pd.testing.assert_frame_equal(rows(changed), rows(certify(tiny_model(), tmp_path / "reference.tsv", n=300)))
 
 
+def test_a_rerun_with_another_skip_publishes_only_its_own_inputs(tmp_path):
+    """Rows an interrupted --skip 1 run wrote are kept only where a --skip 5 rerun wants them."""
+    out = tmp_path / "log.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=20), out, inputs_per_call=2)
+    with pytest.warns(UserWarning, match="dropping .* rows of inputs this run does not certify"):
+        skipped = certify(tiny_model(), out, indices=[0, 5, 10])
+    reference = certify(tiny_model(), tmp_path / "reference.tsv", indices=[0, 5, 10])
+    pd.testing.assert_frame_equal(rows(skipped), rows(reference))
+
+
 def test_per_input_scales_are_used_and_logged(tmp_path):
     scales = {i: 0.1 * (i + 1) for i in range(NUM_INPUTS)}
     log = read_log(certify(tiny_model(), tmp_path / "log.tsv", scales=scales))

@@ -138,6 +138,45 @@ def test_a_partial_log_resumes_only_under_the_same_settings(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "log.tsv"]
 
 
+def test_a_resumed_log_keeps_only_the_inputs_this_run_certifies(tmp_path):
+    """An interrupted run with another --skip / --max leaves rows this run must not publish."""
+    killed = LogWriter(tmp_path / "log.tsv", COLUMNS, {"seed": 0}, indices=range(20))
+    for idx in range(5):
+        killed.write(row(idx))
+    with pytest.warns(UserWarning, match=r"log.tsv.partial: dropping 4 rows of inputs this run does not certify"):
+        resumed = LogWriter(tmp_path / "log.tsv", COLUMNS, {"seed": 0}, indices=[0, 5, 10, 15])
+    assert resumed.done == {0}
+    for idx in (5, 10, 15):
+        resumed.write(row(idx))
+    assert read_log(resumed.finish())["idx"].tolist() == [0, 5, 10, 15]
+
+
+def test_a_log_missing_one_of_its_inputs_is_not_published(tmp_path):
+    writer = LogWriter(tmp_path / "log.tsv", COLUMNS, indices=[0, 1])
+    writer.write(row(0))
+    with pytest.raises(ValueError, match=r"log.tsv.partial: no row yet for 1 of its inputs \(first idx 1\)"):
+        writer.finish()
+    assert not (tmp_path / "log.tsv").exists()
+
+
+@pytest.mark.parametrize("killed_file", [".partial", ".partial.json"])
+def test_a_kill_while_starting_over_never_pairs_old_rows_with_new_settings(tmp_path, monkeypatch, killed_file):
+    LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 100}).write(row(0))
+    write_text = type(tmp_path).write_text
+
+    def killed_on_one_file(path, *args, **kwargs):
+        if path.name.endswith(killed_file):
+            raise KeyboardInterrupt
+        return write_text(path, *args, **kwargs)
+
+    with monkeypatch.context() as patch, pytest.warns(UserWarning, match="other settings"):
+        patch.setattr(type(tmp_path), "write_text", killed_on_one_file)
+        with pytest.raises(KeyboardInterrupt):
+            LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 200})
+    with pytest.warns(UserWarning, match="other settings"):
+        assert LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 200}).done == set()
+
+
 def finished_log(path):
     """A one-row log, written as the resumable loops do: only rows not already done."""
     writer = LogWriter(path, COLUMNS, {"seed": 0})

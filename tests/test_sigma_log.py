@@ -77,6 +77,13 @@ def test_sigma_log_resumes_to_the_uninterrupted_result(digits_model, digits_data
     a, b = read_scales(whole), read_scales(resumed)
     assert a["idx"].tolist() == b["idx"].tolist() == indices
     pd.testing.assert_frame_equal(a, b, rtol=1e-5)
+    # a rerun asking for fewer inputs publishes only those
+    killed = tmp_path / "other_skip.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        optimize_dataset(FailsAfter(digits_model, 12), test, indices, killed, settings(2), num_classes=10)
+    with pytest.warns(UserWarning, match="dropping .* rows of inputs this run does not certify"):
+        fewer = optimize_dataset(digits_model, test, indices[::2], killed, settings(2), num_classes=10)
+    pd.testing.assert_frame_equal(read_scales(fewer), a.iloc[::2].reset_index(drop=True), rtol=1e-5)
 
 
 @pytest.mark.parametrize("changed", [dict(objective="fixed_class"), dict(clamp=0.01)], ids=["objective", "clamp"])

@@ -141,25 +141,36 @@ class LogWriter:
     skip them: a long job resumes instead of starting over. ``settings`` (anything that changes
     the rows: sample sizes, seed, scales, the model's digest) is kept beside the partial log; a
     partial log written under other settings is discarded rather than mixed into this run.
+    ``indices``, when given, are the inputs this log is to hold: resumed rows of other inputs (an
+    interrupted run with another ``--skip`` / ``--max``) are dropped, and :meth:`finish` refuses
+    to publish a log that misses one of them.
     The first column must be ``idx``; floats are written exactly (shortest round-trip repr), so
     no certified radius is ever rounded up.
     """
 
-    def __init__(self, path: str | os.PathLike, columns: Iterable[str], settings: Mapping | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        columns: Iterable[str],
+        settings: Mapping | None = None,
+        *,
+        indices: Iterable[int] | None = None,
+    ):
         self.path = Path(path)
         self.partial = partial_path(self.path)
         self.settings_file = self.partial.with_name(self.partial.name + ".json")
         self.columns = tuple(columns)
         if self.columns[:1] != ("idx",):
             raise ValueError(f"the first log column must be idx, got {self.columns}")
+        self.indices = None if indices is None else frozenset(int(i) for i in indices)
         self.done: set[int] = set()
         settings_text = json.dumps(dict(settings or {}), sort_keys=True, default=str)
         if self._resumable(settings_text):
             self._recover()
-        else:
+        else:  # the old rows go before the new settings arrive, so a kill in between never pairs them
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.settings_file.write_text(settings_text)
             self.partial.write_text("\t".join(self.columns) + "\n")
+            self.settings_file.write_text(settings_text)
 
     def _resumable(self, settings_text: str) -> bool:
         if not (self.partial.exists() and self.partial.stat().st_size > 0):
@@ -181,6 +192,15 @@ class LogWriter:
                 f"{self.partial}: header {lines[0]!r} does not match this run's columns; delete it to start over"
             )
         complete = [line for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)]
+        if self.indices is not None:
+            wanted = [line for line in complete if int(line.split("\t", 1)[0]) in self.indices]
+            if len(wanted) < len(complete):
+                warnings.warn(
+                    f"{self.partial}: dropping {len(complete) - len(wanted)} rows of inputs this run does not "
+                    "certify (written under another --skip / --max)",
+                    stacklevel=3,
+                )
+            complete = wanted
         self.partial.write_text("\n".join([lines[0], *complete]) + "\n")
         self.done = {int(line.split("\t", 1)[0]) for line in complete}
 
@@ -196,6 +216,9 @@ class LogWriter:
         Inside :func:`kept_partials` the complete ``<path>.partial`` (and its settings) stays until
         the block ends, so a job killed after this log resumes it without recomputing.
         """
+        missing = sorted(self.indices - self.done) if self.indices is not None else []
+        if missing:
+            raise ValueError(f"{self.partial}: no row yet for {len(missing)} of its inputs (first idx {missing[0]})")
         if _kept is not None:
             with atomic_path(self.path) as tmp:
                 shutil.copyfile(self.partial, tmp)

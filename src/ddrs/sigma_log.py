@@ -53,7 +53,7 @@ def _run_dataset(
     noise = get_noise(settings.noise)
     device = torch.device(device)
     resume_settings = {**settings.resume_settings(), **stream_settings(device), **(provenance or {})}
-    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns, TIME_COLUMN), resume_settings)
+    writer = LogWriter(out_path, (*KEY_COLUMNS, *columns, TIME_COLUMN), resume_settings, indices=indices)
     todo = [idx for idx in indices if idx not in writer.done]
     # channels_last weights on CUDA: cuDNN then runs every convolution channels-last (the inputs follow)
     model = prepare_classifier(model.to(device), device, memory_format="auto", compile=False)
