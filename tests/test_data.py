@@ -217,10 +217,11 @@ def test_a_split_saved_by_other_package_versions_is_built_again(tmp_path, monkey
     assert len(load_images("digits", "test", root=tmp_path, seed=0)) == 2 and len(built) == 1
 
 
-def test_an_unreadable_saved_split_names_the_file_and_the_fix(tmp_path):
+@pytest.mark.parametrize("content", [b"not an npz archive", b""], ids=["garbage", "empty"])
+def test_an_unreadable_saved_split_names_the_file_and_the_fix(tmp_path, content):
     path = split_cache.cache_path(tmp_path, "mnist5k", 0)
     path.parent.mkdir()
-    path.write_bytes(b"not an npz archive")
+    path.write_bytes(content)
     fix = "delete the file and rerun `ddrs prepare-data --dataset mnist5k"
     with pytest.raises(DataFormatError, match=rf"{path}: unreadable saved split of 'mnist5k'.*{fix}"):
         load_dataset("mnist5k", "test", root=tmp_path)
@@ -231,7 +232,8 @@ def test_an_unreadable_saved_split_names_the_file_and_the_fix(tmp_path):
     [
         (5, 1, None, [0, 1, 2, 3, 4]),
         (10, 3, None, [0, 3, 6, 9]),
-        (100, 20, 50, [0, 20, 40]),  # Cohen: `if i == args.max: break` bounds the index, not the count
+        (100, 20, 60, [0, 20, 40]),  # Cohen: `if i == args.max: break` bounds the index, not the count
+        (100, 20, 50, [0, 20, 40]),  # where Cohen's loop, never meeting i == 50, would run to the end
         (10, 4, 1000, [0, 4, 8]),
         (10, 1, 0, []),
     ],

@@ -176,6 +176,8 @@ def test_foreign_checkpoint_is_not_taken_for_ours(tmp_path):
 def test_missing_checkpoint_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere.pt"):
         load_checkpoint(tmp_path / "nowhere.pt")
+    with pytest.raises(CheckpointError, match=rf"checkpoint {tmp_path} is a directory, not a file"):
+        load_checkpoint(tmp_path)
 
 
 # --- published checkpoints -----------------------------------------------------------------------

@@ -71,7 +71,7 @@ def read(root: str | Path, dataset: str, seed: int, split: str) -> Arrays | None
             if not np.array_equal(saved["makers"], makers()):
                 return None
             return saved[f"{split}_images"], saved[f"{split}_labels"]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as error:  # EOFError: an empty file
         raise DataFormatError(
             f"{path}: unreadable saved split of {dataset!r} ({error}); delete the file and rerun "
             f"`ddrs prepare-data --dataset {dataset} --data-root {root} --seed {seed}`"

@@ -79,6 +79,8 @@ def read_checkpoint_file(path: str | os.PathLike, map_location: str | torch.devi
     checkpoints sometimes store e.g. the ``argparse.Namespace``) is refused, never unpickled unsafely.
     """
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory, not a file: name the checkpoint file inside it")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:
