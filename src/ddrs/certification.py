@@ -106,9 +106,7 @@ def certify_dataset(
         **extra_columns,
         **(provenance or {}),
     }
-    writer = LogWriter(
-        out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), resume_settings, indices=indices
-    )
+    writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
     with tqdm(
         total=len(indices),
