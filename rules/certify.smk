@@ -56,7 +56,9 @@ for group in EXP.k_grid_groups():
         threads: THREADS
         resources:
             mem_mb=8000,
-            runtime=lambda wc, input, ks=group.ks: (1 + len(ks)) * certify_runtime(wc),
+            runtime=lambda wc, input, ks=group.ks: certify_runtime(
+                wc, passes=1 + len(ks)
+            ),
             gpu=GPUS,
         params:
             optimize=optimize_args,
@@ -88,7 +90,7 @@ rule certify_grid_search:
     threads: THREADS
     resources:
         mem_mb=8000,
-        runtime=lambda wc: 2 * certify_runtime(wc),
+        runtime=lambda wc: certify_runtime(wc, passes=2),
         gpu=GPUS,
     params:
         search=grid_search_args,

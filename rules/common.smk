@@ -8,7 +8,11 @@ from snakemake.exceptions import WorkflowError
 
 from ddrs.experiments import Experiment, Run
 from ddrs.experiments.published import missing_checkpoints_message, missing_logs_message
-from ddrs.experiments.validation import check_integers, check_training_options
+from ddrs.experiments.validation import (
+    check_algorithm1_options,
+    check_integers,
+    check_training_options,
+)
 from ddrs.methods import METHODS, get_method
 from ddrs.targets import CATALOGUE, REPORTED
 
@@ -16,10 +20,12 @@ from ddrs.targets import CATALOGUE, REPORTED
 check_integers(config, Path(workflow.basedir) / SCHEMA)
 EXP = Experiment(config)
 check_training_options(EXP)
+check_algorithm1_options(EXP)
 # Published checkpoints are downloaded by hand, given logs put in place by hand: name each missing
 # one before building the DAG.
 MISSING = missing_checkpoints_message(
-    EXP, [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"]
+    EXP,
+    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"],
 ) or missing_logs_message(EXP)
 if MISSING:
     raise WorkflowError(MISSING)
@@ -145,8 +151,8 @@ def grid_search_args(wildcards):
     )
 
 
-def certify_runtime(wildcards):
-    return EXP.runtime("certify", wildcards.dataset)
+def certify_runtime(wildcards, passes=1):
+    return EXP.runtime("certify", wildcards.dataset, passes)
 
 
 def train_runtime(wildcards):

@@ -217,6 +217,12 @@ def test_a_split_saved_by_other_package_versions_is_built_again(tmp_path, monkey
     assert len(load_images("digits", "test", root=tmp_path, seed=0)) == 2 and len(built) == 1
 
 
+@pytest.mark.parametrize("name", [name for name, info in DATASETS.items() if info.arrays is not None])
+def test_the_registry_knows_each_embedded_test_split_size(name):
+    """The workflow sizes certification jobs' run times from it."""
+    assert len(load_arrays(name, "test")[1]) == DATASETS[name].test_size
+
+
 @pytest.mark.parametrize("content", [b"not an npz archive", b""], ids=["garbage", "empty"])
 def test_an_unreadable_saved_split_names_the_file_and_the_fix(tmp_path, content):
     path = split_cache.cache_path(tmp_path, "mnist5k", 0)

@@ -442,7 +442,7 @@ def test_every_enum_of_the_schema_is_a_registry():
         "/properties/grid_search/properties/method": gaussian,
         "/$defs/dataset/properties/arch": list(ARCHS),
         "/$defs/dataset/properties/source": list(SOURCES),
-        "/$defs/dataset/if/properties/source": [s for s in SOURCES if s != "logs"],
+        "/$defs/dataset/allOf/0/if/properties/source": [s for s in SOURCES if s != "logs"],
         "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
         "/$defs/dataset/properties/checkpoints/propertyNames": [
             n for n, m in METHODS.items() if m.published_format is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 import subprocess
 import sys
@@ -293,10 +294,17 @@ def test_the_run_grid_and_the_records_stand_alone():
     assert [r.K for r in records.ds_records("digits", "cohen", "ds")][:3] == [50, 100, 200]
 
 
-def test_job_run_times_come_from_the_dataset_registry():
+def test_job_run_times_follow_the_work_up_to_the_configured_limit():
     grid = experiment("paper.yaml")
-    assert grid.runtime("certify", "imagenet") == 12 * 60 and grid.runtime("certify", "cifar10") == 60
+    # 10,000 CIFAR-10 inputs at n0 + n = 100,100 draws, twice the paper GPU's 3.2 s per 100,000
+    assert grid.runtime("certify", "cifar10") == math.ceil(2 * 10_000 * 1.001 * 3.2 / 60) == 1068
+    assert grid.runtime("certify", "cifar10", passes=2) == 24 * 60  # capped: it resumes over retries
     assert grid.runtime("train", "cifar10") == 24 * 60 and grid.runtime("train", "digits") == 30
+    config = experiment("paper.yaml").config
+    longer = RunGrid({**config, "max_job_minutes": 3 * 24 * 60})
+    assert longer.runtime("certify", "cifar10", passes=2) == 2136
+    fewer = {**config["datasets"]["cifar10"], "test_skip": 100}
+    assert RunGrid({**config, "datasets": {**config["datasets"], "cifar10": fewer}}).runtime("certify", "cifar10") == 60
     rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
     named = re.search(r"[\"'](imagenet|cifar10|mnist|mnist5k|digits)[\"']", rules)
     assert not named, f"a rule decides by a dataset's name: {named}"

@@ -167,6 +167,9 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         (lambda c: c.update(statistics={"selection": ["cross_validated"]}), "cross_validated"),
         (lambda c: c.update(statistics={"selection": []}), "selection"),
         (lambda c: c.update(compare_with_paper=True, statistics={"selection": ["held_out"]}), "contain"),
+        (lambda c: c.update(gpus_per_job=2), "gpus_per_job"),
+        (lambda c: c.update(results=""), "results"),
+        (lambda c: c["datasets"]["digits"].update(source="published"), "checkpoints"),
     ],
     ids=[
         "unknown-key",
@@ -181,6 +184,9 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         "statistics-unknown-selection",
         "statistics-no-selection",
         "paper-comparison-without-test-selection",
+        "several-gpus-one-device",
+        "empty-results-folder",
+        "published-without-checkpoints",
     ],
 )
 def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
@@ -207,8 +213,23 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
             lambda c: c.update(compare_with_paper=True, methods=["consistency", "stability"]),
             "compare_with_paper: none of this config's tables is one of the DDRS paper's Tables 1–4",
         ),
+        (
+            lambda c: c["optimize_sigma"].update(min_sigma=0.3),
+            "optimize_sigma for results/mnist5k/cohen/fs/sigma0.25: sigma0=0.25 lies outside [min_scale, max_scale]",
+        ),
+        (
+            lambda c: c["grid_search"].update(n=[3]),
+            "grid_search: n = 3 does not divide the budget 200: its grid would spend 198 evaluations",
+        ),
     ],
-    ids=["float-for-integer", "training-option-a-job-would-refuse", "unknown-method-key", "paper-comparison-no-table"],
+    ids=[
+        "float-for-integer",
+        "training-option-a-job-would-refuse",
+        "unknown-method-key",
+        "paper-comparison-no-table",
+        "sigma-floor-above-sigma0",
+        "grid-n-not-dividing-budget",
+    ],
 )
 def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):
     """JSON Schema counts 2000.0 as an integer and cannot compare two keys; each of these would

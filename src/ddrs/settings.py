@@ -212,6 +212,11 @@ class Algorithm1Settings(SigmaSettings):
         _positive("min_scale", self.min_scale)
         if self.max_scale is not None and not self.max_scale > self.min_scale:
             raise ValueError(f"max_scale must exceed min_scale={self.min_scale}, got {self.max_scale}")
+        if not self.min_scale <= self.sigma0 <= (self.max_scale or math.inf):
+            raise ValueError(
+                f"sigma0={self.sigma0} lies outside [min_scale, max_scale] = [{self.min_scale}, {self.max_scale}]: "
+                "the first step's projection would move every σ to that bound, whatever its gradient"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,10 +47,14 @@ class DatasetInfo:
     #: whether the training split may be held whole on the training device (the ``device`` feed,
     #: :mod:`ddrs.training.device_feed`): small enough, and augmented in batches if at all
     fits_on_device: bool = True
-    #: the run time a workflow job asks for (minutes): training one model, and one certification or
-    #: σ-optimisation pass over the test subset (the SLURM profile turns them into --time)
+    #: inputs in the test split (the one certified)
+    test_size: int = 10_000
+    #: the run time a training job asks for (minutes; the SLURM profile turns it into --time)
     train_minutes: int = 30
-    certify_minutes: int = 60
+    #: seconds CERTIFY takes per test input and 100,000 noise draws with the largest architecture
+    #: of the dataset here, on the DDRS paper's GPU (a Quadro RTX 6000); a certification job's
+    #: run time is estimated from it (:meth:`ddrs.experiments.grid.RunGrid.runtime`)
+    certify_seconds: float = 2.0
 
     def __post_init__(self):
         if (self.arrays is None) == (self.torchvision is None):
@@ -65,9 +69,9 @@ DATASETS: dict[str, DatasetInfo] = {
     info.name: info
     for info in (
         # pixel mean / std of all 1797 scikit-learn digits scaled to [0, 1]
-        DatasetInfo("digits", 10, (1, 8, 8), (0.3053,), (0.3760,), arrays=embedded.digits),
+        DatasetInfo("digits", 10, (1, 8, 8), (0.3053,), (0.3760,), arrays=embedded.digits, test_size=540),
         # pixel mean / std of all 5,000 images scaled to [0, 1] (both splits, in float64): 0.131320 / 0.308550
-        DatasetInfo("mnist5k", 10, (1, 28, 28), (0.1313,), (0.3086,), arrays=embedded.mnist5k),
+        DatasetInfo("mnist5k", 10, (1, 28, 28), (0.1313,), (0.3086,), arrays=embedded.mnist5k, test_size=1000),
         DatasetInfo("mnist", 10, (1, 28, 28), (0.1307,), (0.3081,), torchvision=torchvision_sets.mnist),
         # Cohen et al.'s constants (locuslab/smoothing code/datasets.py), so their checkpoints map over
         DatasetInfo(
@@ -79,6 +83,8 @@ DATASETS: dict[str, DatasetInfo] = {
             torchvision=torchvision_sets.cifar10,
             augmentation=augmentations.CIFAR10,
             train_minutes=24 * 60,
+            # Appendix F: ResNet-18 1.6 s; ResNet-110 about twice that (1.64 s vs 0.86 s on one H100)
+            certify_seconds=3.2,
         ),
         DatasetInfo(
             "imagenet",
@@ -89,8 +95,9 @@ DATASETS: dict[str, DatasetInfo] = {
             torchvision=torchvision_sets.imagenet,
             augmentation=augmentations.IMAGENET,
             fits_on_device=False,
+            test_size=50_000,
             train_minutes=24 * 60,
-            certify_minutes=12 * 60,
+            certify_seconds=109.5,  # Appendix F: ResNet-50
         ),
     )
 }

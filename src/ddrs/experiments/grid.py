@@ -8,10 +8,12 @@ Algorithm 1 + memory certification), per training method of :mod:`ddrs.methods`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from ddrs.data import DATASETS
+from ddrs.data.subsample import subsample_indices
 from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
 from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_options
 from ddrs.settings import uniform_half_width
@@ -22,6 +24,9 @@ RADII_KEY = {2: "radii", 1: "l1_radii"}
 #: where a dataset's models come from: trained here, imported from published checkpoints (fixed-σ
 #: models; DDRS §4, ImageNet), or none at all: its certification logs are given
 SOURCES = ("train", "published", "logs")
+#: the longest a job asks for unless the config's ``max_job_minutes`` says otherwise: a common limit
+#: of SLURM clusters' GPU partitions
+MAX_JOB_MINUTES = 24 * 60
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,8 +67,8 @@ class RunGrid:
         cannot check and a lookup would silently miss (:mod:`ddrs.experiments.validation`): σ₀ keys
         of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
         than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
-        ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, and an empty
-        grid-search interval."""
+        ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
+        grid-search interval and a grid-search n that does not divide its budget."""
         for dataset, spec in self.config["datasets"].items():
             labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
             every = list(dict.fromkeys(sum(labels.values(), [])))
@@ -75,6 +80,13 @@ class RunGrid:
         _require_in(self.grid.get("datasets") or [], list(self.config["datasets"]), "grid_search.datasets")
         if self.grid["enabled"] and not self.grid["low"] < self.grid["high"]:
             raise ValueError(f"grid_search: low {self.grid['low']} must be below high {self.grid['high']}")
+        budget = self.grid.get("budget")
+        for n in self.grid.get("n", []) if self.grid["enabled"] else []:
+            if budget % n:
+                raise ValueError(
+                    f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
+                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)"
+                )
         studies = self.config.get("sun2024", {})
         sigmas = {s for spec in self.config["datasets"].values() for s in spec.get("sigmas", [])}
         for key in ("ablation_sigmas", "gradient_norm_sigma"):
@@ -178,11 +190,24 @@ class RunGrid:
             return f"{self.datasets[run.dataset]['logs']}/{method}/{mode}/sigma{sigma}"
         return self.layout.run_dir(*run.wildcards)
 
-    def runtime(self, stage: str, dataset: str) -> int:
-        """Minutes a job of ``stage`` (``train`` or ``certify``) asks for on ``dataset``: the
-        dataset registry's estimate (:class:`ddrs.data.registry.DatasetInfo`)."""
+    def runtime(self, stage: str, dataset: str, passes: int = 1) -> int:
+        """Minutes a job of ``stage`` asks for on ``dataset`` (the SLURM profile's ``--time``), at
+        most ``max_job_minutes``: a longer job resumes from its partial files over the profile's
+        retries.
+
+        ``train``: the dataset registry's ``train_minutes``. ``certify``: ``passes`` passes of
+        CERTIFY over the test subset at n0 + n draws per input, at twice the registry's
+        ``certify_seconds`` (the DDRS paper's GPU, Appendix F) and at least an hour.
+        """
         info = DATASETS[dataset]
-        return {"train": info.train_minutes, "certify": info.certify_minutes}[stage]
+        if stage == "train":
+            minutes = info.train_minutes
+        else:
+            spec = self.datasets[dataset]
+            inputs = len(subsample_indices(info.test_size, spec.get("test_skip", 1), spec.get("test_max")))
+            draws = self.config["certify"]["n0"] + self.config["certify"]["n"]
+            minutes = max(60, math.ceil(passes * 2 * inputs * draws / 100_000 * info.certify_seconds / 60))
+        return min(minutes, self.config.get("max_job_minutes", MAX_JOB_MINUTES))
 
     def trains_alike(self, a: Run, b: Run) -> bool:
         """Whether two runs train the same model: equal options, method hyper-parameters resolved."""
