@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from ddrs import plots
 from ddrs.cli import main
 
 HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime"
@@ -78,10 +79,21 @@ def test_table_seed_alpha_and_bold_options(logs, tmp_path, capsys):
     first = pd.read_csv(tmp_path / "t.csv")
     assert run("--seed", "1", "--n-boot", "200") == 0
     pd.testing.assert_frame_equal(first, pd.read_csv(tmp_path / "t.csv"))
+    capsys.readouterr()
     assert run("--seed", "2", "--n-boot", "200", "--alpha", "0.5", "--bold") == 0
     narrow = pd.read_csv(tmp_path / "t.csv")
     assert (narrow["0.00_high"] - narrow["0.00_low"] < first["0.00_high"] - first["0.00_low"]).all()
-    capsys.readouterr()
+    # four inputs reject nothing: both logs' cells of 0.00 and ACR_per_log are bold, the envelope never
+    printed = capsys.readouterr().out
+    assert printed == (tmp_path / "t.md").read_text()
+    assert [line.count("**") for line in printed.splitlines()[2:]] == [4, 4, 0]
+    assert "| **75.0 [" in printed and "\\textbf" in (tmp_path / "t.tex").read_text()
+    assert run("--seed", "2", "--n-boot", "200", "--alpha", "0.5") == 0
+    plain = capsys.readouterr().out
+    cells = lambda text: [[c.strip() for c in line.split("|")] for line in text.splitlines()[2:]]  # noqa: E731
+    assert cells(plain) == cells(printed.replace("**", ""))  # the same cells, none bold
+    assert "**" not in plain and "**" not in (tmp_path / "t.md").read_text()
+    assert "\\textbf" not in (tmp_path / "t.tex").read_text()
     assert run("--alpha", "1.5") == 2
     assert "alpha must lie in (0, 1), got 1.5" in capsys.readouterr().err
 
@@ -118,13 +130,24 @@ def test_table_label_count_must_match(logs, tmp_path, capsys):
     assert "1 label(s) for 2 log(s)" in capsys.readouterr().err
 
 
-def test_plot_writes_png_and_pdf(logs, tmp_path, capsys):
+def test_plot_writes_png_and_pdf(logs, tmp_path, capsys, monkeypatch):
+    drawn = []  # every figure the command saves, through the real save_figure
+    save = plots.save_figure
+    monkeypatch.setattr(plots, "save_figure", lambda figure, path: drawn.append(figure) or save(figure, path))
     out = tmp_path / "figs" / "curves.png"
     assert main(["plot", *map(str, logs), "--label", "Cohen", "Cohen-DS", "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
     assert out.with_suffix(".pdf").read_bytes()[:4] == b"%PDF"
     assert capsys.readouterr().out.split() == [str(out), str(out.with_suffix(".pdf"))]
-    assert main(["plot", *map(str, logs), "--no-bands", "--out", str(out)]) == 0
+    banded = out.read_bytes()
+    assert main(["plot", *map(str, logs), "--label", "Cohen", "Cohen-DS", "--no-bands", "--out", str(out)]) == 0
+    # one Clopper–Pearson band per log, then none: the same three curves (two logs and the envelope)
+    (with_bands,), (without,) = (figure.axes for figure in drawn)
+    assert len(with_bands.collections) == 2 and len(without.collections) == 0
+    assert [line.get_ydata().tolist() for line in without.get_lines()] == [
+        line.get_ydata().tolist() for line in with_bands.get_lines()
+    ]
+    assert len(without.get_lines()) == 3 and out.read_bytes() != banded
 
 
 def test_plot_corrupt_log_is_a_clear_error(tmp_path, capsys):

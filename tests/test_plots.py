@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from ddrs import plots
 from ddrs.analysis import LogRecord
@@ -86,6 +87,17 @@ def test_sigma_examples_show_clean_fixed_and_tailored_noise():
     assert np.array_equal(again.axes[1].get_images()[0].get_array(), figure.axes[1].get_images()[0].get_array())
     with pytest.raises(ValueError, match="one σ"):
         plots.sigma_examples_figure(images, 0.5, [0.3])
+    # the noise: ε₀ then ε from the generator seeded with 3, the second panel at σ₀, the third at each
+    # input's σ*ₓ (a tiny σ*ₓ shows the input nearly clean), clipped to [0, 1] for display
+    generator = torch.Generator().manual_seed(3)
+    first, second = (torch.randn(images.shape, generator=generator).numpy() for _ in range(2))
+    figure = plots.sigma_examples_figure(images, 0.5, [0.01, 0.423], seed=3)
+    shown = [np.asarray(ax.get_images()[0].get_array()) for ax in figure.axes]
+    for i, sigma in enumerate([0.01, 0.423]):
+        clean = images[i, 0].astype(np.float32)
+        assert np.allclose(shown[3 * i + 1], np.clip(clean + 0.5 * first[i, 0], 0, 1), atol=1e-6)
+        assert np.allclose(shown[3 * i + 2], np.clip(clean + np.float32(sigma) * second[i, 0], 0, 1), atol=1e-6)
+    assert np.abs(shown[2] - images[0, 0]).max() < 0.05 < np.abs(shown[1] - images[0, 0]).max()
 
 
 def test_sigma_histogram_highlights_improved_inputs():

@@ -247,6 +247,18 @@ def test_released_objective_raises_a_saturated_input_by_the_clamped_rate_every_s
     assert sigma.diff(dim=0).flatten().tolist() == pytest.approx([1e-3 * rate] * 40, rel=1e-6)
 
 
+@pytest.mark.parametrize(("noise", "rate"), [("gaussian", RELEASED_GAUSSIAN_RATE), ("uniform", 1.0)])
+def test_sigma_rises_to_max_scale_and_stays_there(noise, rate):
+    """DDRS Algorithm 1 projects σ onto [min_scale, max_scale] after every step: a σ pushed up stops at max_scale."""
+    x = torch.zeros(4, 3, dtype=torch.float64)
+    sigma = algorithm1(
+        Saturated(), x, 0.12, steps=range(11), lr=1e-3, max_scale=0.125, noise=noise, generator=generators(7, 4)
+    )
+    assert sigma.max() == 0.125 and torch.equal(sigma[-1], torch.full((4,), 0.125, dtype=torch.float64))
+    rising = [min(0.12 + k * 1e-3 * rate, 0.125) for k in range(11)]
+    assert sigma.T.tolist() == [pytest.approx(rising, rel=1e-6)] * 4
+
+
 def test_released_objective_reproduces_the_jumps_of_appendix_h():
     # Cohen-DS² at σ₀ = 0.12, α = 1e-4 (Appendix H) first certifies radius 0.75 at K = 400 and 1.0
     # at K = 700: where a saturated input's radius σ_K·Φ⁻¹(p̲_A) crosses them, with p̲_A the

@@ -1,5 +1,6 @@
 """PREDICT / CERTIFY (Cohen et al. 2019): statistical soundness, exact statistics, batching, errors."""
 
+import itertools
 import math
 
 import pytest
@@ -104,11 +105,23 @@ def test_uniform_certificates_are_sound_and_tight_for_an_axis_aligned_classifier
     assert torch.median(result.radius[far] / true_radius[far]) > 0.7
 
 
-def test_uniform_certificates_stay_below_the_l1_distance_for_a_general_hyperplane():
+def uniform_sum_cdf(t: torch.Tensor, half_widths: torch.Tensor) -> torch.Tensor:
+    """P(Σᵢ εᵢ ≤ t) for independent εᵢ ~ U[−aᵢ, aᵢ], exactly: the inclusion–exclusion sum over the 2^d corners."""
+    a, d = half_widths.double(), len(half_widths)
+    corners = torch.tensor(list(itertools.product([0, 1], repeat=d)), dtype=torch.float64)
+    signs = (-1.0) ** corners.sum(dim=1)
+    reach = (t.double() + a.sum())[:, None] - corners @ (2 * a)
+    return (signs * reach.clamp(min=0) ** d).sum(dim=1) / (math.factorial(d) * (2 * a).prod())
+
+
+def test_uniform_certificates_stay_below_the_exact_l1_certificate_for_a_general_hyperplane():
+    """Uniform CERTIFY (DDRS §4.4) is sound: radius ≤ 2λ(p_A − ½) at the exact p_A on all but ≤ α of inputs."""
+    # w·ε is a sum of uniforms U[−λ|w_i|, λ|w_i|], so p_A = P(w·ε < |w·x + b|) is exact and every coordinate of
+    # the noise counts. The ℓ1 distance |w·x + b| / ||w||_∞ lies far above 2λ(p_A − ½): it would catch nothing.
     lam, b = 0.5, 0.1
     w = torch.randn(DIM, generator=torch.Generator().manual_seed(4))
-    distance = torch.linspace(-1.0, 1.0, 400, dtype=torch.float64) * lam
-    x = points_at_margins(w, b, distance * w.abs().max(), seed=5)
+    margin = torch.linspace(-1.0, 1.0, 400, dtype=torch.float64) * lam * w.abs().sum() / 2  # p_A up to 0.99
+    x = points_at_margins(w, b, margin, seed=5)
     result = certify_with(
         linear_classifier(w, b),
         x,
@@ -117,9 +130,14 @@ def test_uniform_certificates_stay_below_the_l1_distance_for_a_general_hyperplan
         generator=generators(range(20_000, 20_400)),
         **HYPERPLANE_CERTIFY,
     )
+    p_a = uniform_sum_cdf(margin.abs(), lam * w.abs())
+    exact = 2 * lam * (p_a - 0.5)
     answered = result.predict != ABSTAIN
-    failures = answered & ((result.predict != (distance > 0).long()) | (result.radius > distance.abs() + 1e-5))
+    failures = answered & ((result.predict != (margin > 0).long()) | (result.radius > exact + 1e-5))
     assert failures.sum() <= failure_bound(400, ALPHA)
+    far = p_a > 0.8
+    assert answered[far].double().mean() > 0.95
+    assert torch.median(result.radius[far] / exact[far]) > 0.9
 
 
 def test_clopper_pearson_matches_published_and_closed_form_values():
@@ -140,6 +158,30 @@ def test_clopper_pearson_equals_statsmodels_beta_interval(n, alpha):
     counts = torch.unique(torch.linspace(0, n, 41).round().long())
     expected = proportion_confint(counts.numpy(), n, alpha=2 * alpha, method="beta")[0]
     assert lower_confidence_bound(counts, n, alpha).tolist() == pytest.approx(expected.tolist(), rel=1e-12, abs=1e-300)
+
+
+def test_certify_takes_c_a_from_the_n0_draws_and_bounds_it_on_the_n_fresh_draws_at_level_alpha():
+    """CERTIFY (Cohen et al. 2019, §3.2.2): c_A from the n0 selection counts, p̲_A its α-level bound on n fresh draws."""
+    # f = argmax of 3 coordinates, class 0 ahead by d ∈ [0, 1.5]: n0 = 3 draws often pick another class
+    x = torch.zeros(40, 3)
+    x[:, 0] = torch.linspace(0.0, 1.5, 40)
+    n0, n, alpha, sigma = 3, 100, 0.05, 0.5
+    settings = dict(num_classes=3, noise="gaussian", n0=n0, n=n, alpha=alpha, batch_size=64)
+    result = certify_with(nn.Identity(), x, sigma, generator=generators(range(40)), **settings)
+    streams = generators(range(40))  # the same streams: n0 selection draws, then the next n
+    selection = sample_counts(nn.Identity(), x, sigma, n0, "gaussian", 64, streams)
+    estimation = sample_counts(nn.Identity(), x, sigma, n, "gaussian", 64, streams)
+    top = selection.argmax(dim=1)
+    count_a = estimation.gather(1, top[:, None]).squeeze(1)
+    expected = torch.from_numpy(proportion_confint(count_a.numpy(), n, alpha=2 * alpha, method="beta")[0])
+    assert result.p_a_lower.tolist() == pytest.approx(expected.tolist(), rel=1e-12, abs=1e-300)
+    certified = expected > 0.5
+    assert result.predict.tolist() == torch.where(certified, top, ABSTAIN).tolist()
+    radius = torch.where(certified, sigma * torch.special.ndtri(expected), 0.0)
+    assert result.radius.tolist() == pytest.approx(radius.tolist())
+    # the draws tell the two apart: some selections miss the estimation's top class, some certify, some abstain
+    assert (count_a < estimation.max(dim=1).values).sum() >= 5
+    assert 0 < certified.sum() < 40 and not (expected == 0.5).any()
 
 
 class Threshold(nn.Module):

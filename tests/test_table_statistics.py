@@ -3,6 +3,8 @@ optimism, significance-aware bold and the paired comparisons."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -237,6 +239,46 @@ def test_acr_intervals_are_seeded(ddrs_rows):
     pd.testing.assert_frame_equal(first, again)
     assert not first[columns].equals(other[columns])
     assert first["0.00_low"].equals(other["0.00_low"])  # Clopper–Pearson draws nothing
+
+
+def resampled_means(values: np.ndarray, *, n_boot: int, seed: int, dataset: str) -> np.ndarray:
+    """Bootstrap means drawn by hand as ddrs.analysis.stats documents them: multinomial counts of the
+    n inputs from the generator of (seed, stream 1, CRC-32 of the dataset), one block (n_boot ≤ 256)."""
+    n = len(values)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1, zlib.crc32(dataset.encode())]))
+    return rng.multinomial(n, np.full(n, 1 / n), size=n_boot) @ values / n
+
+
+def test_acr_intervals_are_percentile_bootstrap_intervals_at_alpha():
+    # two logs of 50 inputs, α = 0.3: every ACR interval (table, paired difference, optimism) is the
+    # (α/2, 1 − α/2) = (0.15, 0.85) quantiles of the 200 resampled means, not those of another level
+    rng = np.random.default_rng(11)
+    a, b = (np.where(rng.random(50) < 0.6, rng.uniform(0.1, 1.2, 50), 0.0) for _ in range(2))
+    inference = Inference(alpha=0.3, n_boot=200, seed=4)
+
+    def interval(values):
+        return np.quantile(resampled_means(values, n_boot=200, seed=4, dataset="digits"), [0.15, 0.85], axis=0)
+
+    records = [LogRecord(make_log(r), "digits", "cohen", sigma0=s) for r, s in ((a, 0.25), (b, 0.5))]
+    row = best_table(records, radii=[0.0], inference=inference).table.iloc[0]
+    assert b.mean() > a.mean() and row["ACR_per_log"] == pytest.approx(b.mean())
+    for column, values in (("ACR_per_log", b), ("ACR_per_input_best", np.maximum(a, b))):
+        assert [row[f"{column}_low"], row[f"{column}_high"]] == pytest.approx(interval(values).tolist(), rel=1e-9)
+    # the paired difference of a study comparison: MACER − Cohen per input, on the same resamples
+    study = [LogRecord(make_log(r), "digits", m, sigma0=0.25) for r, m in ((a, "cohen"), (b, "macer"))]
+    comparison = study_comparisons_table(study, radii=[0.0], inference=inference).iloc[0]
+    assert [comparison["ACR_low"], comparison["ACR_high"]] == pytest.approx(interval(b - a).tolist(), rel=1e-9)
+    # selection optimism: per resample of the evaluation half, the best candidate's mean minus that
+    # of the candidate the selection half chose
+    select, evaluate = held_out_split(50, seed=4, dataset="digits")
+    chosen = int(b[select].sum() > a[select].sum())
+    means = resampled_means(np.stack([a[evaluate], b[evaluate]], axis=1), n_boot=200, seed=4, dataset="digits")
+    expected = np.quantile(means.max(axis=1) - means[:, chosen], [0.15, 0.85])
+    optimism = selection_optimism_table(records, radii=[0.0], inference=inference).iloc[0]
+    assert expected[1] > 0.05
+    assert [optimism["ACR_per_log_low"], optimism["ACR_per_log_high"]] == pytest.approx(
+        expected.tolist(), rel=1e-9, abs=1e-12
+    )
 
 
 def test_bad_selection_and_duplicated_inputs_are_named(ddrs_rows):

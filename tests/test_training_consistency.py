@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ddrs.training import (
     TrainConfig,
@@ -16,6 +17,7 @@ from ddrs.training import (
     mean_prediction_entropy,
     smoothadv_attack,
     smoothadv_consistency_loss,
+    smoothadv_loss,
     smoothadv_radius,
     stability_loss,
     stability_objective,
@@ -154,6 +156,24 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     assert smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), no_attack).item() == (
         pytest.approx(consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), gaussian).item())
     )
+
+
+def test_smoothadv_attacks_then_trains_on_the_adversarial_points_with_the_same_draws():
+    """SmoothAdv's loss is the mean cross-entropy at x' + δᵢ, x' its attack's point with the same draws δᵢ."""
+    model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
+    scale = torch.tensor([0.1, 0.5, 1.0])
+    params = _params("smoothadv", m=2, steps=3, epsilon=0.5, warmup=0)
+    loss = smoothadv_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
+    generator = torch.Generator().manual_seed(4)
+    noise = torch.randn((3, 2, 1, 6), generator=generator) * scale.view(3, 1, 1, 1)
+    adversarial = smoothadv_attack(model, x, y, noise, 0.5, 3, generator)
+    assert not torch.equal(adversarial, x)
+
+    def cross_entropy(points):
+        return F.cross_entropy(model((points.unsqueeze(1) + noise).flatten(0, 1)), y.repeat_interleave(2))
+
+    assert torch.equal(loss, cross_entropy(adversarial))
+    assert loss > cross_entropy(x) + 0.01  # not the clean point's noisy copies
 
 
 def _jeong_shin_pgd(model, x, y, noise, radius, steps):

@@ -3,14 +3,18 @@ model, the radius weights, discarding, sampling, and the plan's schedule and sta
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 from scipy.stats import beta, norm
 from torch import nn
+from torch.nn import functional as F
 
 import ddrs.training.easy_focus as easy_focus
 from ddrs.data import TensorImages
+from ddrs.methods import EasyFocusParams
 from ddrs.training import EasyFocusPlan, TrainConfig, adaptive_attack, radius_weights, reference_lower_bound
 
 
@@ -174,6 +178,28 @@ def test_e_t_counts_epochs_from_one_as_algorithm_2(counted, start):
     assert counted == []
     assert _visit(plan, start - 1) is not None and easy_focus.focus_started(params, start - 1)
     assert counted[0][1] == 100  # discarding ran at E_t
+
+
+def test_from_e_t_the_loss_trains_on_the_adaptively_attacked_draws(digits_model, digits_data):
+    """From E_t with ``attack`` on, the loss is the cross-entropy at the attacked draws of the same generator."""
+    x, y = digits_data["train"].images[:32], torch.as_tensor(digits_data["train"].targets[:32])
+    scale = torch.linspace(0.2, 0.5, 32)
+    params = EasyFocusParams(m=4, start_epoch=3, steps=4, epsilon=0.5)
+
+    def loss(params, epoch):
+        return easy_focus.easy_focus_loss(digits_model, x, y, scale, torch.Generator().manual_seed(5), params, epoch)
+
+    def cross_entropy(noise):
+        logits = digits_model((x.unsqueeze(1) + noise).flatten(0, 1))
+        return F.cross_entropy(logits, y.repeat_interleave(4))
+
+    noise = torch.randn((32, 4, *x.shape[1:]), generator=torch.Generator().manual_seed(5)) * scale.view(32, 1, 1, 1, 1)
+    attacked = adaptive_attack(digits_model, x, y, noise, steps=4, step_size=0.5)
+    assert not torch.equal(attacked, noise)
+    assert torch.equal(loss(params, 2), cross_entropy(attacked))  # epoch E_t = 3, counted from 1
+    assert torch.equal(loss(dataclasses.replace(params, attack=False), 2), cross_entropy(noise))
+    assert torch.equal(loss(params, 1), cross_entropy(noise))  # before E_t: plain draws
+    assert cross_entropy(attacked) > cross_entropy(noise) + 0.01
 
 
 def test_e_t_zero_is_refused_naming_the_count_from_one():

@@ -53,13 +53,16 @@ def _assert_same_weights(path_a, path_b):
 
 
 def test_ds_training_changes_and_persists_the_sigma_table(tmp_path):
+    """Algorithm 2 moves the σ table, holds it at ``min_sigma`` and saves it in the checkpoint and TSV."""
     out, table_path, log = tmp_path / "ds.pt", tmp_path / "sigma.tsv", tmp_path / "train.csv"
-    train(_config(train_mode="ds", sigma_lr=0.05), out, log=log, sigma_table=table_path, progress=False)
+    config = _config(train_mode="ds", sigma_lr=0.05, min_sigma=0.245)  # unbounded, σ would fall to ≈ 0.242
+    train(config, out, log=log, sigma_table=table_path, progress=False)
 
     table = load_sigma_table(out)
     assert table.shape == (TRAIN_SIZE,)
     assert not torch.all(table == 0.25)  # Algorithm 1 moved the scales
-    assert table.min() >= 1e-3  # the lower bound holds
+    bound = torch.tensor(0.245)
+    assert torch.equal(table.min(), bound) and int((table == bound).sum()) > 1  # the lower bound binds
     tsv = pd.read_csv(table_path, sep="\t")
     assert list(tsv.columns) == ["idx", "sigma"] and tsv["idx"].tolist() == list(range(TRAIN_SIZE))
     assert torch.allclose(torch.tensor(tsv["sigma"].to_numpy(), dtype=torch.float32), table)
@@ -69,6 +72,13 @@ def test_ds_training_changes_and_persists_the_sigma_table(tmp_path):
     assert rows["sigma_mean"].iloc[-1] == pytest.approx(float(table.mean()), rel=1e-6)
     assert rows["lr"].tolist() == pytest.approx([0.05, 0.025])
     assert not (tmp_path / "ds.pt.partial").exists()
+
+
+def test_lr_milestones_decay_the_learning_rate_at_those_epochs_instead_of_every_lr_step(tmp_path):
+    """``lr_milestones`` replaces the StepLR schedule: the lr drops by ``lr_gamma`` after epoch 1."""
+    log = tmp_path / "train.csv"
+    train(_config(batch_size=512, lr_step=100, lr_milestones=[1]), tmp_path / "m.pt", log=log, progress=False)
+    assert pd.read_csv(log)["lr"].tolist() == pytest.approx([0.05, 0.025], rel=1e-12)
 
 
 def test_warmup_epochs_keep_sigma_fixed(tmp_path):
@@ -82,8 +92,9 @@ def test_warmup_epochs_keep_sigma_fixed(tmp_path):
 def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rule):
     """One batch per epoch, so Algorithm 1 runs on the initial model for every example: with
     poisoned labels the weights differ but the σ table must be bit-identical; c_A is the model's
-    own (clean or smoothed) prediction under ``fixed_class``, and ``released`` takes none."""
-    calls = []
+    own (clean or smoothed) prediction under ``fixed_class``, and ``released`` takes none. The
+    table stores the σ Algorithm 1 returned for each input under that input's own index."""
+    calls, returned = [], []
     real_optimize = data_dependent.optimize_sigma
 
     def spy(model, x, settings, c_a, **kwargs):
@@ -93,7 +104,9 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
             with torch.no_grad():
                 assert torch.equal(c_a, model(x).argmax(dim=1))
         calls.append(settings)
-        return real_optimize(model, x, settings, c_a, **kwargs)
+        snapshots = real_optimize(model, x, settings, c_a, **kwargs)
+        returned.append((x.detach().clone(), snapshots[-1].detach().clone()))
+        return snapshots
 
     monkeypatch.setattr(data_dependent, "optimize_sigma", spy)
     config = _config(
@@ -119,6 +132,12 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
     dirty = train(config, tmp_path / "dirty.pt", progress=False)
 
     assert len(calls) == 2 and all(call.steps == (1,) and call.n == 1 for call in calls)
+    # the digits training images are distinct and not augmented: each batch row names its index
+    index_of = {image.numpy().tobytes(): i for i, image in enumerate(real_load("digits", "train").images)}
+    for (x, sigma), path in zip(returned, (clean, dirty), strict=True):
+        indices = torch.tensor([index_of[row.numpy().tobytes()] for row in x])
+        assert sorted(indices.tolist()) == list(range(TRAIN_SIZE))
+        assert torch.equal(load_sigma_table(path)[indices], sigma)
     assert torch.equal(load_sigma_table(clean), load_sigma_table(dirty))
     assert not torch.all(load_sigma_table(clean) == 0.25)
     weights_clean, weights_dirty = _state(clean)[0], _state(dirty)[0]
