@@ -26,11 +26,12 @@ $(BIN)/ddrs: pyproject.toml
 
 setup: $(BIN)/ddrs
 
+# --rerun-incomplete: the jobs a kill interrupted start again and resume from their partial files
 table1: setup
-	$(BIN)/snakemake --cores $(CORES) results/tables/table1.csv
+	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete results/tables/table1.csv
 
 all: setup
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete
 
 # The tests include a real SLURM run on a one-node cluster started here (needs root). Where it
 # cannot start, the SLURM test is skipped, except in CI (CI=true), where it must run.

@@ -130,7 +130,9 @@ def test_a_partial_log_resumes_only_under_the_same_settings(tmp_path):
     settings = {"n": 1000, "seed": 0, "checkpoint": "abc"}
     LogWriter(tmp_path / "log.tsv", COLUMNS, settings).write(row(0))
     assert LogWriter(tmp_path / "log.tsv", COLUMNS, dict(settings)).done == {0}
-    with pytest.warns(UserWarning, match=r"log.tsv.partial was written with other settings.*starting over"):
+    with pytest.warns(
+        UserWarning, match=r"log.tsv.partial was written with other settings \(n: 1000 -> 10000\); starting over"
+    ):
         fresh = LogWriter(tmp_path / "log.tsv", COLUMNS, {**settings, "n": 10_000})
     assert fresh.done == set()
     fresh.write(row(1))
@@ -175,6 +177,16 @@ def test_a_kill_while_starting_over_never_pairs_old_rows_with_new_settings(tmp_p
             LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 200})
     with pytest.warns(UserWarning, match="other settings"):
         assert LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 200}).done == set()
+
+
+def test_the_settings_warning_names_what_changed_in_a_line_of_readable_length(tmp_path):
+    scales = [[i, 0.5] for i in range(1000)]
+    LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 100, "scales": scales}).write(row(0))
+    with pytest.warns(UserWarning) as record:
+        LogWriter(tmp_path / "log.tsv", COLUMNS, {"n": 100, "scales": [[0, 0.25], *scales[1:]]})
+    message = str(record[0].message)
+    assert "(scales: [[0, 0.5], [1, 0.5], [2, 0.5], [3, 0.... -> [[0, 0.25], [1, 0.5], [2, 0.5], [3, 0...);" in message
+    assert len(message) < 300
 
 
 def finished_log(path):

@@ -146,7 +146,8 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
 
 def _killed_in_epoch_3_then_resumed(config: TrainConfig, tmp_path, monkeypatch):
     """Train ``config`` whole, and again killed during epoch 3 (after epoch 2's checkpoint) then
-    resumed; return both checkpoints."""
+    resumed; return both checkpoints. The killed run leaves none of its outputs, so Snakemake
+    finds nothing half-written, only the checkpoint and the history so far beside them."""
     whole = train(config, tmp_path / "whole.pt", progress=False)
 
     real_evaluate, calls = trainer_module.evaluate, []
@@ -158,13 +159,17 @@ def _killed_in_epoch_3_then_resumed(config: TrainConfig, tmp_path, monkeypatch):
         return real_evaluate(*args, **kwargs)
 
     monkeypatch.setattr(trainer_module, "evaluate", interrupted)
-    resumed = tmp_path / "resumed.pt"
+    resumed, log, sigmas = tmp_path / "resumed.pt", tmp_path / "train.csv", tmp_path / "sigmas.tsv"
     with pytest.raises(KeyboardInterrupt):
-        train(config, resumed, progress=False)
+        train(config, resumed, log=log, sigma_table=sigmas, progress=False)
     assert not resumed.exists() and _state(tmp_path / "resumed.pt.partial")[1]["epoch"] == 2
+    assert not log.exists() and not sigmas.exists()
+    assert pd.read_csv(tmp_path / "train.csv.partial")["epoch"].tolist() == [1, 2]
 
     monkeypatch.setattr(trainer_module, "evaluate", real_evaluate)
-    train(config, resumed, progress=False)
+    train(config, resumed, log=log, sigma_table=sigmas, progress=False)
+    assert pd.read_csv(log)["epoch"].tolist() == list(range(1, config.epochs + 1)) and sigmas.exists()
+    assert not (tmp_path / "train.csv.partial").exists()
     return whole, resumed
 
 

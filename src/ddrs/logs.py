@@ -178,7 +178,7 @@ class LogWriter:
         previous = self.settings_file.read_text() if self.settings_file.exists() else None
         if previous != settings_text:
             warnings.warn(
-                f"{self.partial} was written with other settings ({previous}); starting over",
+                f"{self.partial} was written with other settings ({_changes(previous, settings_text)}); starting over",
                 stacklevel=3,
             )
             return False
@@ -227,6 +227,25 @@ class LogWriter:
         os.replace(self.partial, self.path)
         self.settings_file.unlink(missing_ok=True)
         return self.path
+
+
+def _changes(previous: str | None, current: str) -> str:
+    """The settings that differ between two JSON settings texts, each value shortened for a message."""
+    if previous is None:
+        return "none recorded"
+    try:
+        before = json.loads(previous)
+    except json.JSONDecodeError:
+        return "unreadable record"
+    after = json.loads(current)
+
+    def short(value) -> str:
+        text = json.dumps(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    missing = object()
+    changed = sorted(key for key in before.keys() | after.keys() if before.get(key, missing) != after.get(key, missing))
+    return ", ".join(f"{key}: {short(before.get(key))} -> {short(after.get(key))}" for key in changed)
 
 
 def discard_partial(path: str | os.PathLike) -> None:

@@ -219,11 +219,16 @@ class Trainer:
                 }
             )
             self._save(self.partial, model, optimizer, scheduler, scaler, table, history, epoch + 1)
-            self._write_outputs(history, table)
+            if self.log is not None:  # progress so far, beside the checkpoint: the outputs appear at the end
+                self._write_history(history, partial_path(self.log))
 
         if self.partial.is_file():
             os.replace(self.partial, self.out)
-        self._write_outputs(history, table)
+        if self.log is not None:
+            self._write_history(history, self.log)
+            partial_path(self.log).unlink(missing_ok=True)
+        if self.sigma_table_path is not None:
+            table.write_tsv(self.sigma_table_path)
         return self.out
 
     def _resumable(self, source: Path) -> tuple[nn.Module, dict[str, Any]]:
@@ -339,12 +344,10 @@ class Trainer:
             states["epoch_plan"] = self.epoch_plan.state_dict()
         save_training_checkpoint(path, self.config, model, states, table, history, epoch)
 
-    def _write_outputs(self, history: Iterable[dict[str, Any]], table: SigmaTable) -> None:
-        if self.log is not None:
-            with atomic_path(self.log) as tmp:
-                pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
-        if self.sigma_table_path is not None:
-            table.write_tsv(self.sigma_table_path)
+    @staticmethod
+    def _write_history(history: Iterable[dict[str, Any]], path: Path) -> None:
+        with atomic_path(path) as tmp:
+            pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
 
 
 def _chunked(batch: tuple[Tensor, ...], chunks: int) -> Iterable[tuple[Tensor, ...]]:
