@@ -13,6 +13,7 @@ from killed_job import FailsAfter
 import ddrs
 from ddrs.cli import _test_inputs, main
 from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
+from ddrs.models import save_checkpoint
 
 
 def certify_args(checkpoint, out, *extra):
@@ -137,6 +138,18 @@ def test_unknown_dataset_and_mismatched_checkpoint_exit_2(digits_checkpoint, tmp
         assert main(args) == 2
         assert message in capsys.readouterr().err
         assert not out.exists() and not partial_path(out).exists()
+
+
+def test_a_seed_that_draws_another_digits_split_than_the_checkpoints_is_refused(digits_model, tmp_path, capsys):
+    """On the embedded datasets --seed also draws the train/test split: another one would put
+    training digits among the certified test inputs."""
+    checkpoint = tmp_path / "trained_seed0.pt"
+    save_checkpoint(checkpoint, digits_model, arch="mlp", dataset="digits", config={"seed": 0})
+    out = tmp_path / "certify.tsv"
+    assert main(certify_args(checkpoint, out, "--scale", "0.25", "--seed", "1")) == 2
+    assert f"{checkpoint} was trained on the digits split of seed 0, but --seed 1" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(certify_args(checkpoint, out, "--scale", "0.25", "--seed", "0")) == 0
 
 
 def test_certify_then_table_end_to_end(digits_checkpoint, tmp_path, capsys):

@@ -108,14 +108,27 @@ def test_ddrs_table_common_inputs_flag(tmp_path, capsys):
     full = tmp_path / "cohen" / "fs" / "sigma0.5" / "certify_fixed.tsv"
     out = tmp_path / "t.csv"
     assert main(["table", str(short), str(full), "--label", "a", "b", "--radii", "0", "--out", str(out)]) == 2
-    assert "certify different test inputs" in capsys.readouterr().err
-    with pytest.warns(UserWarning, match="restricted to the 3 test inputs"):
+    assert f"{full} and {short} certify different test inputs" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match=r"^every log is restricted to the 3 test inputs all 2 logs certify"):
         code = main(
             ["table", str(short), str(full), "--label", "a", "b", "--radii", "0", "--common-inputs"]
             + ["--out", str(out)]
         )
     assert code == 0
     assert pd.read_csv(out).set_index("log").loc[["a", "b"], "0.00"].tolist() == [200 / 3, 100.0]
+
+
+def test_ddrs_plot_refuses_logs_of_different_inputs_unless_cut_to_the_common_ones(tmp_path, capsys):
+    """Curves and their envelope compare only on one test set, as the table's rows do."""
+    short = short_log(tmp_path)
+    full = tmp_path / "cohen" / "fs" / "sigma0.5" / "certify_fixed.tsv"
+    out = tmp_path / "curves.png"
+    assert main(["plot", str(short), str(full), "--out", str(out)]) == 2
+    assert f"{full} and {short} certify different test inputs" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.warns(UserWarning, match="restricted to the 3 test inputs"):
+        assert main(["plot", str(short), str(full), "--common-inputs", "--out", str(out)]) == 0
+    assert out.exists()
 
 
 # --- a logs-only config leaves out what only computing reads ---------------------------------------

@@ -63,19 +63,16 @@ from ddrs.analysis.evidence import (
     row_evidence,
     selection_masks,
 )
-from ddrs.analysis.records import load_log
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
 from ddrs.analysis.tables import (
     LogRecords,
     Radii,
-    _check_same_inputs,
     _envelope,
     _grouped,
     _modes,
     _radii_for,
-    _source,
+    labelled_frames,
     load_records,
-    with_rows,
 )
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
@@ -223,8 +220,7 @@ def log_comparisons_table(
     row per other log, columns as the comparisons tables (module docstring)."""
     if baseline not in logs:
         raise ValueError(f"baseline {baseline!r} is not one of the logs {list(logs)}")
-    frames = {label: with_rows(_source(log), load_log(log)) for label, log in logs.items()}
-    _check_same_inputs([(label, "", frame) for label, frame in frames.items()])
+    frames = labelled_frames(logs)
     evidence = {label: row_evidence("", [frame], radii) for label, frame in frames.items()}
     pairs = [({"log": label, "baseline": baseline}, e, evidence[baseline]) for label, e in evidence.items()]
     pairs = [pair for pair in pairs if pair[0]["log"] != baseline]

@@ -86,6 +86,23 @@ def with_rows(source: str, log: pd.DataFrame) -> pd.DataFrame:
     return log
 
 
+def labelled_frames(
+    logs: Mapping[str, str | os.PathLike | pd.DataFrame], *, common_inputs: bool = False
+) -> dict[str, pd.DataFrame]:
+    """Labelled logs loaded as one comparison reads them (``ddrs table``, ``ddrs plot``): each with
+    rows and all of the same test inputs, errors naming the files; with ``common_inputs``, cut to
+    the inputs all of them certify instead (:func:`restrict_to_common_inputs`)."""
+    if not logs:
+        raise ValueError("no certification logs given")
+    sources = {label: _source(log) for label, log in logs.items()}
+    frames = {label: with_rows(sources[label], load_log(log)) for label, log in logs.items()}
+    if common_inputs:
+        cut = restrict_to_common_inputs([(sources[label], "", frame) for label, frame in frames.items()], {""})
+        frames = dict(zip(frames, cut, strict=True))
+    _check_same_inputs([(sources[label], "", frame) for label, frame in frames.items()])
+    return frames
+
+
 def restrict_to_common_inputs(
     logs: Sequence[tuple[str, str, pd.DataFrame]], datasets: Collection[str]
 ) -> list[pd.DataFrame]:
@@ -107,8 +124,9 @@ def restrict_to_common_inputs(
         cut = {source: n for source, n in counts.items() if n != len(inputs)}
         if cut:
             warnings.warn(
-                f"{dataset}: every log is restricted to the {len(inputs)} test inputs all {len(counts)} logs "
-                f"certify; inputs before: " + ", ".join(f"{source} {n}" for source, n in counts.items()),
+                f"{dataset + ': ' if dataset else ''}every log is restricted to the {len(inputs)} test inputs all "
+                f"{len(counts)} logs certify; inputs before: "
+                + ", ".join(f"{source} {n}" for source, n in counts.items()),
                 stacklevel=2,
             )
     return [
@@ -129,7 +147,7 @@ def _check_same_inputs(logs: Sequence[tuple[str, str, pd.DataFrame]]) -> None:
             raise ValueError(
                 f"{source} and {reference} certify different test inputs ({len(inputs)} vs "
                 f"{len(expected)} rows); compare logs of the same test set, or opt in to their common inputs "
-                "(a dataset's `common_inputs: true`, `ddrs table --common-inputs`)"
+                "(a dataset's `common_inputs: true`, `--common-inputs` of `ddrs table` and `ddrs plot`)"
             )
 
 
@@ -343,10 +361,7 @@ def log_table(
     conventions (for one log they coincide); ``winners`` (columns ``metric, radius, log, value``)
     names the log behind each of its cells. The envelope row is never bold.
     """
-    if not logs:
-        raise ValueError("no certification logs given")
-    frames = {label: with_rows(_source(log), load_log(log)) for label, log in logs.items()}
-    _check_same_inputs([(_source(logs[label]), "", frame) for label, frame in frames.items()])
+    frames = labelled_frames(logs)
     rows = [({"log": label}, row_evidence("", [log], radii)) for label, log in frames.items()]
     envelope = row_evidence("", list(frames.values()), radii)
     rows.append(({"log": "envelope"}, envelope))

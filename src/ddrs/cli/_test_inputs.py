@@ -1,7 +1,8 @@
 """Options and loading shared by the commands that run a checkpoint over test inputs.
 
 ``ddrs certify`` and ``ddrs optimize-sigma`` read the same model and the same test inputs (Cohen's
-``--skip/--max``); both seed the digits split with ``--seed`` too, so an ``idx`` names the same
+``--skip/--max``); both seed the digits split with ``--seed`` too (refused unless it is the
+checkpoint's training seed), so an ``idx`` names the same
 image in a σ log and in the certification log that uses it. Building the parser loads no torch:
 :func:`load` imports the model and data modules when a command runs.
 """
@@ -28,7 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--noise", default="gaussian", help="gaussian (σ, ℓ2 radius) or uniform (half-width λ, ℓ1)")
     parser.add_argument("--skip", type=int, default=1, help=f"{verb} every skip-th test input (Cohen's --skip)")
     parser.add_argument("--max", type=int, default=None, help="stop before this test index (Cohen's --max)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every noise draw (per input: seed, idx)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of every noise draw (per input: seed, idx) and of the digits / mnist5k train/test split, "
+        "which must be the one the checkpoint was trained on",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
     parser.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS))
 
@@ -63,7 +70,14 @@ def load(args: argparse.Namespace) -> LoadedTestSet:
 
     info = get_info(args.dataset)
     device = select_device(args.device)
-    model, _ = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
+    model, meta = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
+    trained_seed = (meta.get("config") or {}).get("seed")
+    if info.arrays is not None and trained_seed is not None and trained_seed != args.seed:
+        raise ValueError(
+            f"{args.checkpoint} was trained on the {args.dataset} split of seed {trained_seed}, but --seed "
+            f"{args.seed} draws another train/test split, whose test inputs the model partly trained on; "
+            f"use --seed {trained_seed}"
+        )
     dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
     return LoadedTestSet(
         model=model,

@@ -7,10 +7,6 @@ bootstrap for ACR); the envelope row has both ACR conventions (per log and per i
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def add_parser(subparsers) -> None:
@@ -57,32 +53,15 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run, compute="numpy")
 
 
-def _read(path: str) -> pd.DataFrame:
-    """A certification log with rows: a table of a header-only log would have nothing to count."""
-    from ddrs.logs import read_log
-
-    frame = read_log(path)
-    if frame.empty:
-        raise ValueError(f"{path}: the log has no rows (a header only); rerun the job that wrote it, or leave it out")
-    return frame
-
-
 def run(args: argparse.Namespace) -> None:
     from ddrs.analysis import RADII_CIFAR10, log_table, to_markdown, write_table
     from ddrs.analysis.records import labelled_logs
     from ddrs.analysis.stats import Inference
+    from ddrs.analysis.tables import labelled_frames
 
     radii = list(RADII_CIFAR10) if args.radii is None else args.radii
     inference = Inference(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed)
-    logs = labelled_logs(args.logs, args.label)
-    frames = [_read(path) for path in logs.values()]  # all checked before any work
-    if args.common_inputs:
-        from ddrs.analysis.tables import restrict_to_common_inputs
-
-        sources = zip(logs.values(), frames, strict=True)
-        frames = restrict_to_common_inputs([(path, "", frame) for path, frame in sources], {""})
-        logs = dict(zip(logs, frames, strict=True))
-    # otherwise the table reads the paths again, so that its errors (different inputs) name the files
+    logs = labelled_frames(labelled_logs(args.logs, args.label), common_inputs=args.common_inputs)
     result = log_table(logs, radii, inference=inference)
     write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
     print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")
