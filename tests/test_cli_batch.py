@@ -92,6 +92,7 @@ def test_every_commands_own_checks_run_before_the_first_runs(digits_checkpoint, 
         (["certify", "--then", "--then", "memory"], "command 2 of the batch is empty"),
         (["batch", "certify"], "a batch cannot contain another batch"),
         (["certfy", "--out", "x"], "unknown command 'certfy'; choose from batch, certify,"),
+        (["plot", "a.tsv", "--out", "c.png", "--bogus"], "plot: unrecognized arguments: --bogus"),
     ],
 )
 def test_a_malformed_batch_is_refused_by_name(words, message, capsys):

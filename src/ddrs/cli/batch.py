@@ -66,7 +66,10 @@ def parse_commands(words: list[str]) -> list[argparse.Namespace]:
             raise ValueError("a batch cannot contain another batch")
         if name not in command_modules():
             raise ValueError(f"unknown command {name!r}; choose from {', '.join(sorted(command_modules()))}")
-        parsed.append(build_parser([name]).parse_args(command))
+        args, unknown = build_parser([name]).parse_known_args(command)
+        if unknown:  # argparse would name the top-level parser, not the command
+            raise ValueError(f"{name}: unrecognized arguments: {' '.join(unknown)}")
+        parsed.append(args)
     for command in parsed:
         _check(command)
     return parsed
