@@ -191,18 +191,20 @@ class LogWriter:
             raise LogFormatError(
                 f"{self.partial}: header {lines[0]!r} does not match this run's columns; delete it to start over"
             )
-        complete = [line for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)]
+        rows = [
+            (int(line.split("\t", 1)[0]), line) for line in lines[1:-1] if len(line.split("\t")) == len(self.columns)
+        ]
         if self.indices is not None:
-            wanted = [line for line in complete if int(line.split("\t", 1)[0]) in self.indices]
-            if len(wanted) < len(complete):
+            wanted = [(idx, line) for idx, line in rows if idx in self.indices]
+            if len(wanted) < len(rows):
                 warnings.warn(
-                    f"{self.partial}: dropping {len(complete) - len(wanted)} rows of inputs this run does not "
+                    f"{self.partial}: dropping {len(rows) - len(wanted)} rows of inputs this run does not "
                     "certify (written under another --skip / --max)",
                     stacklevel=3,
                 )
-            complete = wanted
-        self.partial.write_text("\n".join([lines[0], *complete]) + "\n")
-        self.done = {int(line.split("\t", 1)[0]) for line in complete}
+            rows = wanted
+        self.partial.write_text("\n".join([lines[0], *(line for _, line in rows)]) + "\n")
+        self.done = {idx for idx, _ in rows}
 
     def write(self, row: Mapping[str, object]) -> None:
         """Append one row and flush it to disk, so a killed job loses at most this row."""

@@ -78,15 +78,16 @@ class RunGrid:
                 noise = get_method(method).noise
                 _require_in(paths, labels[noise], f"datasets.{dataset}.checkpoints.{method}")
         _require_in(self.grid.get("datasets") or [], list(self.config["datasets"]), "grid_search.datasets")
-        if self.grid["enabled"] and not self.grid["low"] < self.grid["high"]:
-            raise ValueError(f"grid_search: low {self.grid['low']} must be below high {self.grid['high']}")
-        budget = self.grid.get("budget")
-        for n in self.grid.get("n", []) if self.grid["enabled"] else []:
-            if budget % n:
-                raise ValueError(
-                    f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
-                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)"
-                )
+        if self.grid["enabled"]:
+            if not self.grid["low"] < self.grid["high"]:
+                raise ValueError(f"grid_search: low {self.grid['low']} must be below high {self.grid['high']}")
+            budget = self.grid["budget"]
+            for n in self.grid["n"]:
+                if budget % n:
+                    raise ValueError(
+                        f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
+                        f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)"
+                    )
         studies = self.config.get("sun2024", {})
         sigmas = {s for spec in self.config["datasets"].values() for s in spec.get("sigmas", [])}
         for key in ("ablation_sigmas", "gradient_norm_sigma"):
