@@ -4,7 +4,7 @@ For each base classifier (digits MLP, CIFAR-10 ResNet-18 at 32×32, random weigh
 not depend on training) this prints noisy samples per second of
 
   (a) raw     the base classifier's batched forward + argmax on pre-drawn noisy inputs (ceiling);
-  (b) ours    ``ddrs.smoothing.certify_batch`` with one generator per input (as certify_dataset);
+  (b) ours    ``ddrs.core.smoothing.certify_batch`` with one generator per input (as certify_dataset);
   (c) cohen   Cohen et al.'s per-input loop (locuslab/smoothing ``core.Smooth.certify``: repeat,
               randn, forward, argmax, ``.cpu()`` and the Python counting loop ``_count_arr``);
   (c') cohen+ the same loop counting with ``np.bincount`` instead of the Python loop,
@@ -27,9 +27,9 @@ from statsmodels.stats.proportion import proportion_confint
 from tabulate import tabulate
 from torch import nn
 
+from ddrs.core.settings import CertifySettings
+from ddrs.core.smoothing import certify_batch
 from ddrs.models import build_model
-from ddrs.settings import CertifySettings
-from ddrs.smoothing import certify_batch
 
 SIGMA, N0, ALPHA = 0.25, 100, 0.001
 #: (arch, dataset, inputs B, n, forward batch): n kept modest so the script takes ~1–2 minutes

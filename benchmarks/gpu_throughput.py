@@ -5,18 +5,18 @@ Algorithm 1), best of two timed runs after one warm-up, or images per second (tr
 
   certify     for CIFAR ResNet-110, CIFAR ResNet-18 and ImageNet ResNet-50, n0 = 100 and n draws:
               ddrs ``certify_batch`` (per-input streams, as ``certify_dataset``) in fp32 and bf16,
-              eager and ``torch.compile``d (:func:`ddrs.device.prepare_classifier`), and compiled
+              eager and ``torch.compile``d (:func:`ddrs.core.device.prepare_classifier`), and compiled
               bf16 with one ``torch.Generator`` per input instead of Philox streams; a Cohen-style
               per-input fp32 loop at batch 400 (``core.Smooth``: repeat, randn, forward, argmax,
               bincount on the host); and the raw ceiling (noise, forward, argmax, bincount on the
               device, bf16 channels_last, compiled), with the ratios the issue's targets name.
               Seconds are per input at n = 100,000: ImageNet is timed at ``--imagenet-n`` draws
               and scaled (the work is linear in n);
-  algorithm1  DDRS Algorithm 1 (``ddrs.sigma.optimize_sigma``) on CIFAR ResNet-110, n = 1, per input
+  algorithm1  DDRS Algorithm 1 (``ddrs.core.sigma.optimize_sigma``) on CIFAR ResNet-110, n = 1, per input
               at K = ``--k``: timed over ``--k-timed`` steps and scaled (each step is the same
               work). "today" is one ``torch.Generator`` per input at the paper config's batch 64
               with a contiguous model, "now" Philox streams at ``--sigma-batch`` inputs with the
-              model laid out as ``ddrs.sigma_log`` lays it out (channels_last on CUDA);
+              model laid out as ``ddrs.jobs.sigma_log`` lays it out (channels_last on CUDA);
   training    ResNet-18 Gaussian augmentation epochs of ``--train-steps`` batches (default: one
               CIFAR-10 epoch, 196 batches of 256) of the trainer's own loop and the feed a run
               builds by default (``feed: auto``, the device feed for CIFAR-10; no crops, as the
@@ -53,15 +53,15 @@ from _report import add_json_option, write_report
 from torch import nn
 from torch.utils.data import DataLoader
 
+from ddrs.core.device import autocast, prepare_classifier, select_device
+from ddrs.core.seeds import Stream
+from ddrs.core.settings import Algorithm1Settings, CertifySettings, resolve_memory_format
+from ddrs.core.sigma import optimize_sigma
+from ddrs.core.smoothing import certify_batch
+from ddrs.core.streams import input_streams
 from ddrs.data import TensorImages, get_info
-from ddrs.device import autocast, prepare_classifier, select_device
 from ddrs.methods import get_method
 from ddrs.models import build_model
-from ddrs.seeds import Stream
-from ddrs.settings import Algorithm1Settings, CertifySettings, resolve_memory_format
-from ddrs.sigma import optimize_sigma
-from ddrs.smoothing import certify_batch
-from ddrs.streams import input_streams
 from ddrs.training import DeviceFeed, SigmaTable, TrainConfig, Trainer, training_loader
 from ddrs.training.recompute import with_recomputation
 from ddrs.training.trainer import build_optimizer
@@ -267,7 +267,9 @@ def algorithm1_figures(sizes: Sizes, device: torch.device) -> dict[str, float]:
     """Seconds per input to K = sizes.k, timed over sizes.k_timed steps: today's streams and batch, and now's."""
     torch.manual_seed(0)
     today = build_model("resnet110", "cifar10").to(device).eval()
-    now = prepare_classifier(copy.deepcopy(today), device, memory_format="auto", compile=False)  # as ddrs.sigma_log
+    now = prepare_classifier(
+        copy.deepcopy(today), device, memory_format="auto", compile=False
+    )  # as ddrs.jobs.sigma_log
     x = torch.rand(sizes.sigma_batch, 3, 32, 32, generator=torch.Generator().manual_seed(1)).to(device)
     figures: dict[str, float] = {}
     runs = (("today", today, sizes.sigma_batch_today, "generator"), ("now", now, sizes.sigma_batch, None))

@@ -19,13 +19,13 @@ import torch
 from _report import add_json_option, write_report
 from threadpoolctl import threadpool_limits
 
-from ddrs.memory import memory_certify
+from ddrs.core.memory import memory_certify
+from ddrs.core.seeds import Stream
+from ddrs.core.settings import Algorithm1Settings
+from ddrs.core.sigma import optimize_sigma
+from ddrs.core.smoothing import sample_counts
+from ddrs.core.streams import input_streams
 from ddrs.models import build_model
-from ddrs.seeds import Stream
-from ddrs.settings import Algorithm1Settings
-from ddrs.sigma import optimize_sigma
-from ddrs.smoothing import sample_counts
-from ddrs.streams import input_streams
 
 CPU = torch.device("cpu")
 

@@ -40,9 +40,9 @@ from _report import add_json_option, write_report
 from gpu_throughput import CIFAR10_EPOCH_STEPS, SIGMA, interleaved_seconds, plain_epoch, trainer_epoch
 from torch.utils.data import DataLoader
 
+from ddrs.core.device import select_device
+from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS
 from ddrs.data import TensorImages
-from ddrs.device import select_device
-from ddrs.settings import MEMORY_FORMATS, PRECISIONS
 from ddrs.training import DeviceFeed, TrainConfig, training_loader
 
 

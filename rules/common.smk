@@ -1,4 +1,4 @@
-# Thin lookups into the experiment design (ddrs.experiments, unit-tested) and the command-line
+# Thin lookups into the experiment design (ddrs.pipeline, unit-tested) and the command-line
 # flags of each job. Nothing here decides what the paper needs.
 import json
 import re
@@ -6,17 +6,17 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from ddrs.experiments import Experiment, Run
-from ddrs.experiments.published import missing_checkpoints_message, missing_logs_message
-from ddrs.experiments.validation import (
+from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline.published import missing_checkpoints_message, missing_logs_message
+from ddrs.pipeline.validation import (
     check_algorithm1_options,
     check_integers,
     check_training_options,
 )
 from ddrs.methods import METHODS, get_method
-from ddrs.targets import CATALOGUE, REPORTED
+from ddrs.pipeline.catalogue import CATALOGUE, REPORTED
 
-# What the schema cannot say (ddrs.experiments.validation), before any job runs.
+# What the schema cannot say (ddrs.pipeline.validation), before any job runs.
 check_integers(config, Path(workflow.basedir) / SCHEMA)
 EXP = Experiment(config)
 check_training_options(EXP)

@@ -1,4 +1,4 @@
-# The paper's tables and figures: one rule per entry of the target catalogue (ddrs.targets), which
+# The paper's tables and figures: one rule per entry of the target catalogue (ddrs.pipeline.catalogue), which
 # names each one's outputs, inputs, builder, caption and parameters. The adapter runs any of them.
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ddrs.experiments import Run, RunGrid
+from ddrs.pipeline import Run, RunGrid
 
 REPO = Path(__file__).resolve().parents[1]
 

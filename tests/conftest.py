@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
+from ddrs.core.noise import get_noise
 from ddrs.data import load_dataset
 from ddrs.models import build_model, save_checkpoint
-from ddrs.noise import get_noise
 
 DIGITS_SIGMA = 0.25
 DIGITS_ARCH = "mlp"

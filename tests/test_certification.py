@@ -8,10 +8,10 @@ import torch
 from killed_job import FailsAfter
 from torch import nn
 
-from ddrs.certification import certify_dataset
-from ddrs.logs import COHEN_COLUMNS, partial_path, read_log
-from ddrs.seeds import KEY_SCHEME
-from ddrs.settings import CertifySettings
+from ddrs.core.seeds import KEY_SCHEME
+from ddrs.core.settings import CertifySettings
+from ddrs.jobs.certification import certify_dataset
+from ddrs.jobs.logs import COHEN_COLUMNS, partial_path, read_log
 
 NUM_INPUTS = 11
 #: the devices whose rows must not depend on batching or interruption (CUDA draws Philox streams)

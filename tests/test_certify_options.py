@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from ddrs import device as device_module
-from ddrs.certification import certify_dataset
-from ddrs.device import auto_batch_size, batch_for_memory, make_generator, prepare_classifier
-from ddrs.logs import kept_partials, partial_path, read_log
-from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
-from ddrs.smoothing import certify_batch, sample_counts
+from ddrs.core import device as device_module
+from ddrs.core.device import auto_batch_size, batch_for_memory, make_generator, prepare_classifier
+from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.core.smoothing import certify_batch, sample_counts
+from ddrs.jobs.certification import certify_dataset
+from ddrs.jobs.logs import kept_partials, partial_path, read_log
 
 CPU = torch.device("cpu")
 

@@ -12,7 +12,7 @@ import torch
 
 from ddrs.cli import THREAD_VARIABLES, build_parser, command_modules, main
 from ddrs.data import load_labels
-from ddrs.work_time import WORK_LINE, work_seconds
+from ddrs.jobs.work_time import WORK_LINE, work_seconds
 
 
 def run_ddrs(*argv: str, after: str = "", env: dict | None = None) -> subprocess.CompletedProcess:

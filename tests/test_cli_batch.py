@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from ddrs.cli import main
-from ddrs.logs import partial_path, read_log
-from ddrs.work_time import WORK_LINE
+from ddrs.jobs.logs import partial_path, read_log
+from ddrs.jobs.work_time import WORK_LINE
 
 DATA = ["--dataset", "digits", "--max", "12", "--skip", "2", "--device", "cpu"]
 

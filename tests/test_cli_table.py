@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ddrs import plots
+from ddrs.analysis import plots
 from ddrs.cli import main
 
 HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime"

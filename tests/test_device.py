@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from ddrs.device import autocast, make_generator, select_device
-from ddrs.settings import CertifySettings
-from ddrs.smoothing import certify_batch
+from ddrs.core.device import autocast, make_generator, select_device
+from ddrs.core.settings import CertifySettings
+from ddrs.core.smoothing import certify_batch
 
 
 def test_auto_picks_cuda_only_when_present():
@@ -72,7 +72,7 @@ def test_a_bf16_base_classifier_certifies_like_fp32_far_from_the_boundary():
 _CLAIM_AND_HOLD = """
 import sys, time
 from pathlib import Path
-from ddrs.gpu_slots import claim_gpu
+from ddrs.core.gpu_slots import claim_gpu
 index = claim_gpu(int(sys.argv[2]), Path(sys.argv[1]), poll_seconds=0.05)
 print(index, flush=True)
 while not (Path(sys.argv[1]) / "stop").exists():
@@ -111,7 +111,7 @@ def test_concurrent_jobs_claim_distinct_gpus_and_a_surplus_job_waits(tmp_path):
 
 
 def test_a_process_keeps_its_gpu_and_frees_it_on_release(tmp_path):
-    from ddrs.gpu_slots import claim_gpu, release_all
+    from ddrs.core.gpu_slots import claim_gpu, release_all
 
     try:
         assert claim_gpu(2, tmp_path) == 0
@@ -123,7 +123,7 @@ def test_a_process_keeps_its_gpu_and_frees_it_on_release(tmp_path):
 
 
 def test_lock_dir_follows_the_environment(tmp_path, monkeypatch):
-    from ddrs.gpu_slots import LOCK_DIR_ENV, lock_dir
+    from ddrs.core.gpu_slots import LOCK_DIR_ENV, lock_dir
 
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
     assert lock_dir() == tmp_path / "locks"
@@ -132,14 +132,14 @@ def test_lock_dir_follows_the_environment(tmp_path, monkeypatch):
 
 
 def test_a_gpu_count_below_one_is_refused(tmp_path):
-    from ddrs.gpu_slots import claim_gpu
+    from ddrs.core.gpu_slots import claim_gpu
 
     with pytest.raises(ValueError, match="GPU count must be >= 1, got 0"):
         claim_gpu(0, tmp_path)
 
 
 def test_auto_on_a_multi_gpu_machine_claims_a_gpu_and_makes_it_current(tmp_path, monkeypatch):
-    from ddrs import gpu_slots
+    from ddrs.core import gpu_slots
 
     current = []
     monkeypatch.setenv(gpu_slots.LOCK_DIR_ENV, str(tmp_path))

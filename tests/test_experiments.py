@@ -1,4 +1,4 @@
-"""The experiment design (ddrs.experiments) as plain unit tests: which logs make up which table,
+"""The experiment design (ddrs.pipeline) as plain unit tests: which logs make up which table,
 where they live, and that the config schema allows exactly what the registries define."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from ddrs.data import DATASETS
-from ddrs.experiments import Experiment, Layout, Run
-from ddrs.experiments.published import missing_checkpoints, missing_checkpoints_message
 from ddrs.methods import METHODS
 from ddrs.models import ARCHS
-from ddrs.targets import CATALOGUE
+from ddrs.pipeline import Experiment, Layout, Run
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.published import missing_checkpoints, missing_checkpoints_message
 from ddrs.training import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -428,9 +428,9 @@ def enums(node, path=""):
 def test_every_enum_of_the_schema_is_a_registry():
     """The schema restates the registries; each of its lists must equal the one it restates."""
     from ddrs.analysis.evidence import SELECTIONS
-    from ddrs.experiments.grid import SOURCES
+    from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
     from ddrs.methods import MACER_FORMS, STABILITY_DIVERGENCES
-    from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+    from ddrs.pipeline.grid import SOURCES
     from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
 
     gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
 
+from ddrs.analysis.plots import sigma_panels_figure
 from ddrs.analysis.tables import best_table
 from ddrs.cli import main
-from ddrs.experiments import Experiment
-from ddrs.plots import sigma_panels_figure
+from ddrs.pipeline import Experiment
 
 #: two published-style logs (Cohen's `time` as H:MM:SS), certifying the same four inputs
 FIXED = {

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddrs.cli import main
+from ddrs.core.memory import memory_certify
 from ddrs.data import load_images, load_labels
-from ddrs.logs import read_log
-from ddrs.memory import memory_certify, memory_certify_log
+from ddrs.jobs.logs import read_log
+from ddrs.jobs.memory_log import memory_certify_log
 
 
 def run(points, predict, radius, norm=2):
@@ -206,9 +207,9 @@ def test_memory_log_of_no_rows_is_a_log_of_no_rows(tmp_path):
 
 
 def certify_digits_log(model, dataset, path, count=60, scale=0.5):
-    """A small data-dependent-style certification log of the digits model, written by ddrs.smoothing."""
-    from ddrs.settings import CertifySettings
-    from ddrs.smoothing import certify_batch
+    """A small data-dependent-style certification log of the digits model, written by ddrs.core.smoothing."""
+    from ddrs.core.settings import CertifySettings
+    from ddrs.core.smoothing import certify_batch
 
     x = torch.stack([dataset[i][0] for i in range(count)])
     labels = [dataset[i][1] for i in range(count)]

@@ -6,8 +6,8 @@ import pytest
 import torch
 from scipy import stats
 
-from ddrs.noise import get_noise
-from ddrs.settings import uniform_half_width
+from ddrs.core.noise import get_noise
+from ddrs.core.settings import uniform_half_width
 
 
 def test_unknown_noise_names_the_choices():

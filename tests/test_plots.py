@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ddrs import plots
-from ddrs.analysis import LogRecord
+from ddrs.analysis import LogRecord, plots
 
 COLUMNS = ["idx", "label", "predict", "radius", "correct", "time", "scale", "p_a_lower"]
 

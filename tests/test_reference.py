@@ -7,6 +7,7 @@ from decimal import Decimal
 import pandas as pd
 import pytest
 
+from ddrs.analysis.plots_reference import paper_overlay_figure
 from ddrs.analysis.reference import (
     COMPARISON_COLUMNS,
     PAPER_TABLES,
@@ -18,7 +19,6 @@ from ddrs.analysis.reference import (
     reference_path,
     write_comparison,
 )
-from ddrs.plots_reference import paper_overlay_figure
 
 
 def printed(table, dataset, variant, radius=None, metric="certified_accuracy", sigma0=None, K=None) -> float:
@@ -394,7 +394,7 @@ def test_printed_acrs_exceed_what_any_single_log_can_reach():
 def test_the_paper_comparison_caption_states_the_level_of_the_tables():
     from types import SimpleNamespace
 
-    from ddrs.targets import CATALOGUE
+    from ddrs.pipeline.catalogue import CATALOGUE
 
     assert "our 95% interval" in paper_comparison_caption()
     caption = paper_comparison_caption(0.1)

@@ -10,9 +10,9 @@ import torch
 from scipy.stats import norm
 from torch import nn
 
-from ddrs.noise import get_noise
-from ddrs.settings import SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
-from ddrs.sigma import (
+from ddrs.core.noise import get_noise
+from ddrs.core.settings import SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
+from ddrs.core.sigma import (
     expected_softmax,
     grid_for_budget,
     grid_search_sigma,
@@ -20,8 +20,8 @@ from ddrs.sigma import (
     radius_objective,
     smoothed_top_class,
 )
-from ddrs.sigma_log import grid_search_dataset, optimize_dataset
-from ddrs.smoothing import lower_confidence_bound
+from ddrs.core.smoothing import lower_confidence_bound
+from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
 
 GAUSSIAN = get_noise("gaussian")
 

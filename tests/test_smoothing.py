@@ -9,8 +9,8 @@ from scipy.stats import beta, binom, norm
 from statsmodels.stats.proportion import proportion_confint
 from torch import nn
 
-from ddrs.settings import CertifySettings
-from ddrs.smoothing import (
+from ddrs.core.settings import CertifySettings
+from ddrs.core.smoothing import (
     ABSTAIN,
     Smooth,
     certify_batch,

@@ -18,7 +18,7 @@ from ddrs.analysis.stats import (
     percentile_interval,
     sign_flip_p,
 )
-from ddrs.binomial import clopper_pearson
+from ddrs.core.binomial import clopper_pearson
 
 
 @pytest.mark.parametrize("n", [1, 7, 40, 200, 1000])

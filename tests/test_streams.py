@@ -1,4 +1,4 @@
-"""Per-input random streams (ddrs.streams) and the counter-based generator behind them (ddrs.philox)."""
+"""Per-input random streams (ddrs.core.streams) and the counter-based generator behind them (ddrs.core.philox)."""
 
 import math
 
@@ -6,13 +6,13 @@ import pytest
 import torch
 from scipy import stats
 
-from ddrs.noise import get_noise
-from ddrs.philox import fine_unit_interval, open_unit_interval, philox4x32
-from ddrs.seeds import Stream, StudyStream, TrainingStream, derived_seed
-from ddrs.settings import Algorithm1Settings
-from ddrs.sigma import optimize_sigma
-from ddrs.smoothing import sample_counts
-from ddrs.streams import (
+from ddrs.core.noise import get_noise
+from ddrs.core.philox import fine_unit_interval, open_unit_interval, philox4x32
+from ddrs.core.seeds import Stream, StudyStream, TrainingStream, derived_seed
+from ddrs.core.settings import Algorithm1Settings
+from ddrs.core.sigma import optimize_sigma
+from ddrs.core.smoothing import sample_counts
+from ddrs.core.streams import (
     PHILOX_TRANSFORM,
     GeneratorStreams,
     PhiloxStreams,

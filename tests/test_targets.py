@@ -1,4 +1,4 @@
-"""The target catalogue (ddrs.targets) and its runner (ddrs.build): every entry is complete, every
+"""The target catalogue (ddrs.pipeline.catalogue) and its runner (ddrs.pipeline.build): every entry is complete, every
 output has exactly one rule, a new entry needs nothing else, and builders' results are written
 by their type."""
 
@@ -21,10 +21,10 @@ from ddrs.analysis.records import display_name
 from ddrs.analysis.stats import Inference
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
-from ddrs.build import build, write
-from ddrs.experiments import Experiment, Records, RunGrid
-from ddrs.experiments.layout import Run
-from ddrs.targets import CATALOGUE, REPORTED, Target, best_tables
+from ddrs.pipeline import Experiment, Records, RunGrid
+from ddrs.pipeline.build import build, write
+from ddrs.pipeline.catalogue import CATALOGUE, REPORTED, Target, best_tables
+from ddrs.pipeline.layout import Run
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ["config.yaml", "digits.yaml", "paper.yaml", "seed_papers.yaml"]
@@ -255,7 +255,9 @@ def test_a_paper_comparison_without_the_papers_tables_is_refused_naming_the_meth
 
 
 def test_the_catalogue_and_the_design_load_without_torch_or_matplotlib():
-    code = "import sys, ddrs.targets, ddrs.experiments; print('torch' in sys.modules, 'matplotlib' in sys.modules)"
+    code = (
+        "import sys, ddrs.pipeline.catalogue, ddrs.pipeline; print('torch' in sys.modules, 'matplotlib' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
 

@@ -34,7 +34,7 @@ def _tensors(dataset) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _noisy_accuracy(model, images, labels, scale, noise) -> float:
-    from ddrs.noise import get_noise
+    from ddrs.core.noise import get_noise
 
     generator = torch.Generator().manual_seed(123)
     model.eval()
@@ -264,7 +264,7 @@ def test_smoothadv_radius_starts_at_zero_and_reaches_zeta_after_ten_epochs():
 def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_their_cross_entropy():
     from torch.nn.functional import cross_entropy
 
-    from ddrs.noise import get_noise
+    from ddrs.core.noise import get_noise
 
     torch.manual_seed(0)
     model = build_model("mlp", "digits")

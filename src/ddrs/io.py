@@ -46,3 +46,9 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def partial_path(path: str | os.PathLike) -> Path:
+    """Where the rows of an unfinished log or checkpoint are kept."""
+    path = Path(path)
+    return path.with_name(path.name + ".partial")

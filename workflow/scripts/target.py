@@ -1,10 +1,10 @@
-"""Snakemake adapter: build one table or figure of the catalogue (ddrs.targets) from its inputs."""
+"""Snakemake adapter: build one table or figure of the catalogue (ddrs.pipeline.catalogue) from its inputs."""
 
 import sys
 import time
 
-from ddrs.build import build
-from ddrs.work_time import report_work
+from ddrs.pipeline.build import build
+from ddrs.jobs.work_time import report_work
 
 sys.stderr = open(snakemake.log[0], "w")
 started = time.perf_counter()

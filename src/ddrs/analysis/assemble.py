@@ -53,7 +53,7 @@ from ddrs.analysis.stats import (
     percentile_interval,
     sign_flip_p,
 )
-from ddrs.binomial import clopper_pearson
+from ddrs.core.binomial import clopper_pearson
 
 ACR_COLUMNS = (PER_LOG, PER_INPUT_BEST, SINGLE_ACR)
 BOLD_ATTR = "bold_cells"

@@ -12,15 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ddrs.core.certificate import EASY_ABOVE
+
 #: Radius grid of the paper's CIFAR-10 tables (Tables 1–3); also used for digits and MNIST.
 RADII_CIFAR10 = tuple(np.round(np.arange(0.0, 2.5 + 1e-9, 0.25), 2).tolist())
 #: Radius grid of the paper's ImageNet tables (Tables 1–2).
 RADII_IMAGENET = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 #: ℓ1 radius grid of Table 4 (YANG vs YANG-DS), both datasets.
 RADII_L1 = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
-#: p_A of the true class above it: an easy input; below it: a hard one (Sun et al. 2024, Table 1:
-#: "easy (p_A > 0.5) and hard (p_A < 0.5) samples"), the inputs that can and cannot add to ACR
-EASY_ABOVE = 0.5
 
 
 def paper_radii(dataset: str, norm: int = 2) -> tuple[float, ...]:

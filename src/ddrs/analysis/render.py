@@ -290,7 +290,7 @@ def best_table_caption(
     """Caption of Tables 1–4, stating how rows and ACR are chosen (and Table 4's scale convention).
 
     ``uniform_conventions`` maps each dataset to how its uniform-noise scales were given
-    (:data:`ddrs.settings.UNIFORM_CONVENTIONS`): ``yang_std`` (Yang et al.'s σ, half-width
+    (:data:`ddrs.core.settings.UNIFORM_CONVENTIONS`): ``yang_std`` (Yang et al.'s σ, half-width
     λ = σ√3) or ``half_width`` (λ itself); ℓ1 tables only. ``selection`` (``test`` or
     ``held_out``) adds how each cell's setting was chosen (:func:`selection_caption`); ``alpha``
     is the tables' level.

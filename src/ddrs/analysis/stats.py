@@ -1,7 +1,7 @@
 """The statistics behind the tables' intervals, comparisons and honest selection.
 
 - Certified accuracy over n test inputs is a binomial proportion: its interval is the exact
-  Clopper–Pearson one (:func:`ddrs.binomial.clopper_pearson`).
+  Clopper–Pearson one (:func:`ddrs.core.binomial.clopper_pearson`).
 - ACR is a mean of per-input radii: its interval is a seeded percentile bootstrap over test inputs.
   All cells of one dataset share the same resamples, so the bootstrap of a difference between two
   rows is paired (the same inputs in every resample).

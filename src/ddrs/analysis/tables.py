@@ -35,9 +35,9 @@ from ddrs.analysis.evidence import PER_LOG, row_evidence, selection_masks
 from ddrs.analysis.metrics import paper_radii
 from ddrs.analysis.records import LogRecord, load_log, modes_of, variant_order
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
+from ddrs.core.memory import MEMORY_ACTIONS
 from ddrs.errors import LogFormatError
-from ddrs.memory import MEMORY_ACTIONS
-from ddrs.sigma_log_format import read_sigma_seconds
+from ddrs.jobs.sigma_log_format import read_sigma_seconds
 
 #: a table's certification logs
 LogRecords = Sequence[LogRecord]

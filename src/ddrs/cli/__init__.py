@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 
 from ddrs.errors import DDRSError
-from ddrs.work_time import report_work
+from ddrs.jobs.work_time import report_work
 
 #: the errors a command reports as ``ddrs <command>: error: …`` with exit status 2 (not a traceback)
 USER_ERRORS = (DDRSError, ValueError, FileNotFoundError, FloatingPointError)

@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddrs.settings import PRECISIONS
+from ddrs.core.settings import PRECISIONS
 
 if TYPE_CHECKING:
     import torch
@@ -63,8 +63,8 @@ def check(args: argparse.Namespace) -> None:
 
 def load(args: argparse.Namespace) -> LoadedTestSet:
     """Load the checkpoint (checked against ``--dataset``) and the selected test inputs."""
+    from ddrs.core.device import select_device
     from ddrs.data import get_info, load_dataset, subsample_indices
-    from ddrs.device import select_device
     from ddrs.io import file_digest
     from ddrs.models import load_checkpoint
 

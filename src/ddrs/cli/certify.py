@@ -3,8 +3,8 @@
 Several σ-log columns certify in one process (``--k 50 100 200`` or ``--sigma-column A B`` with one
 ``--out`` each): the model and data load once, and each output is its own resumable log, written
 in the order given. ``--memory-out`` runs memory-based certification (DDRS Algorithm 3,
-:mod:`ddrs.memory`) on each finished log in the same process, as ``ddrs memory`` would. Until the
-command ends, the finished logs keep their rows in ``<LOG>.partial`` (:func:`ddrs.logs.kept_partials`),
+:mod:`ddrs.core.memory`) on each finished log in the same process, as ``ddrs memory`` would. Until the
+command ends, the finished logs keep their rows in ``<LOG>.partial`` (:func:`ddrs.jobs.logs.kept_partials`),
 so a job killed after them rewrites them without recomputing.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.settings import MEMORY_FORMATS, CertifySettings
+from ddrs.core.settings import MEMORY_FORMATS, CertifySettings
 
 
 def _batch(value: str) -> int | None:
@@ -84,7 +84,7 @@ def add_parser(subparsers) -> None:
 
 def check(args: argparse.Namespace) -> CertifySettings:
     """The run's settings, every argument checked without reading a file (``ddrs batch`` checks all first)."""
-    from ddrs.noise import get_noise
+    from ddrs.core.noise import get_noise
 
     _test_inputs.check(args)
     _columns(args)
@@ -122,7 +122,7 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
         return None
     if (args.k is None) == (args.sigma_column is None):
         raise ValueError("--sigma-log needs exactly one of --k and --sigma-column")
-    from ddrs.sigma_log_format import sigma_column
+    from ddrs.jobs.sigma_log_format import sigma_column
 
     flag, columns = (
         ("--k", [sigma_column(k) for k in args.k]) if args.k is not None else ("--sigma-column", args.sigma_column)
@@ -142,7 +142,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
     columns = _columns(args)
     if columns is None:
         return [(f"scale {args.scale}", args.scale, args.out[0])]
-    from ddrs.sigma_log_format import read_sigma_log
+    from ddrs.jobs.sigma_log_format import read_sigma_log
 
     return [
         (f"{column} of {args.sigma_log}", read_sigma_log(args.sigma_log, column=column), out)
@@ -151,10 +151,10 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.certification import certify_dataset
-    from ddrs.logs import kept_partials
-    from ddrs.memory import memory_certify_log
-    from ddrs.settings import resolve_memory_format
+    from ddrs.core.settings import resolve_memory_format
+    from ddrs.jobs.certification import certify_dataset
+    from ddrs.jobs.logs import kept_partials
+    from ddrs.jobs.memory_log import memory_certify_log
 
     settings = check(args)
     jobs = _jobs(args)

@@ -55,11 +55,11 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> None:
     import pandas as pd
 
+    from ddrs.core.device import select_device
+    from ddrs.core.settings import PRECISIONS
     from ddrs.data import load_dataset, subsample_indices
-    from ddrs.device import select_device
     from ddrs.io import atomic_path
     from ddrs.models import load_checkpoint
-    from ddrs.settings import PRECISIONS
     from ddrs.training.gradient_norms import gradient_norm_table
 
     if not args.sigma > 0:

@@ -48,7 +48,7 @@ def check(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import load_images, load_labels
-    from ddrs.memory import memory_certify_log
+    from ddrs.jobs.memory_log import memory_certify_log
 
     check(args)
     images = load_images(args.dataset, "test", root=args.data_root, seed=args.seed)

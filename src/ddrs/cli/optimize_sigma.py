@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.settings import DEFAULT_CLAMP, GRID_BUDGET, SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
+from ddrs.core.settings import DEFAULT_CLAMP, GRID_BUDGET, SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
 
 
 def add_parser(subparsers) -> None:
@@ -51,8 +51,8 @@ def add_parser(subparsers) -> None:
 
 def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
     """The run's settings, every argument checked without reading a file (``ddrs batch`` checks all first)."""
-    from ddrs.noise import get_noise
-    from ddrs.sigma import grid_for_budget
+    from ddrs.core.noise import get_noise
+    from ddrs.core.sigma import grid_for_budget
 
     _test_inputs.check(args)
     common = dict(
@@ -74,7 +74,7 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.sigma_log import grid_search_dataset, optimize_dataset
+    from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
 
     settings = check(args)
     if isinstance(settings, GridSearchSettings):

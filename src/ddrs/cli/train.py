@@ -14,8 +14,8 @@ import argparse
 import dataclasses
 import typing
 
+from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
 from ddrs.methods import METHODS, TRAIN_MODES
-from ddrs.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
 from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES, TrainConfig, read_yaml
 
 HELP = {

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ddrs.device import select_device
+from ddrs.core.device import select_device
 from ddrs.errors import CheckpointError
 from ddrs.io import atomic_path
 from ddrs.models.registry import build_model

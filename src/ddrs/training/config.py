@@ -41,9 +41,7 @@ from typing import Any
 
 import yaml
 
-from ddrs.data import get_info
-from ddrs.methods import METHODS, TRAIN_MODES, get_method
-from ddrs.settings import (
+from ddrs.core.settings import (
     MEMORY_FORMATS,
     PRECISIONS,
     SIGMA_OBJECTIVES,
@@ -52,6 +50,8 @@ from ddrs.settings import (
     resolve_clamp,
     uniform_half_width,
 )
+from ddrs.data import get_info
+from ddrs.methods import METHODS, TRAIN_MODES, get_method
 
 C_A_RULES = ("clean", "smoothed")
 #: what one SGD step sees: ``batch_size`` inputs with their m noisy copies each, or the authors'
@@ -93,7 +93,7 @@ class TrainConfig:
     n: int = 1
     sigma_lr: float = 1e-4
     min_sigma: float = 1e-3
-    #: Algorithm 1's objective (:data:`ddrs.settings.SIGMA_OBJECTIVES`): ``released`` = the authors'
+    #: Algorithm 1's objective (:data:`ddrs.core.settings.SIGMA_OBJECTIVES`): ``released`` = the authors'
     #: code (top two classes of ψ each step, clamp 0.02), ``fixed_class`` = Eq. 2/3 with c_A fixed
     sigma_objective: str = "released"
     #: E_A, E_B clamp before Φ⁻¹; ``None`` = the objective's own (0.02 / 1e-6)
@@ -116,7 +116,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "fp32"
-    #: layout of the model and its input batches (:data:`ddrs.settings.MEMORY_FORMATS`); ``auto``:
+    #: layout of the model and its input batches (:data:`ddrs.core.settings.MEMORY_FORMATS`); ``auto``:
     #: channels_last on CUDA (faster convolutions, float results differ in the last bits), contiguous
     #: elsewhere. It may change on resume (:data:`ddrs.training.checkpointing.RUNTIME_FIELDS`).
     memory_format: str = "auto"
@@ -224,7 +224,7 @@ class TrainConfig:
         return get_method(self.method).noise
 
     def library_scale(self, value: float) -> float:
-        """The scale ``ddrs.noise`` uses for ``value``: σ, or the uniform half-width λ."""
+        """The scale ``ddrs.core.noise`` uses for ``value``: σ, or the uniform half-width λ."""
         if self.noise_name == "uniform":
             return uniform_half_width(value, self.uniform_convention)
         return float(value)

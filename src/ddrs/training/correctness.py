@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from ddrs.smoothing import Generators, sample_counts
+from ddrs.core.smoothing import Generators, sample_counts
 
 
 @torch.no_grad()

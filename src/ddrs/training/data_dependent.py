@@ -17,9 +17,9 @@ import os
 import torch
 from torch import Tensor, nn
 
-from ddrs.device import autocast
+from ddrs.core.device import autocast
+from ddrs.core.sigma import optimize_sigma, smoothed_top_class
 from ddrs.io import atomic_path
-from ddrs.sigma import optimize_sigma, smoothed_top_class
 from ddrs.training.config import TrainConfig
 
 
@@ -106,7 +106,7 @@ def optimize_batch_scale(
 ) -> Tensor:
     """σ*ᵢ for one batch: ``config.k`` steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
 
-    Uses the config's n, step α (``sigma_lr``), objective and clamp (:func:`ddrs.sigma.radius_objective`),
+    Uses the config's n, step α (``sigma_lr``), objective and clamp (:func:`ddrs.core.sigma.radius_objective`),
     lower bound, c_A rule (``fixed_class`` only), precision and the model's mode (``sigma_model_mode``).
     Takes no labels, so the scale can never depend on them. K = 0 returns ``scale`` unchanged (the
     fixed-σ warm-up epochs).

@@ -6,7 +6,7 @@ while the GPU trains (the DataLoader's host work was the larger part of the trai
 plain loop over batches already on the GPU, README "Training").
 
 Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
-are Philox4x32-10 (:mod:`ddrs.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
+are Philox4x32-10 (:mod:`ddrs.core.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
 ``idx``, the same bits on every device. An epoch plan's later visit ``v`` of an input draws at
 counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loading.visit_numbers`), a crop of its
 own. So an epoch's batches do not depend on how its pass is chunked, nor on where an interrupted
@@ -22,12 +22,12 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from ddrs.core.device import copy_to
+from ddrs.core.philox import keyed_uniforms, split_key
+from ddrs.core.seeds import TrainingStream, derived_seed
+from ddrs.core.settings import resolve_memory_format
 from ddrs.data import TensorImages, get_info
 from ddrs.data.augmentation import CropFlip
-from ddrs.device import copy_to
-from ddrs.philox import keyed_uniforms, split_key
-from ddrs.seeds import TrainingStream, derived_seed
-from ddrs.settings import resolve_memory_format
 from ddrs.training.config import TrainConfig
 from ddrs.training.loading import EpochSampler, visit_numbers
 

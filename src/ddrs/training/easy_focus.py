@@ -35,10 +35,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from ddrs.device import make_generator
+from ddrs.core.device import make_generator
+from ddrs.core.seeds import derived_seed
+from ddrs.core.smoothing import lower_confidence_bound
 from ddrs.methods import EasyFocusParams
-from ddrs.seeds import derived_seed
-from ddrs.smoothing import lower_confidence_bound
 from ddrs.training.config import TrainConfig
 from ddrs.training.correctness import correct_counts
 from ddrs.training.losses import GAUSSIAN, copies_cross_entropy, copies_logits, noise_copies

@@ -25,9 +25,9 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from ddrs.analysis.metrics import EASY_ABOVE
-from ddrs.device import autocast, make_generator
-from ddrs.seeds import StudyStream, derived_seed
+from ddrs.core.certificate import EASY_ABOVE
+from ddrs.core.device import autocast, make_generator
+from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.training.correctness import correct_counts
 from ddrs.training.losses import TrainingLoss
 

@@ -1,7 +1,7 @@
 """How the trainer loads its training set: augmentation keyed per input, one DataLoader per run.
 
 Every example's data augmentation (torchvision's random crop and flip draw from torch's global
-generator) is seeded from ``(seed, epoch, idx)`` alone (:data:`ddrs.seeds.TrainingStream.AUGMENT`),
+generator) is seeded from ``(seed, epoch, idx)`` alone (:data:`ddrs.core.seeds.TrainingStream.AUGMENT`),
 so the crops of an epoch do not depend on the number of DataLoader workers, on whether they
 persist across epochs, or on where an interrupted run resumed. An epoch plan that visits an input
 again (Sun et al.'s sampling with replacement, §5.4) gives each later visit its own draws, keyed
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from ddrs.seeds import TrainingStream, derived_seed
+from ddrs.core.seeds import TrainingStream, derived_seed
 from ddrs.training.config import TrainConfig
 
 

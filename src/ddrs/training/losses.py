@@ -3,7 +3,7 @@
 Every loss has the signature ``loss(model, x, y, scale, generator, params, epoch) -> Tensor``
 (a scalar to minimise): ``scale`` is the ``(B,)`` tensor of σᵢ (or λᵢ for uniform noise) that
 Algorithm 2 of DDRS (§3.6) supplies, or σ₀ repeated for fixed-σ training; ``params`` holds the
-method's hyper-parameters (its registry entry's dataclass). All noise comes from ``ddrs.noise``
+method's hyper-parameters (its registry entry's dataclass). All noise comes from ``ddrs.core.noise``
 with the caller's ``generator``, so a step is reproducible.
 """
 
@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from ddrs.core.noise import get_noise
+from ddrs.core.sigma import radius_objective
 from ddrs.methods import (
     MACER_FORMS,
     STABILITY_DIVERGENCES,
@@ -26,8 +28,6 @@ from ddrs.methods import (
     SmoothAdvParams,
     StabilityParams,
 )
-from ddrs.noise import get_noise
-from ddrs.sigma import radius_objective
 from ddrs.training.recompute import recomputation_contexts
 
 GAUSSIAN = get_noise("gaussian")

@@ -28,16 +28,15 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset, Subset
 from tqdm import tqdm
 
+from ddrs.core.device import autocast, copy_to, forked_devices, make_generator, prepare_classifier, select_device
+from ddrs.core.noise import get_noise
+from ddrs.core.seeds import TrainingStream, derived_seed
+from ddrs.core.settings import resolve_memory_format
 from ddrs.data import get_info, load_dataset
-from ddrs.device import autocast, copy_to, forked_devices, make_generator, prepare_classifier, select_device
 from ddrs.errors import CheckpointError
-from ddrs.io import atomic_path
-from ddrs.logs import partial_path
+from ddrs.io import atomic_path, partial_path
 from ddrs.methods import get_method
 from ddrs.models import build_model, load_checkpoint
-from ddrs.noise import get_noise
-from ddrs.seeds import TrainingStream, derived_seed
-from ddrs.settings import resolve_memory_format
 from ddrs.training.checkpointing import check_resumable, initial_weights, resume_source, save_training_checkpoint
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale

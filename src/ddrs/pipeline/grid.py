@@ -12,11 +12,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ddrs.core.settings import uniform_half_width
 from ddrs.data import DATASETS
 from ddrs.data.subsample import subsample_indices
-from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
 from ddrs.methods import METHODS, TRAIN_MODES, get_method, variant_options
-from ddrs.settings import uniform_half_width
+from ddrs.pipeline.layout import KGridGroup, Layout, Run, scale_label
 
 #: where each noise's σ grid and radius grid live in a dataset's config
 SIGMA_KEY = {"gaussian": "sigmas", "uniform": "uniform_sigmas"}
@@ -64,7 +64,7 @@ class RunGrid:
 
     def check_references(self) -> None:
         """Refuse a key or value that must name what the config defines elsewhere, which the schema
-        cannot check and a lookup would silently miss (:mod:`ddrs.experiments.validation`): σ₀ keys
+        cannot check and a lookup would silently miss (:mod:`ddrs.pipeline.validation`): σ₀ keys
         of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
         than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
         ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty

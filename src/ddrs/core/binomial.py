@@ -1,7 +1,7 @@
 """Exact (Clopper–Pearson) confidence bounds on a binomial proportion, without torch or scipy.stats.
 
 One definition serves both uses: Cohen et al.'s LowerConfBound on p_A inside CERTIFY (2019,
-Appendix C; :func:`ddrs.smoothing.lower_confidence_bound`) and the 95% interval on certified
+Appendix C; :func:`ddrs.core.smoothing.lower_confidence_bound`) and the 95% interval on certified
 accuracy over test inputs in the tables. The bounds are quantiles of Beta distributions,
 evaluated with ``scipy.special.betaincinv`` (the function ``scipy.stats.beta.ppf`` calls), because
 importing scipy.stats costs every certification job a second.

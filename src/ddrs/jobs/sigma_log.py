@@ -1,8 +1,8 @@
 """Writing the σ log: σ*ₓ of every test input, by Algorithm 1 or the grid search (its format and
-readers: :mod:`ddrs.sigma_log_format`).
+readers: :mod:`ddrs.jobs.sigma_log_format`).
 
-Rows go through :class:`ddrs.logs.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
-its noise from streams keyed by ``(seed, stream, idx)`` (:func:`ddrs.streams.input_streams`), so a
+Rows go through :class:`ddrs.jobs.logs.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
+its noise from streams keyed by ``(seed, stream, idx)`` (:func:`ddrs.core.streams.input_streams`), so a
 resumed run equals an uninterrupted one and a row does not depend on which inputs shared its batch.
 """
 
@@ -17,14 +17,14 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ddrs.device import prepare_classifier
-from ddrs.logs import LogWriter
-from ddrs.noise import get_noise
-from ddrs.seeds import Stream
-from ddrs.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
-from ddrs.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
-from ddrs.sigma_log_format import KEY_COLUMNS, TIME_COLUMN, grid_column, sigma_column
-from ddrs.streams import InputStreams, input_streams, stream_settings
+from ddrs.core.device import prepare_classifier
+from ddrs.core.noise import get_noise
+from ddrs.core.seeds import Stream
+from ddrs.core.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
+from ddrs.core.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
+from ddrs.core.streams import InputStreams, input_streams, stream_settings
+from ddrs.jobs.logs import LogWriter
+from ddrs.jobs.sigma_log_format import KEY_COLUMNS, TIME_COLUMN, grid_column, sigma_column
 
 #: ``solve(x, c_a, streams)`` → scales ``(columns, B)`` for a batch of inputs.
 Solver = Callable[[Tensor, Tensor, InputStreams], Tensor]
@@ -48,7 +48,7 @@ def _run_dataset(
     ``settings.batch`` inputs are solved together; c_A is counted ``max(n0, batch · n)`` noisy
     images per forward pass. The settings and ``provenance`` (e.g. the checkpoint's digest)
     decide whether a partial σ log from an earlier run resumes, with the kind of random stream the
-    device draws from (:func:`ddrs.streams.stream_settings`).
+    device draws from (:func:`ddrs.core.streams.stream_settings`).
     """
     noise = get_noise(settings.noise)
     device = torch.device(device)

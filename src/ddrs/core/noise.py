@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor
 
-from ddrs.philox import fine_unit_interval, open_unit_interval
+from ddrs.core.philox import fine_unit_interval, open_unit_interval
 
 
 def _per_input(scale: Tensor | float, x: Tensor) -> Tensor:
@@ -40,7 +40,7 @@ class SmoothingNoise(ABC):
     @abstractmethod
     def from_words(self, words: Tensor) -> Tensor:
         """ε̂ from uint32 words (in int64) of shape ``(..., 2m)``, one value each: the counter-based
-        streams' transform (:class:`ddrs.streams.PhiloxStreams`)."""
+        streams' transform (:class:`ddrs.core.streams.PhiloxStreams`)."""
 
     def perturb(self, x: Tensor, scale: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
         """Return ``x + scale · ε̂`` with one scale per input (the reparameterisation of DDRS Eq. 3)."""
@@ -68,7 +68,7 @@ class Gaussian(SmoothingNoise):
 
     def from_words(self, words):
         """Box–Muller, pairwise: (u₁, u₂) → √(−2 ln u₁)·(cos 2πu₂, sin 2πu₂). u₁ takes the pair's
-        first word and the 9 bits u₂ leaves of the second (:func:`~ddrs.philox.fine_unit_interval`),
+        first word and the 9 bits u₂ leaves of the second (:func:`~ddrs.core.philox.fine_unit_interval`),
         so the radius's tail is cut only where its mass is negligible (at 7.63)."""
         radius = torch.sqrt(-2.0 * torch.log(fine_unit_interval(words[..., 0::2], words[..., 1::2])))
         angle = (2.0 * math.pi) * open_unit_interval(words[..., 1::2])
@@ -89,7 +89,7 @@ class Uniform(SmoothingNoise):
     """U[−λ, λ]^d: ℓ1 radius 2λ(p̲_A − ½) = λ(p̲_A − p̄_B) (Yang et al. 2020; DDRS §4.4).
 
     The scale here is always the half-width λ. Yang et al.'s public code names a uniform
-    distribution by its standard deviation σ = λ/√3; convert with :func:`ddrs.settings.uniform_half_width`.
+    distribution by its standard deviation σ = λ/√3; convert with :func:`ddrs.core.settings.uniform_half_width`.
     """
 
     name = "uniform"

@@ -1,4 +1,4 @@
-"""Run one catalogue entry (:mod:`ddrs.targets`): call its builder and write what it returns.
+"""Run one catalogue entry (:mod:`ddrs.pipeline.catalogue`): call its builder and write what it returns.
 
 What is written follows from the result's type: a DataFrame is a table (CSV, Markdown, LaTeX), a
 :class:`~ddrs.analysis.tables.BestTable` also writes its winners, a Figure its PNG and PDF.
@@ -14,15 +14,15 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ddrs.analysis.plots import save_figure
 from ddrs.analysis.render import write_table
 from ddrs.analysis.tables import BestTable
 from ddrs.io import atomic_path
-from ddrs.plots import save_figure
-from ddrs.targets import CATALOGUE
+from ddrs.pipeline.catalogue import CATALOGUE
 
 
 def build(name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, str]) -> None:
-    """Build entry ``name`` with :meth:`ddrs.targets.Target.arguments`' ``arguments`` into ``outputs`` (by kind)."""
+    """Build catalogue entry ``name`` from its ``arguments`` (:meth:`Target.arguments`) into ``outputs``."""
     module, function = CATALOGUE[name].builder.split(":")
     result = getattr(import_module(module), function)(**arguments["builder"])
     write(result, outputs, **arguments["render"])

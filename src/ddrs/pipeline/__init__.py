@@ -1,10 +1,10 @@
 """The experiment design as a pure function of the validated config (no torch, no Snakemake).
 
-Three layers, each a class of its own: :class:`~ddrs.experiments.grid.RunGrid` (which base
+Three layers, each a class of its own: :class:`~ddrs.pipeline.grid.RunGrid` (which base
 classifiers exist, their σ₀ and K grids, training options and job resources),
-:class:`~ddrs.experiments.records.Records` (which certification logs exist and the queries that
+:class:`~ddrs.pipeline.records.Records` (which certification logs exist and the queries that
 pick them) and :class:`Experiment` (the paper's tables and figures, one per instance of a
-:mod:`ddrs.targets` catalogue entry). The workflow (``rules/*.smk``) asks an :class:`Experiment`
+:mod:`ddrs.pipeline.catalogue` catalogue entry). The workflow (``rules/*.smk``) asks an :class:`Experiment`
 for its targets and inputs and only turns them into rules and flags. Unit tests pin the design
 here (``tests/test_experiments.py``); the DAG tests only check the wiring.
 """
@@ -15,10 +15,10 @@ from functools import cached_property
 
 from ddrs.analysis.records import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
-from ddrs.experiments.grid import RunGrid, merge_train
-from ddrs.experiments.layout import KGridGroup, Layout, Run, scale_label
-from ddrs.experiments.records import Records
-from ddrs.targets import CATALOGUE, Target
+from ddrs.pipeline.catalogue import CATALOGUE, Target
+from ddrs.pipeline.grid import RunGrid, merge_train
+from ddrs.pipeline.layout import KGridGroup, Layout, Run, scale_label
+from ddrs.pipeline.records import Records
 
 __all__ = ["Experiment", "KGridGroup", "Layout", "Records", "Run", "RunGrid", "merge_train", "scale_label"]
 

@@ -2,13 +2,13 @@
 
 An entry names everything about one table or figure family once: its output name pattern (whose
 ``{wildcards}`` are the rule's), the query that picks its records from the experiment
-(:class:`ddrs.experiments.Experiment`), its builder (``module:function``, imported only by the job,
+(:class:`ddrs.pipeline.Experiment`), its builder (``module:function``, imported only by the job,
 so the catalogue stays torch-free), its outputs, caption and report category, and the builder's
 parameters (radii, number of examples, the methods a seed paper's study compares: plain methods,
 or matched variants such as ``smoothadv@smoothadv_consistency`` where the study's baseline shares
 hyper-parameters with another method, :func:`ddrs.methods.variant_options`). The workflow
 generates one rule per entry (``rules/tables.smk``) and one adapter runs them all
-(``workflow/scripts/target.py`` → :func:`ddrs.build.build`).
+(``workflow/scripts/target.py`` → :func:`ddrs.pipeline.build.build`).
 
 Adding a table: write its builder (records and keyword parameters in, a DataFrame or
 :class:`~ddrs.analysis.tables.BestTable` out) and append one :class:`Target` here.
@@ -34,7 +34,7 @@ from ddrs.analysis.render import (
 from ddrs.methods import METHODS, get_method
 
 if TYPE_CHECKING:
-    from ddrs.experiments import Experiment
+    from ddrs.pipeline import Experiment
 
 Wildcards = dict[str, str]
 #: output kinds: a table (CSV with Markdown and LaTeX beside it), its winners, a figure (PNG + PDF)
@@ -183,7 +183,7 @@ def _computed(has: Callable[[Experiment, Target, str], Any]) -> Callable[[Experi
 
 
 def _figure_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
-    """The datasets of the figures (:meth:`~ddrs.experiments.Records.figure_datasets`)."""
+    """The datasets of the figures (:meth:`~ddrs.pipeline.Records.figure_datasets`)."""
     return [{"dataset": d} for d in exp.figure_datasets()] if _wanted(exp, target) else []
 
 
@@ -251,8 +251,8 @@ def _paper_comparison(exp: Experiment, target: Target) -> list[Wildcards]:
 #: training; their Gaussian baseline draws m = 4 as their method (§6), the matched variant cohen@easy_focus
 SUN2024_METHODS = ("cohen@easy_focus", "macer", "smoothadv", "consistency", "easy_focus")
 TABLES = "ddrs.analysis.tables"
-PLOTS = "ddrs.plots"
-FIGURES = "ddrs.figure_builders"
+PLOTS = "ddrs.analysis.plots"
+FIGURES = "ddrs.analysis.figure_builders"
 
 CATALOGUE: dict[str, Target] = {
     target.name: target

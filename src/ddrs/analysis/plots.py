@@ -29,7 +29,7 @@ from ddrs.analysis.metrics import (
 )
 from ddrs.analysis.records import LogRecord, display_name, load_log, variant_order
 from ddrs.analysis.tables import load_records
-from ddrs.binomial import clopper_pearson
+from ddrs.core.binomial import clopper_pearson
 from ddrs.io import atomic_path
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def sigma_examples_figure(
     """
     import torch
 
-    from ddrs.noise import get_noise
+    from ddrs.core.noise import get_noise
 
     images = torch.as_tensor(np.asarray(images), dtype=torch.float32)
     if images.ndim != 4:

@@ -7,7 +7,7 @@ Algorithm 1 ascends, in the scale σ of one input x, the certified-radius surrog
 with the reparameterisation ε = σ ε̂ (Eq. 3) and n fresh draws of ε̂ per step. For uniform noise
 the scale is the half-width λ and R(λ) = λ (E_A − E_B) (Eq. 4). Which entries of ψ are E_A and
 E_B, and how far from 0 and 1 they are clamped, is the ``objective``
-(:data:`ddrs.settings.SIGMA_OBJECTIVES`); the clamp is a parameter of its own:
+(:data:`ddrs.core.settings.SIGMA_OBJECTIVES`); the clamp is a parameter of its own:
 
 - ``released`` (the default) is what the authors' released ``OptimzeSigma`` computes (the
   implementation of Algorithm 1 given in Appendix A): E_A and E_B are the top two entries of ψ,
@@ -18,7 +18,7 @@ E_B, and how far from 0 and 1 they are clamped, is the ``objective``
   shows this growth: Cohen-DS² at σ₀ = 0.12, lr = 1e-4 first certifies radius 0.75 at K = 400
   and 1.0 at K = 700, the steps where σ₀ + 2.054·lr·K crosses r / Φ⁻¹(p̲_A) ≈ r / 3.81 (the
   largest p̲_A that n = 100,000 draws allow at α = 0.001).
-- Uniform noise's R(λ) has no Φ⁻¹ and is never clamped (:meth:`ddrs.noise.Uniform.objective`), as
+- Uniform noise's R(λ) has no Φ⁻¹ and is never clamped (:meth:`ddrs.core.noise.Uniform.objective`), as
   Eq. 4 writes it and the public ℓ1 code computes it: a saturated input's λ rises by lr per step.
 - ``fixed_class`` is Eq. 2/3 as written: c_A is the σ₀-smoothed prediction (never the label),
   held fixed; E_A = ψ_{c_A}, E_B = max_{c ≠ c_A} ψ_c, clamped to [1e-6, 1 − 1e-6]. The optimised
@@ -30,7 +30,7 @@ the per-input objectives, so one backward pass gives every input the gradient of
 objective. Noise for input i comes from its own generator, so a batched run and one input at a
 time draw bit-identical noise; the two differ only by the batch-size dependence of the model's
 float kernels (≈1e-6 relative, see tests/test_sigma.py). The resumable loop over a test set that
-writes the σ log is :mod:`ddrs.sigma_log`.
+writes the σ log is :mod:`ddrs.jobs.sigma_log`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
-from ddrs.device import autocast
-from ddrs.noise import SmoothingNoise, get_noise
-from ddrs.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
-from ddrs.smoothing import sample_counts
-from ddrs.streams import Generators, as_streams
+from ddrs.core.device import autocast
+from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
+from ddrs.core.smoothing import sample_counts
+from ddrs.core.streams import Generators, as_streams
 
 
 def _noise(noise: str | SmoothingNoise) -> SmoothingNoise:
@@ -93,7 +93,7 @@ def radius_objective(
     ``released``: E_A, E_B = the top two entries of ψ (Appendix A's ``OptimzeSigma``); ``c_a``
     must be None. ``fixed_class``: E_A = ψ_{c_A}, E_B = max_{c ≠ c_A} ψ_c with c_A = ``c_a``
     (Eq. 2/3). Both are clamped to [clamp, 1 − clamp] before Φ⁻¹ (``clamp=None``: the objective's
-    default, :data:`ddrs.settings.DEFAULT_CLAMP`); the uniform objective has no Φ⁻¹ and no clamp.
+    default, :data:`ddrs.core.settings.DEFAULT_CLAMP`); the uniform objective has no Φ⁻¹ and no clamp.
     """
     clamp = resolve_clamp(objective, clamp)
     _check_c_a(objective, c_a, len(psi))
@@ -156,7 +156,7 @@ def optimize_sigma(
     Stochastic gradient ascent σ ← σ + lr·∇R(σ) on Eq. 3 (Eq. 4: λ for uniform noise) with the
     reparameterisation ε = σ·ε̂ and ``n`` fresh draws of ε̂ per step, starting at ``settings.sigma0``
     or at ``sigma0`` when given (one value per input, as in Algorithm 2). ``settings``
-    (:class:`~ddrs.settings.Algorithm1Settings`, checked when built) hold ``steps``, ``n``, ``lr``,
+    (:class:`~ddrs.core.settings.Algorithm1Settings`, checked when built) hold ``steps``, ``n``, ``lr``,
     ``noise``, the bounds and ``precision``; its ``objective`` and ``clamp`` choose E_A
     and E_B (:func:`radius_objective`): ``released`` (default, Appendix A) re-picks the top two
     classes of ψ at every step and takes ``c_a=None``; ``fixed_class`` (Eq. 2/3) holds ``c_a``.
@@ -211,7 +211,7 @@ def grid_search_sigma(
 ) -> Tensor:
     """Appendix B baseline (Eq. 5): the grid scale with the largest Monte-Carlo objective, shape ``(B,)``.
 
-    Each scale of ``settings.grid`` (:class:`~ddrs.settings.GridSearchSettings`, checked when
+    Each scale of ``settings.grid`` (:class:`~ddrs.core.settings.GridSearchSettings`, checked when
     built) is scored with ``n`` fresh draws of ε̂ per input, on the objective Algorithm 1 ascends
     (same ``objective``, ``clamp`` and ``c_a`` rules as :func:`optimize_sigma`); ties go to the
     smaller scale. The chosen scales are the grid's own float64 values (a σ log then records 0.12,

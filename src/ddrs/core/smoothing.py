@@ -2,10 +2,10 @@
 
 Every input carries its own smoothing scale (σ for Gaussian noise, half-width λ for uniform
 noise), so fixed-scale certification and DDRS's data-dependent certification (§3.4) share one
-code path. Noise is drawn with :mod:`ddrs.noise` in pixel space.
+code path. Noise is drawn with :mod:`ddrs.core.noise` in pixel space.
 
 Randomness: ``generator`` is one ``torch.Generator`` shared by the whole batch, or one stream per
-input (:mod:`ddrs.streams`; a list of generators is one per input). With a stream per input, the
+input (:mod:`ddrs.core.streams`; a list of generators is one per input). With a stream per input, the
 draws an input sees depend only on its own stream, never on which other inputs share the batch,
 so batched and one-at-a-time runs agree exactly (what resumable certification relies on).
 """
@@ -17,12 +17,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ddrs.binomial import clopper_pearson_lower
-from ddrs.device import auto_batch_size, autocast, copy_to
-from ddrs.logs import ABSTAIN
-from ddrs.noise import SmoothingNoise, get_noise
-from ddrs.settings import CertifySettings, resolve_memory_format, validate_certify_args
-from ddrs.streams import Generators, as_streams
+from ddrs.core.binomial import clopper_pearson_lower
+from ddrs.core.certificate import ABSTAIN
+from ddrs.core.device import auto_batch_size, autocast, copy_to
+from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
+from ddrs.core.streams import Generators, as_streams
 
 
 class CertifyResult(NamedTuple):
@@ -142,7 +142,7 @@ def _mixed_pass_rows(passes: list[list[tuple[int, int]]], device: torch.device):
 def lower_confidence_bound(count_a: Tensor, n: int, alpha: float) -> Tensor:
     """LowerConfBound: one-sided (1 − α) Clopper–Pearson bound on p_A (Cohen et al., App. C).
 
-    The α quantile of Beta(k, n − k + 1), and 0 at k = 0 (:func:`ddrs.binomial.clopper_pearson_lower`).
+    The α quantile of Beta(k, n − k + 1), and 0 at k = 0 (:func:`ddrs.core.binomial.clopper_pearson_lower`).
     """
     return torch.from_numpy(clopper_pearson_lower(count_a.cpu().double().numpy(), n, alpha))
 
@@ -162,10 +162,10 @@ def certify_batch(
     draws; abstain when p̲_A < ½, else certify ``noise.radius(p̲_A, scale)`` (Theorem 1 with
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
-    ``settings`` (:class:`~ddrs.settings.CertifySettings`, checked when built) give the noise,
-    ``n0``, ``n``, ``alpha``, ``batch_size`` (None: :func:`~ddrs.device.auto_batch_size`),
+    ``settings`` (:class:`~ddrs.core.settings.CertifySettings`, checked when built) give the noise,
+    ``n0``, ``n``, ``alpha``, ``batch_size`` (None: :func:`~ddrs.core.device.auto_batch_size`),
     ``precision`` and the inputs' ``memory_format``; ``model`` is used as given (see
-    :func:`ddrs.device.prepare_classifier` for its memory format and compilation).
+    :func:`ddrs.core.device.prepare_classifier` for its memory format and compilation).
     """
     noise, n0, n, alpha = get_noise(settings.noise), settings.n0, settings.n, settings.alpha
     precision = settings.precision

@@ -1,6 +1,6 @@
 """Seeds derived from the config's one seed, so every random draw is reproducible.
 
-Each test input gets its own random streams, keyed by ``(seed, stream, idx)`` (:mod:`ddrs.streams`):
+Each test input gets its own random streams, keyed by ``(seed, stream, idx)`` (:mod:`ddrs.core.streams`):
 results do not depend on how inputs were batched or on where an interrupted run resumed. The streams are independent;
 in particular CERTIFY's draws never reuse the draws that chose σ*ₓ, which the data-dependent
 certificate needs to stay sound (DDRS §3.5), nor any draw that trained the base classifier (Cohen
@@ -8,7 +8,7 @@ et al.'s certificate holds for a classifier fixed before the noise is drawn).
 
 A stream is named by its first key, a purpose: the values of :class:`Stream`, :class:`TrainingStream`
 and :class:`StudyStream` are disjoint, and :func:`derived_seed` mixes in the number of keys, so no
-two streams of a run share a 64-bit seed (the CPU's mt19937 reads only 32 of them: :mod:`ddrs.streams`).
+two streams of a run share a 64-bit seed (the CPU's mt19937 reads only 32 of them: :mod:`ddrs.core.streams`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Builders of the catalogue's figures (:mod:`ddrs.targets`) that read files or group records
-before drawing with :mod:`ddrs.plots`; and the paper comparison, a table with its figure."""
+"""Builders of the catalogue's figures (:mod:`ddrs.pipeline.catalogue`) that read files or group records
+before drawing with :mod:`ddrs.analysis.plots`; and the paper comparison, a table with its figure."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddrs import plots
+from ddrs.analysis import plots
 from ddrs.analysis.records import LogRecord
-from ddrs.sigma_log_format import sigma_column
+from ddrs.jobs.sigma_log_format import sigma_column
 
 
 def _labelled(records: Sequence[LogRecord]) -> dict:
@@ -52,9 +52,9 @@ def easy_hard(records: Sequence[LogRecord]) -> Figure:
 
 def paper_comparison(tables: Mapping[str, str | os.PathLike]) -> tuple[pd.DataFrame, Figure]:
     """Every cell of our ``tables`` (name → CSV) next to the DDRS paper's, and the overlay figure."""
+    from ddrs.analysis.plots_reference import paper_overlay_figure
     from ddrs.analysis.reference import BEST_TABLES, comparison_table, reference_numbers
     from ddrs.analysis.reference import paper_comparison as compare
-    from ddrs.plots_reference import paper_overlay_figure
 
     ours = {name: pd.read_csv(path) for name, path in tables.items()}
     reference = reference_numbers()

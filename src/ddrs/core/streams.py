@@ -1,12 +1,12 @@
 """Where a batch's smoothing noise ε̂ comes from: one independent random stream per test input.
 
 Every input ``idx`` of a run draws from its own stream keyed by ``(seed, purpose, idx)``
-(:func:`ddrs.seeds.derived_seed`, :class:`ddrs.seeds.Stream`), so its noise never depends on which
+(:func:`ddrs.core.seeds.derived_seed`, :class:`ddrs.core.seeds.Stream`), so its noise never depends on which
 inputs share a batch or on where an interrupted run resumed. Two kinds of stream give this:
 
 - :class:`GeneratorStreams`, one ``torch.Generator`` per input: the CPU's streams (mt19937 is fast
   there, and one call per input costs nothing beside the forward passes);
-- :class:`PhiloxStreams`, counter-based (:mod:`ddrs.philox`): the CUDA streams. All inputs' draws
+- :class:`PhiloxStreams`, counter-based (:mod:`ddrs.core.philox`): the CUDA streams. All inputs' draws
   are one set of tensor ops, so Algorithm 1 at batch 1,024 pays no 1,024 generator launches per
   step, and draw ``j`` of an input is the same whatever the forward batch size.
 
@@ -18,7 +18,7 @@ CPU's generator, both harmless at the sizes the CPU certifies and both negligibl
   beyond radius 5.77: a Gaussian tail of mass 2⁻²⁴ per pair, 2·10⁻⁵ of a 28×28 image and 9·10⁻⁵
   of a 3×32×32 one. That is below what n = 10,000 draws resolve (1 − p̲_A ≥ 7·10⁻⁴ at α = 0.001),
   not what n = 100,000 do (7·10⁻⁵): certify paper-scale runs on CUDA, whose Philox streams cut at
-  7.63 (:func:`ddrs.philox.fine_unit_interval`).
+  7.63 (:func:`ddrs.core.philox.fine_unit_interval`).
 - mt19937 keeps the low 32 bits of a 64-bit key, so two of a run's k streams coincide with
   probability about k²/2³³ (0.1 expected pairs for 10,000 inputs' three streams). Each
   certificate stays sound, as it uses one input's streams alone; two inputs may share noise.
@@ -37,10 +37,10 @@ from functools import cache
 import torch
 from torch import Tensor
 
-from ddrs.device import copy_to, make_generator
-from ddrs.noise import SmoothingNoise
-from ddrs.philox import keyed_words, split_key
-from ddrs.seeds import KEY_SCHEME, Stream, derived_seed
+from ddrs.core.device import copy_to, make_generator
+from ddrs.core.noise import SmoothingNoise
+from ddrs.core.philox import keyed_words, split_key
+from ddrs.core.seeds import KEY_SCHEME, Stream, derived_seed
 
 #: Blocks of draws in a forward pass: ``(input, count)`` pairs, each the input's next ``count`` draws.
 Blocks = Sequence[tuple[int, int]]
@@ -102,7 +102,7 @@ class GeneratorStreams(InputStreams):
 
 
 def keyed_unit(noise: SmoothingNoise, key: Tensor, draw: Tensor, numel: int) -> Tensor:
-    """ε̂ of draws ``draw`` under ``key`` (:func:`ddrs.philox.keyed_words`), flat: ``draw.shape + (numel,)``."""
+    """ε̂ of draws ``draw`` under ``key`` (:func:`ddrs.core.philox.keyed_words`), flat: ``draw.shape + (numel,)``."""
     return noise.from_words(keyed_words(key, draw, numel))[..., :numel]
 
 
@@ -182,7 +182,7 @@ def default_stream_kind(device: torch.device | str) -> str:
 
 
 #: the version of :class:`PhiloxStreams`' words-to-noise transform (2: Box–Muller's u₁ from 41 bits,
-#: :func:`ddrs.philox.fine_unit_interval`); logs drawn from Philox streams record it
+#: :func:`ddrs.core.philox.fine_unit_interval`); logs drawn from Philox streams record it
 PHILOX_TRANSFORM = 2
 
 

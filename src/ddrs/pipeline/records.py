@@ -1,7 +1,7 @@
 """The records of a run grid (no torch): which certification logs exist and which of them each
 paper table or figure reads (:class:`~ddrs.analysis.records.LogRecord` lists).
 
-The queries here are the vocabulary of the target catalogue (:mod:`ddrs.targets`): each catalogue
+The queries here are the vocabulary of the target catalogue (:mod:`ddrs.pipeline.catalogue`): each catalogue
 entry picks its logs with one of them.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ddrs.analysis.records import LogRecord, display_name
-from ddrs.experiments.grid import RunGrid
-from ddrs.experiments.layout import Run
 from ddrs.methods import get_method
+from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.layout import Run
 
 
 class Records(RunGrid):
@@ -140,7 +140,7 @@ class Records(RunGrid):
 
     def alike_records(self, dataset: str, variant: str) -> list[LogRecord]:
         """Fixed-σ records of a method or variant; at a σ₀ where a variant trains exactly as its
-        method (:meth:`~ddrs.experiments.grid.RunGrid.trains_alike`), the method's own log under
+        method (:meth:`~ddrs.pipeline.grid.RunGrid.trains_alike`), the method's own log under
         the variant's name, so the model is trained once."""
         method = get_method(variant).name
         own = {r.sigma0: r for r in self.fixed_records(dataset, method)} if variant != method else {}

@@ -1,8 +1,8 @@
 """The resumable certification loop: CERTIFY over a test set, written as a Cohen-format log.
 
-Rows go to ``<out>.partial`` through :class:`ddrs.logs.LogWriter` as soon as they are certified; a
+Rows go to ``<out>.partial`` through :class:`ddrs.jobs.logs.LogWriter` as soon as they are certified; a
 rerun skips the ``idx`` already there, and the finished log is renamed into place. Every input's
-noise comes from its own stream keyed by ``(seed, idx)`` (:mod:`ddrs.streams`), so a row never depends on how the
+noise comes from its own stream keyed by ``(seed, idx)`` (:mod:`ddrs.core.streams`), so a row never depends on how the
 run was batched or where it was interrupted: a resumed run writes the rows an uninterrupted one
 would have written.
 """
@@ -21,13 +21,13 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.device import auto_batch_size, copy_to, prepare_classifier
-from ddrs.logs import COHEN_COLUMNS, LogWriter
-from ddrs.noise import get_noise
-from ddrs.seeds import Stream
-from ddrs.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
-from ddrs.smoothing import certify_batch
-from ddrs.streams import input_streams, stream_settings
+from ddrs.core.device import auto_batch_size, copy_to, prepare_classifier
+from ddrs.core.noise import get_noise
+from ddrs.core.seeds import Stream
+from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.core.smoothing import certify_batch
+from ddrs.core.streams import input_streams, stream_settings
+from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
@@ -65,15 +65,15 @@ def certify_dataset(
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
     ``scales`` is one σ/λ for all inputs or a mapping idx → scale (data-dependent certification,
-    e.g. :func:`ddrs.sigma_log_format.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
+    e.g. :func:`ddrs.jobs.sigma_log_format.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
     ``{"k": 100}``). ``model`` must already be on ``device``; it runs in the settings' memory
-    format, compiled once per process if ``settings.compile`` (:func:`ddrs.device.prepare_classifier`),
+    format, compiled once per process if ``settings.compile`` (:func:`ddrs.core.device.prepare_classifier`),
     and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
     log's path; after a failure only ``<out_path>.partial`` exists (inside
-    :func:`ddrs.logs.kept_partials`, after success too).
+    :func:`ddrs.jobs.logs.kept_partials`, after success too).
     """
     noise = get_noise(settings.noise).name
     device = torch.device(device)

@@ -1,6 +1,6 @@
 """Our certified-accuracy curves with the DDRS paper's printed points on top (Tables 1–4).
 
-Save the figure with :func:`ddrs.plots.save_figure`.
+Save the figure with :func:`ddrs.analysis.plots.save_figure`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Mapping
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ddrs.analysis.plots import ACCURACY_LABEL, BAND_OPACITY, PANEL_SIZE
 from ddrs.analysis.reference import APPENDIX_H_TABLES, BEST_TABLES, table_cells
-from ddrs.plots import ACCURACY_LABEL, BAND_OPACITY, PANEL_SIZE
 
 TABLE_TITLES = {"table1": "Table 1", "table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddrs.experiments.grid import RunGrid
-from ddrs.experiments.layout import Run, scale_label
 from ddrs.methods import get_method
+from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.layout import Run, scale_label
 
 #: where each published checkpoint layout (``ddrs.methods.Method.published_format``) is downloaded from
 PUBLISHED_AT = {

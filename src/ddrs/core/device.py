@@ -8,15 +8,15 @@ import weakref
 import torch
 from torch import nn
 
-from ddrs.gpu_slots import claim_gpu
-from ddrs.settings import (  # PRECISIONS: also imported from here by training
+from ddrs.core.gpu_slots import claim_gpu
+from ddrs.core.settings import (  # PRECISIONS: also imported from here by training
     DEFAULT_CERTIFY_BATCH,
     PRECISIONS,
     check_precision,
     resolve_memory_format,
 )
 
-#: the autocast dtype of each name in :data:`ddrs.settings.PRECISIONS` (None: no autocast)
+#: the autocast dtype of each name in :data:`ddrs.core.settings.PRECISIONS` (None: no autocast)
 PRECISION_DTYPES = dict(zip(PRECISIONS, (None, torch.bfloat16, torch.float16), strict=True))
 
 
@@ -24,7 +24,7 @@ def select_device(name: str = "auto") -> torch.device:
     """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted.
 
     ``auto`` or ``cuda`` without an index on a machine with several visible GPUs claims a free one
-    (:func:`ddrs.gpu_slots.claim_gpu`) and makes it the current device, so concurrent jobs get
+    (:func:`ddrs.core.gpu_slots.claim_gpu`) and makes it the current device, so concurrent jobs get
     their own GPU; an explicit ``cuda:<i>`` is used as given.
     """
     if name == "auto":

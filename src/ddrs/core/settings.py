@@ -2,7 +2,7 @@
 
 Torch-free, so the command line builds its parser (choices, defaults) without loading torch. Each
 dataclass checks itself when built and names the first bad value; the loops of
-:mod:`ddrs.certification` and :mod:`ddrs.sigma_log` take one of them instead of a long keyword list.
+:mod:`ddrs.jobs.certification` and :mod:`ddrs.jobs.sigma_log` take one of them instead of a long keyword list.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-#: Precisions of the base classifier's forward pass (``ddrs.device.autocast`` maps them to dtypes).
+#: Precisions of the base classifier's forward pass (``ddrs.core.device.autocast`` maps them to dtypes).
 PRECISIONS = ("fp32", "bf16", "fp16")
 
 #: Memory formats of the base classifier and its noisy inputs in CERTIFY: ``auto`` is
@@ -21,7 +21,7 @@ MEMORY_FORMATS = ("auto", "contiguous", "channels_last")
 #: CERTIFY's forward batch on a device where none is given and no memory probe applies (Cohen et al.'s 400).
 DEFAULT_CERTIFY_BATCH = 400
 
-#: Algorithm 1's objectives (:func:`ddrs.sigma.radius_objective`): ``released`` = the authors'
+#: Algorithm 1's objectives (:func:`ddrs.core.sigma.radius_objective`): ``released`` = the authors'
 #: ``OptimzeSigma`` (top two entries of ψ at every step), ``fixed_class`` = Eq. 2/3 with c_A fixed.
 SIGMA_OBJECTIVES = ("released", "fixed_class")
 
@@ -121,9 +121,9 @@ class CertifySettings:
     ``(seed, idx)``. ``inputs_per_call`` inputs share a CERTIFY call (default: enough to fill one
     forward pass with selection draws); it and ``batch_size`` change speed, not rows.
     ``batch_size=None`` chooses the batch from the device's free memory on CUDA
-    (:func:`ddrs.device.auto_batch_size`) and :data:`DEFAULT_CERTIFY_BATCH` elsewhere.
+    (:func:`ddrs.core.device.auto_batch_size`) and :data:`DEFAULT_CERTIFY_BATCH` elsewhere.
     ``memory_format`` (:data:`MEMORY_FORMATS`) lays out the model and its noisy inputs; ``compile``
-    runs the base classifier through ``torch.compile``, once per job (:func:`ddrs.device.prepare_classifier`).
+    runs the base classifier through ``torch.compile``, once per job (:func:`ddrs.core.device.prepare_classifier`).
     Both, like ``precision``, fix one base classifier for selection and estimation alike.
     """
 
@@ -166,7 +166,7 @@ class SigmaSettings:
     ``sigma0`` is σ₀ (λ₀ for uniform noise); c_A, the σ₀-smoothed prediction written to the log's
     ``c_a`` column, is counted over ``n0`` draws. ``n`` draws of ε̂ estimate ψ per step (Algorithm 1)
     or per grid point (Appendix B). ``objective`` and ``clamp`` choose E_A, E_B
-    (:func:`ddrs.sigma.radius_objective`); ``clamp=None`` becomes the objective's default. ``batch``
+    (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default. ``batch``
     test inputs are solved together (speed only). Input ``idx``'s draws are seeded from ``(seed, idx)``.
     """
 

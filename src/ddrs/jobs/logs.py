@@ -21,12 +21,10 @@ from pathlib import Path
 import pandas as pd
 
 from ddrs.errors import LogFormatError
-from ddrs.io import atomic_path
+from ddrs.io import atomic_path, partial_path
 
 #: Cohen et al.'s columns, in their order.
 COHEN_COLUMNS = ("idx", "label", "predict", "radius", "correct", "time")
-#: ``predict`` of an abstention (its ``radius`` is 0), as in Cohen et al.'s logs and ``core.Smooth``.
-ABSTAIN = -1
 
 
 #: the logs finished inside :func:`kept_partials`, whose partials wait for its end (None: outside one)
@@ -54,12 +52,6 @@ def kept_partials() -> Iterator[None]:
             discard_partial(path)
     finally:
         _kept = None
-
-
-def partial_path(path: str | os.PathLike) -> Path:
-    """Where the rows of an unfinished log are kept."""
-    path = Path(path)
-    return path.with_name(path.name + ".partial")
 
 
 def _seconds(value) -> float:

@@ -39,7 +39,7 @@ def check_integers(config: Mapping[str, Any], schema_path: str | Path) -> None:
 
 
 def check_training_options(exp) -> None:
-    """Build the ``TrainConfig`` of every model ``exp`` (an :class:`~ddrs.experiments.Experiment`)
+    """Build the ``TrainConfig`` of every model ``exp`` (an :class:`~ddrs.pipeline.Experiment`)
     trains, so that an option only training would refuse (``min_sigma`` not below σ₀, a batch size
     the method's m does not divide) stops the DAG before any job, naming the run."""
     from ddrs.training.config import TrainConfig
@@ -56,7 +56,7 @@ def check_training_options(exp) -> None:
 def check_algorithm1_options(exp) -> None:
     """Build Algorithm 1's settings at the σ₀ of every model ``exp`` trains or imports, so that an
     ``optimize_sigma.min_sigma`` above a σ₀ stops the DAG before any job, naming the model."""
-    from ddrs.settings import Algorithm1Settings
+    from ddrs.core.settings import Algorithm1Settings
 
     for run in exp.runs():
         try:
