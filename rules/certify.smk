@@ -10,7 +10,7 @@ rule certify_fixed:
         model=MODEL,
         data=data_marker,
     output:
-        f"{RUN}/certify_fixed.tsv",
+        run_file(RUN, "certify_fixed"),
     log:
         LAYOUT.log("certify", f"{JOB}_fixed"),
     benchmark:
@@ -31,7 +31,7 @@ rule certify_fixed:
 # One job per model runs Algorithm 1 to the largest K of its grid (the σ log, a snapshot at each K),
 # then certifies every snapshot and makes each certificate sound with Algorithm 3. A rule's outputs
 # are fixed, so each distinct K grid (Appendix H) gets a rule of its own.
-for group in EXP.k_grid_groups():
+for group in EXP.grid.k_grid_groups():
 
     rule:
         name:
@@ -40,9 +40,9 @@ for group in EXP.k_grid_groups():
             model=MODEL,
             data=data_marker,
         output:
-            sigmas=f"{RUN}/sigma_opt.tsv",
-            certified=[f"{RUN}/certify_K{k}.tsv" for k in group.ks],
-            memory=[f"{RUN}/memory_K{k}.tsv" for k in group.ks],
+            sigmas=run_file(RUN, "sigma_log"),
+            certified=[run_file(RUN, "certify_k", k=k) for k in group.ks],
+            memory=[run_file(RUN, "memory_k", k=k) for k in group.ks],
         log:
             LAYOUT.log("certify", f"{JOB}_ds"),
         benchmark:
@@ -78,9 +78,9 @@ rule certify_grid_search:
         model=MODEL,
         data=data_marker,
     output:
-        sigmas=f"{RUN}/sigma_grid_n{{n}}.tsv",
-        certified=f"{RUN}/certify_grid_n{{n}}.tsv",
-        memory=f"{RUN}/memory_grid_n{{n}}.tsv",
+        sigmas=run_file(RUN, "grid_sigma_log", n="{n}"),
+        certified=run_file(RUN, "certify_grid", n="{n}"),
+        memory=run_file(RUN, "memory_grid", n="{n}"),
     log:
         LAYOUT.log("certify", f"{JOB}_grid_n{{n}}"),
     benchmark:

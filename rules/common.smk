@@ -7,6 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.published import missing_checkpoints_message, missing_logs_message
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
@@ -14,7 +15,9 @@ from ddrs.pipeline.validation import (
     check_training_options,
 )
 from ddrs.methods import METHODS, get_method
-from ddrs.pipeline.catalogue import CATALOGUE, REPORTED
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.resources import job_minutes
+from ddrs.pipeline.target import REPORTED
 
 # What the schema cannot say (ddrs.pipeline.validation), before any job runs.
 check_integers(config, Path(workflow.basedir) / SCHEMA)
@@ -24,9 +27,9 @@ check_algorithm1_options(EXP)
 # Published checkpoints are downloaded by hand, given logs put in place by hand: name each missing
 # one before building the DAG.
 MISSING = missing_checkpoints_message(
-    EXP,
+    EXP.grid,
     [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"],
-) or missing_logs_message(EXP)
+) or missing_logs_message(EXP.grid)
 if MISSING:
     raise WorkflowError(MISSING)
 LAYOUT = EXP.layout
@@ -45,7 +48,7 @@ MODEL = LAYOUT.model("{dataset}", "{method}", "{mode}", "{sigma}")
 
 
 wildcard_constraints:
-    dataset="|".join(EXP.datasets),
+    dataset="|".join(EXP.grid.datasets),
     method="|".join(
         re.escape(name)
         for method in METHODS.values()
@@ -74,7 +77,7 @@ def data_marker(wildcards):
 def train_inputs(wildcards):
     """The dataset, and the fixed-σ model a DS² run fine-tunes (published, or ds_fine_tune)."""
     inputs = {"data": data_marker(wildcards)}
-    init = EXP.init_run(run_of(wildcards))
+    init = EXP.training.init_run(run_of(wildcards))
     if init is not None:
         inputs["init"] = LAYOUT.model(*init.wildcards)
     return inputs
@@ -82,7 +85,7 @@ def train_inputs(wildcards):
 
 def train_options(wildcards):
     """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it)."""
-    return json.dumps(EXP.train_options(run_of(wildcards)), sort_keys=True)
+    return json.dumps(EXP.training.train_options(run_of(wildcards)), sort_keys=True)
 
 
 def init_flag(wildcards, input):
@@ -100,7 +103,7 @@ def objective_args():
 
 def job_args(wildcards):
     """Flags every certification-side job shares: data, noise, test subset, seed, device."""
-    spec = EXP.datasets[wildcards.dataset]
+    spec = EXP.grid.datasets[wildcards.dataset]
     subset = f"--skip {spec.get('test_skip', 1)}" + (
         f" --max {spec['test_max']}" if spec.get("test_max") else ""
     )
@@ -124,7 +127,7 @@ def certify_args(wildcards):
 
 
 def scale(wildcards):
-    return EXP.smoothing_scale(wildcards.dataset, wildcards.method, wildcards.sigma)
+    return EXP.grid.smoothing_scale(wildcards.dataset, wildcards.method, wildcards.sigma)
 
 
 def fixed_certify_args(wildcards):
@@ -133,10 +136,10 @@ def fixed_certify_args(wildcards):
 
 def optimize_args(wildcards):
     """Algorithm 1: σ₀ = the training σ, snapshots at every K of the model's grid."""
-    ks = EXP.k_grid(wildcards.dataset, wildcards.method, wildcards.mode)
+    ks = EXP.grid.k_grid(wildcards.dataset, wildcards.method, wildcards.mode)
     return (
         f"{job_args(wildcards)} --sigma0 {scale(wildcards)} --k {' '.join(map(str, ks))} "
-        f"--n {EXP.algorithm1_n(wildcards.method)} --lr {OPT['lr']} --n0 {OPT['n0']} "
+        f"--n {EXP.grid.algorithm1_n(wildcards.method)} --lr {OPT['lr']} --n0 {OPT['n0']} "
         f"--min-sigma {OPT['min_sigma']} --batch {OPT['batch']} {objective_args()}"
     )
 
@@ -152,11 +155,11 @@ def grid_search_args(wildcards):
 
 
 def certify_runtime(wildcards, passes=1):
-    return EXP.runtime("certify", wildcards.dataset, passes)
+    return job_minutes(EXP.grid, "certify", wildcards.dataset, passes)
 
 
 def train_runtime(wildcards):
-    return EXP.runtime("train", wildcards.dataset)
+    return job_minutes(EXP.grid, "train", wildcards.dataset)
 
 
 def gradient_norm_args(wildcards):

@@ -10,8 +10,8 @@ rule train:
         unpack(train_inputs),
     output:
         model=MODEL,
-        log=f"{RUN}/train.csv",
-        sigmas=f"{RUN}/train_sigmas.tsv",
+        log=run_file(RUN, "train_log"),
+        sigmas=run_file(RUN, "train_sigmas"),
     log:
         LAYOUT.log("train", JOB),
     benchmark:
@@ -34,7 +34,7 @@ rule train:
 rule import_checkpoint:
     """Bring a published Cohen / SmoothAdv / MACER / rs4a checkpoint into our format (ImageNet rows)."""
     input:
-        lambda wc: EXP.datasets[wc.dataset]["checkpoints"][wc.method][wc.sigma],
+        lambda wc: EXP.grid.datasets[wc.dataset]["checkpoints"][wc.method][wc.sigma],
     output:
         model=LAYOUT.model("{dataset}", "{method}", "fs", "{sigma}"),
     log:
@@ -42,7 +42,7 @@ rule import_checkpoint:
     benchmark:
         LAYOUT.benchmark("import", "{dataset}_{method}_sigma{sigma}")
     wildcard_constraints:
-        dataset="|".join(d for d in EXP.datasets if EXP.is_published(d)) or "(?!)",
+        dataset="|".join(d for d in EXP.grid.datasets if EXP.grid.is_published(d)) or "(?!)",
     conda:
         "../envs/ddrs.yaml"
     threads: 1
@@ -50,7 +50,7 @@ rule import_checkpoint:
         mem_mb=4000,
         runtime=10,
     params:
-        arch=lambda wc: EXP.datasets[wc.dataset]["arch"],
+        arch=lambda wc: EXP.grid.datasets[wc.dataset]["arch"],
     shell:
         "ddrs import-checkpoint --published {input} --arch {params.arch} "
         "--dataset {wildcards.dataset} --method {wildcards.method} --sigma {wildcards.sigma} "
@@ -63,7 +63,7 @@ rule gradient_norms:
         model=MODEL,
         data=data_marker,
     output:
-        f"{RUN}/gradient_norms.tsv",
+        run_file(RUN, "gradient_norms"),
     log:
         LAYOUT.log("gradient_norms", JOB),
     benchmark:

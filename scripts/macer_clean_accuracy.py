@@ -2,7 +2,7 @@
 
 Issue 20 asks that MACER trains on the embedded default: its clean accuracy (certified accuracy at
 r = 0) within 10 points of Gaussian training's (``cohen``) at every σ. This trains both methods at
-fixed σ with exactly the options the workflow gives them (``RunGrid.train_options``), through
+fixed σ with exactly the options the workflow gives them (``TrainingPlan.train_options``), through
 ``ddrs train``, certifies every ``--skip``-th test input with the config's CERTIFY settings through
 ``ddrs certify``, and prints clean accuracy and ACR per σ and method (``--check``: exit 1 when a gap
 exceeds ``--max-gap``)::
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ddrs.pipeline import Run, RunGrid
+from ddrs.pipeline import Experiment, Run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,14 +36,14 @@ def main() -> int:
     args = parser.parse_args()
 
     config = yaml.safe_load(Path(args.config).read_text())
-    grid, certify = RunGrid(config), config["certify"]
+    exp, certify = Experiment(config), config["certify"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for sigma in grid.sigmas(args.dataset, "macer"):
+    for sigma in exp.grid.sigmas(args.dataset, "macer"):
         for method in ("cohen", "macer"):
             name = f"{method}_sigma{sigma:g}"  # not Path.with_suffix: "sigma0.5" has the suffix ".5"
-            options = grid.train_options(Run(args.dataset, method, "fs", sigma))
+            options = exp.training.train_options(Run(args.dataset, method, "fs", sigma))
             model, log = out / f"{name}.pt", out / f"{name}.tsv"
             if not model.exists():
                 train = ["ddrs", "--threads", "1", "train", "--config", "-", "--out", str(model), "--no-progress"]

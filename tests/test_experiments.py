@@ -37,7 +37,7 @@ def names(records) -> list[str]:
 
 def test_table1_reads_cohen_fixed_ds_and_ds2_logs_at_every_sigma_and_k():
     exp = Experiment(digits_config())
-    records = exp.table_records("table1")
+    records = exp.records.table_records("table1")
     sigmas, ks = [0.12, 0.25, 0.5], [50, 100, 200]
     assert names(records) == ["Cohen"] * 3 + ["Cohen-DS"] * 9 + ["Cohen-DS²"] * 9
     assert [r.sigma0 for r in records[:3]] == sigmas
@@ -51,18 +51,18 @@ def test_table1_reads_cohen_fixed_ds_and_ds2_logs_at_every_sigma_and_k():
 
 def test_uniform_rows_are_yang_and_yang_ds_on_the_l1_grid_with_half_width_sqrt3_sigma():
     exp = Experiment(digits_config())
-    records = exp.table_records("table4")
+    records = exp.records.table_records("table4")
     assert names(records) == ["YANG"] * 3 + ["YANG-DS"] * 9  # no DS² row in DDRS Table 4
     assert {r.norm for r in records} == {1}
     assert [r.sigma0 for r in records[:3]] == [0.25, 0.5, 1.0]
-    assert exp.radii(1) == {"digits": [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]}
-    assert exp.smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
-    assert exp.smoothing_scale("digits", "cohen", 0.5) == 0.5
+    assert exp.grid.radii(1) == {"digits": [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]}
+    assert exp.grid.smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert exp.grid.smoothing_scale("digits", "cohen", 0.5) == 0.5
     half_width = copy.deepcopy(digits_config())
     half_width["uniform"]["convention"] = "half_width"
-    assert Experiment(half_width).smoothing_scale("digits", "uniform", 0.5) == 0.5
+    assert Experiment(half_width).grid.smoothing_scale("digits", "uniform", 0.5) == 0.5
     half_width["datasets"]["digits"]["uniform_convention"] = "yang_std"  # a dataset's own reading wins
-    assert Experiment(half_width).smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert Experiment(half_width).grid.smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
 
 
 def test_without_uniform_in_methods_there_is_no_table4():
@@ -70,7 +70,7 @@ def test_without_uniform_in_methods_there_is_no_table4():
     cfg["methods"] = ["cohen", "smoothadv", "macer"]
     exp = Experiment(cfg)
     assert not any(path.endswith("/table4.csv") for path in exp.tables())
-    assert all(r.method != "uniform" for r in exp.all_records())
+    assert all(r.method != "uniform" for r in exp.records.all_records())
 
 
 #: (prefix, suffix) of the tables issue 19 builds per best table under the default statistics
@@ -106,7 +106,7 @@ def test_default_grid_tables_figures_and_models():
 
 def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_datasets():
     exp = Experiment(digits_config())
-    records = exp.appendix_b_records()
+    records = exp.records.appendix_b_records()
     assert names(records[:3]) == ["SmoothAdv"] * 3
     assert names(records[3:7]) == [f"SmoothAdv-GDS-n-{n}" for n in (1, 2, 4, 10)]
     assert records[3].log == "results/digits/smoothadv/fs/sigma0.12/memory_grid_n1.tsv"
@@ -117,7 +117,7 @@ def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_dat
         Experiment(cfg)
     cfg["grid_search"].update(enabled=False, datasets=None)
     off = Experiment(cfg)
-    assert off.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
+    assert off.records.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
 
 
 def _renamed(mapping: dict, old: str, new: str) -> None:
@@ -163,41 +163,45 @@ def test_a_reference_the_lookups_would_miss_is_refused_naming_it(name, edit, mes
 def test_published_dataset_has_only_the_models_it_names_and_is_fine_tuned_from_them():
     cfg = config("paper.yaml")
     exp = Experiment(cfg)
-    assert exp.sigmas("imagenet", "cohen") == [0.25, 0.5, 1.0]
-    assert exp.sigmas("imagenet", "macer") == []  # no published MACER checkpoints named
-    assert exp.sigmas("imagenet", "uniform") == [0.25, 0.5, 1.0]  # Yang et al.'s published models
-    assert exp.is_published("imagenet") and not exp.is_published("cifar10")
-    options = exp.train_options(Run("imagenet", "cohen", "ds", 0.5))
+    assert exp.grid.sigmas("imagenet", "cohen") == [0.25, 0.5, 1.0]
+    assert exp.grid.sigmas("imagenet", "macer") == []  # no published MACER checkpoints named
+    assert exp.grid.sigmas("imagenet", "uniform") == [0.25, 0.5, 1.0]  # Yang et al.'s published models
+    assert exp.grid.is_published("imagenet") and not exp.grid.is_published("cifar10")
+    options = exp.training.train_options(Run("imagenet", "cohen", "ds", 0.5))
     assert options["epochs"] == cfg["datasets"]["imagenet"]["train"]["epochs"]
     assert options["warmup_epochs"] == 0
     assert options["arch"] == "resnet50"
-    assert exp.grid_datasets() == ["cifar10"]  # Appendix B is a CIFAR-10 experiment
+    assert exp.records.grid_datasets() == ["cifar10"]  # Appendix B is a CIFAR-10 experiment
 
 
 def test_paper_config_follows_what_produced_the_papers_numbers():
     exp = Experiment(config("paper.yaml"))
     # Appendix H: Cohen-DS² runs to K = 1500 and MACER-DS² to 1000 on CIFAR-10; the rest to 900
-    assert exp.k_grid("cifar10", "cohen", "ds")[-1] == 1500 and exp.k_grid("cifar10", "cohen", "fs")[-1] == 900
-    assert exp.k_grid("cifar10", "macer", "ds")[-1] == 1000 and exp.k_grid("imagenet", "cohen", "ds")[-1] == 400
+    assert (
+        exp.grid.k_grid("cifar10", "cohen", "ds")[-1] == 1500 and exp.grid.k_grid("cifar10", "cohen", "fs")[-1] == 900
+    )
+    assert (
+        exp.grid.k_grid("cifar10", "macer", "ds")[-1] == 1000 and exp.grid.k_grid("imagenet", "cohen", "ds")[-1] == 400
+    )
     # §4.3: n = 8 in Algorithm 1 for MACER, in certification and in Algorithm 2 training
-    assert exp.algorithm1_n("macer") == 8 and exp.algorithm1_n("cohen") == 1
-    assert exp.train_options(Run("cifar10", "macer", "ds", 0.25))["n"] == 8
-    assert exp.train_options(Run("cifar10", "cohen", "ds", 0.25))["n"] == 1
+    assert exp.grid.algorithm1_n("macer") == 8 and exp.grid.algorithm1_n("cohen") == 1
+    assert exp.training.train_options(Run("cifar10", "macer", "ds", 0.25))["n"] == 8
+    assert exp.training.train_options(Run("cifar10", "cohen", "ds", 0.25))["n"] == 1
     # Appendix B: Algorithm 1 at the grid search's budget, 2·n·K = 200 → K = 100 only
-    assert {r.K for r in exp.appendix_b_records() if r.certify_mode == "ds"} == {100}
+    assert {r.K for r in exp.records.appendix_b_records() if r.certify_mode == "ds"} == {100}
     # Table 4's two conventions: Yang's σ on CIFAR-10, the half-width on ImageNet
-    assert exp.smoothing_scale("cifar10", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
-    assert exp.smoothing_scale("imagenet", "uniform", 0.5) == 0.5
+    assert exp.grid.smoothing_scale("cifar10", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert exp.grid.smoothing_scale("imagenet", "uniform", 0.5) == 0.5
     # §4.2: the published SmoothAdv models' ζ per σ, continued in DS² fine-tuning
-    assert exp.train_options(Run("imagenet", "smoothadv", "ds", 0.25))["smoothadv"]["epsilon"] == 0.5
-    assert exp.train_options(Run("imagenet", "smoothadv", "ds", 1.0))["smoothadv"] == {
+    assert exp.training.train_options(Run("imagenet", "smoothadv", "ds", 0.25))["smoothadv"]["epsilon"] == 0.5
+    assert exp.training.train_options(Run("imagenet", "smoothadv", "ds", 1.0))["smoothadv"] == {
         "steps": 1,
         "epsilon": 1.0,
         "m": 1,
         "warmup": 0,
     }
-    assert exp.train_options(Run("imagenet", "cohen", "ds", 1.0))["lr"] == 0.001
-    assert exp.train_options(Run("cifar10", "cohen", "ds", 1.0))["sigma_objective"] == "released"
+    assert exp.training.train_options(Run("imagenet", "cohen", "ds", 1.0))["lr"] == 0.001
+    assert exp.training.train_options(Run("cifar10", "cohen", "ds", 1.0))["sigma_objective"] == "released"
     assert "paper_comparison" in {Path(p).stem for p in exp.tables()}
 
 
@@ -205,41 +209,42 @@ def test_k_grid_groups_give_every_model_exactly_one_certification_rule():
     import re
 
     exp = Experiment(config("paper.yaml"))
-    groups = exp.k_grid_groups()
+    groups = exp.grid.k_grid_groups()
     for run in exp.runs():
-        path = exp.run_dir(run) + "/certify_K100.tsv"
+        path = exp.grid.run_dir(run) + "/certify_K100.tsv"
         matching = [g for g in groups if re.fullmatch(g.pattern(exp.layout), path)]
         assert len(matching) == 1, (run, [g.name for g in matching])
-        assert list(matching[0].ks) == exp.k_grid(run.dataset, run.method, run.mode)
+        assert list(matching[0].ks) == exp.grid.k_grid(run.dataset, run.method, run.mode)
 
 
 def test_train_options_hold_the_method_section_and_build_a_train_config():
     exp = Experiment(digits_config())
-    options = exp.train_options(Run("digits", "macer", "ds", 0.25))
+    options = exp.training.train_options(Run("digits", "macer", "ds", 0.25))
     assert options["macer"] == {"m": 8, "lam": 12.0, "gamma": 8.0, "beta": 16.0}
     assert "smoothadv" not in options
     built = TrainConfig.from_mapping(options)
     assert built.params.m == 8 and built.train_mode == "ds" and built.warmup_epochs == 4
-    uniform = exp.train_options(Run("digits", "uniform", "fs", 0.5))
+    uniform = exp.training.train_options(Run("digits", "uniform", "fs", 0.5))
     assert uniform["sigma"] == pytest.approx(0.5 * math.sqrt(3))
     # training's precision is its own (train.precision); the top-level precision is certification's
     assert TrainConfig.from_mapping(options).precision == "fp32"
     bf16 = digits_config() | {"precision": "bf16"}
-    assert "precision" not in Experiment(bf16).train_options(Run("digits", "macer", "ds", 0.25))
+    assert "precision" not in Experiment(bf16).training.train_options(Run("digits", "macer", "ds", 0.25))
     bf16["train"] = {**bf16["train"], "precision": "bf16"}
     assert (
-        TrainConfig.from_mapping(Experiment(bf16).train_options(Run("digits", "macer", "ds", 0.25))).precision == "bf16"
+        TrainConfig.from_mapping(Experiment(bf16).training.train_options(Run("digits", "macer", "ds", 0.25))).precision
+        == "bf16"
     )
 
 
 def test_showcase_and_k_sweep_records():
     exp = Experiment(digits_config())
-    assert exp.showcase("digits") == Run("digits", "cohen", "fs", 0.25)
-    showcase = exp.showcase_records("digits")
+    assert exp.records.showcase("digits") == Run("digits", "cohen", "fs", 0.25)
+    showcase = exp.records.showcase_records("digits")
     assert {(r.method, r.name, r.sigma0, r.K) for r in showcase} >= {("cohen", "Cohen", 0.25, None)}
     assert {r.K for r in showcase} == {None, 200} and {r.sigma0 for r in showcase} == {0.25}
     assert {r.method for r in showcase} == {"cohen", "smoothadv", "macer"}
-    sweep = exp.k_sweep_records("macer", "digits")
+    sweep = exp.records.k_sweep_records("macer", "digits")
     assert [(r.name, r.sigma0, r.K) for r in sweep] == [("MACER-DS²", 0.12, k) for k in (50, 100, 200)]
 
 
@@ -272,10 +277,10 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert len(ablation) == 8 and {r.sigma0 for r in ablation} == {0.5}
     assert ablation[0].name == "EasyFocus (none)" and ablation[-1].name == "EasyFocus (discard+reweigh+attack)"
     # all components on is easy_focus itself: its row is easy_focus's log, trained once
-    assert ablation[-1].log == exp.run_dir(Run("mnist5k", "easy_focus", "fs", 0.5)) + "/certify_fixed.tsv"
+    assert ablation[-1].log == exp.grid.run_dir(Run("mnist5k", "easy_focus", "fs", 0.5)) + "/certify_fixed.tsv"
     assert Run("mnist5k", "easy_focus.discard+reweigh+attack", "fs", 0.5) not in exp.runs()
     assert len({r.log for r in ablation}) == 8
-    options = exp.train_options(Run("mnist5k", "easy_focus.discard+attack", "fs", 0.5))
+    options = exp.training.train_options(Run("mnist5k", "easy_focus.discard+attack", "fs", 0.5))
     assert options["method"] == "easy_focus"
     assert options["easy_focus"] == {
         **config()["train"]["easy_focus"],
@@ -283,7 +288,7 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
         "reweigh": False,
         "attack": True,
     }
-    assert [r.method for r in exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "mnist5k")] == [
+    assert [r.method for r in exp.records.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "mnist5k")] == [
         "cohen@easy_focus",
         "macer",
         "smoothadv",
@@ -297,8 +302,8 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert rows["EasyFocus (discard+reweigh)"] == ablation[-1].log
     assert "easy_focus.discard+reweigh+attack/" in rows["EasyFocus (discard+reweigh+attack)"]
     # Jeong & Shin's per-σ λ: 10 at σ = 0.25, 5 above
-    assert exp.train_options(Run("mnist5k", "consistency", "fs", 0.25))["consistency"]["lam"] == 10.0
-    assert exp.train_options(Run("mnist5k", "consistency", "ds", 1.0))["consistency"]["lam"] == 5.0
+    assert exp.training.train_options(Run("mnist5k", "consistency", "fs", 0.25))["consistency"]["lam"] == 10.0
+    assert exp.training.train_options(Run("mnist5k", "consistency", "ds", 1.0))["consistency"]["lam"] == 5.0
 
 
 def test_the_studies_baselines_are_matched_variants_trained_with_the_shared_fields():
@@ -310,24 +315,27 @@ def test_the_studies_baselines_are_matched_variants_trained_with_the_shared_fiel
     ]
     assert {r.name for r in smoothadv} == {"SmoothAdv (as SmoothAdv+Consistency: steps, epsilon, m, warmup)"}
     for sigma, attack in ((0.25, (10, 255 / 256, 4, 10)), (0.5, (10, 2.0, 2, 10))):  # A.3 Table 1, per σ
-        options = exp.train_options(Run("cifar10", "smoothadv@smoothadv_consistency", "fs", sigma))
+        options = exp.training.train_options(Run("cifar10", "smoothadv@smoothadv_consistency", "fs", sigma))
         assert options["method"] == "smoothadv"
         assert options["smoothadv"] == dict(zip(("steps", "epsilon", "m", "warmup"), attack, strict=True))
     # Sun et al. Tables 1 and 2: Gaussian with m = 4, as their method (§6)
     gaussian = [r for r in exp.target_records("methods_cifar10") if r.method.startswith("cohen")]
     assert {r.method for r in gaussian} == {"cohen@easy_focus"} and gaussian[0].name == "Cohen (as EasyFocus: m)"
-    assert exp.train_options(Run("cifar10", "cohen@easy_focus", "fs", 0.5))["cohen"] == {"m": 4}
-    assert exp.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "cifar10")[0] == Run(
+    assert exp.training.train_options(Run("cifar10", "cohen@easy_focus", "fs", 0.5))["cohen"] == {"m": 4}
+    assert exp.records.gradient_norm_runs(CATALOGUE["gradient_norms_table"].methods, "cifar10")[0] == Run(
         "cifar10", "cohen@easy_focus", "fs", 0.5
     )
     assert Run("cifar10", "cohen@easy_focus", "fs", 0.5) in exp.runs()
     # the DDRS tables keep §4.2's SmoothAdv and Cohen's one draw
-    assert {r.method for r in exp.table_records("table1") + exp.table_records("table2")} == {"cohen", "smoothadv"}
+    assert {r.method for r in exp.records.table_records("table1") + exp.records.table_records("table2")} == {
+        "cohen",
+        "smoothadv",
+    }
     assert (
-        exp.train_options(Run("cifar10", "smoothadv", "fs", 0.25))["smoothadv"]
+        exp.training.train_options(Run("cifar10", "smoothadv", "fs", 0.25))["smoothadv"]
         == config("seed_papers.yaml")["train"]["smoothadv"]
     )
-    assert "cohen" not in exp.train_options(Run("cifar10", "cohen", "fs", 0.5))
+    assert "cohen" not in exp.training.train_options(Run("cifar10", "cohen", "fs", 0.5))
 
 
 def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
@@ -340,7 +348,7 @@ def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
     ]
     assert gaussian[0].name == "Cohen (as EasyFocus: m)"
     assert not any(run.method == "cohen@easy_focus" for run in exp.runs())
-    assert exp.gradient_norm_runs(("cohen@easy_focus",), "cifar10") == [Run("cifar10", "cohen", "fs", 0.5)]
+    assert exp.records.gradient_norm_runs(("cohen@easy_focus",), "cifar10") == [Run("cifar10", "cohen", "fs", 0.5)]
     # at σ = 0.25 SmoothAdv+Consistency's attack differs from the config's smoothadv: only there it trains apart
     cfg["train"]["smoothadv"] = {"steps": 10, "epsilon": 2.0, "m": 2, "warmup": 10}
     logs = [r.log for r in Experiment(cfg).target_records("consistency_cifar10") if r.name.startswith("SmoothAdv (as")]
@@ -351,18 +359,24 @@ def test_a_matched_variant_that_trains_as_its_method_reuses_the_methods_model():
 def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_options():
     exp = Experiment(config("paper.yaml"))
     ds, fs = Run("cifar10", "smoothadv", "ds", 0.25), Run("cifar10", "smoothadv", "fs", 0.25)
-    assert exp.init_run(ds) == fs and exp.init_run(fs) is None
-    options = exp.train_options(ds)
+    assert exp.training.init_run(ds) == fs and exp.training.init_run(fs) is None
+    options = exp.training.train_options(ds)
     # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at lr 1e-4, ζ at full size
     assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.0001, 1)
     assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0}
-    assert (exp.train_options(fs)["epochs"], exp.train_options(fs)["smoothadv"]["warmup"]) == (200, 10)
+    assert (exp.training.train_options(fs)["epochs"], exp.training.train_options(fs)["smoothadv"]["warmup"]) == (
+        200,
+        10,
+    )
     # Cohen-DS² and MACER-DS² train from scratch (§4.1, §4.3); the published ImageNet models are fine-tuned
     for method in ("cohen", "macer"):
         run = Run("cifar10", method, "ds", 0.25)
-        assert exp.init_run(run) is None
-        assert (exp.train_options(run)["epochs"], exp.train_options(run)["warmup_epochs"]) == (200, 50)
-    assert exp.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)
+        assert exp.training.init_run(run) is None
+        assert (exp.training.train_options(run)["epochs"], exp.training.train_options(run)["warmup_epochs"]) == (
+            200,
+            50,
+        )
+    assert exp.training.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)
 
 
 def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, monkeypatch):
@@ -370,18 +384,20 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     cfg = config("paper.yaml")
     exp = Experiment(cfg)
     paths = cfg["datasets"]["imagenet"]["checkpoints"]
-    assert [path for _, path in missing_checkpoints(exp)] == [p for m in paths.values() for p in m.values()]
-    message = missing_checkpoints_message(exp, ["config/paper.yaml"])
+    assert [path for _, path in missing_checkpoints(exp.grid)] == [p for m in paths.values() for p in m.values()]
+    message = missing_checkpoints_message(exp.grid, ["config/paper.yaml"])
     assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
     assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
     for methods in paths.values():
         for path in methods.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).touch()
-    assert missing_checkpoints(exp) == [] and missing_checkpoints_message(exp) is None
+    assert missing_checkpoints(exp.grid) == [] and missing_checkpoints_message(exp.grid) is None
     # leaving a dataset out drops it from the whole experiment
     alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
-    assert list(alone.datasets) == ["cifar10"] and {r.dataset for r in alone.table_records("table1")} == {"cifar10"}
+    assert list(alone.grid.datasets) == ["cifar10"] and {r.dataset for r in alone.records.table_records("table1")} == {
+        "cifar10"
+    }
     with pytest.raises(ValueError, match="leaves none of the configured datasets"):
         Experiment({**cfg, "exclude_datasets": ["imagenet", "cifar10"]})
 
@@ -397,7 +413,7 @@ def test_an_unconfigured_table_is_an_error():
     cfg = digits_config()
     cfg["methods"] = ["cohen"]
     with pytest.raises(ValueError, match="no configured method feeds table 'table3'"):
-        Experiment(cfg).table_records("table3")
+        Experiment(cfg).records.table_records("table3")
 
 
 # --- the schema follows the registries ---------------------------------------------------------
@@ -514,14 +530,14 @@ def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
     script = REPO / "scripts" / "macer_clean_accuracy.py"
     result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
-    assert "--max-gap" in result.stdout and "RunGrid.train_options" in result.stdout
+    assert "--max-gap" in result.stdout and "TrainingPlan.train_options" in result.stdout
 
 
 def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today():
     run = Run("digits", "cohen", "fs", 0.25)
-    assert "num_workers" not in Experiment(digits_config()).train_options(run)  # the CPU default: unchanged
+    assert "num_workers" not in Experiment(digits_config()).training.train_options(run)  # the CPU default: unchanged
     gpu = {**digits_config(), "gpus_per_job": 1, "threads_per_job": 8, "device": "auto"}
-    assert Experiment(gpu).train_options(run)["num_workers"] == 7
-    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).train_options(run)
+    assert Experiment(gpu).training.train_options(run)["num_workers"] == 7
+    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).training.train_options(run)
     given = {**gpu, "train": {**gpu["train"], "num_workers": 2}}
-    assert Experiment(given).train_options(run)["num_workers"] == 2  # the config's own choice wins
+    assert Experiment(given).training.train_options(run)["num_workers"] == 2  # the config's own choice wins

@@ -42,7 +42,7 @@ def logs_config(root) -> dict:
 def test_only_the_logs_that_exist_are_records_and_nothing_is_computed(tmp_path):
     write_logs(tmp_path / "published")
     exp = Experiment(logs_config(tmp_path / "published"))
-    records = exp.table_records("table1")
+    records = exp.records.table_records("table1")
     assert [(r.name, r.sigma0) for r in records] == [("Cohen", 0.25), ("Cohen", 0.5)]  # no σ = 1 log given
     assert records[0].log == f"{tmp_path}/published/cohen/fs/sigma0.25/certify_fixed.tsv"
     assert exp.runs() == [] and exp.figures() == []
@@ -81,14 +81,14 @@ def test_logs_of_different_inputs_are_an_error_by_default(tmp_path):
     short_log(tmp_path / "published")
     exp = Experiment(logs_config(tmp_path / "published"))
     with pytest.raises(ValueError, match=r"certify different test inputs \(4 vs 3 rows\).*common_inputs: true"):
-        best_table(exp.table_records("table1"), {"cifar10": [0.0, 0.5]})
+        best_table(exp.records.table_records("table1"), {"cifar10": [0.0, 0.5]})
 
 
 def test_common_inputs_cuts_every_log_to_the_shared_inputs_with_a_warning(tmp_path):
     short = short_log(tmp_path / "published")
     config = logs_config(tmp_path / "published")
     config["datasets"]["cifar10"]["common_inputs"] = True
-    records = Experiment(config).table_records("table1")
+    records = Experiment(config).records.table_records("table1")
     with pytest.warns(
         UserWarning, match=r"cifar10: every log is restricted to the 3 test inputs all 2 logs certify"
     ) as w:

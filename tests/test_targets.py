@@ -21,10 +21,16 @@ from ddrs.analysis.records import display_name
 from ddrs.analysis.stats import Inference
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
-from ddrs.pipeline import Experiment, Records, RunGrid
+from ddrs.pipeline import Experiment
 from ddrs.pipeline.build import build, write
-from ddrs.pipeline.catalogue import CATALOGUE, REPORTED, Target, best_tables
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run
+from ddrs.pipeline.queries import best_tables
+from ddrs.pipeline.records import Records
+from ddrs.pipeline.resources import job_minutes
+from ddrs.pipeline.target import REPORTED, Target
+from ddrs.pipeline.training_plan import TrainingPlan
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ["config.yaml", "digits.yaml", "paper.yaml", "seed_papers.yaml"]
@@ -97,8 +103,8 @@ def test_a_new_table_is_one_entry(monkeypatch):
         "ddrs.analysis.tables:per_sigma_table",
         "study_table",
         "Seed papers",
-        instances=lambda exp, t: [{"dataset": d} for d in exp.datasets],
-        records=lambda exp, t, dataset: exp.fixed_records(dataset, "cohen"),
+        instances=lambda exp, t: [{"dataset": d} for d in exp.grid.datasets],
+        records=lambda exp, t, dataset: exp.records.fixed_records(dataset, "cohen"),
         params=lambda exp, t, dataset: {"radii": [0.0, 0.5]},
         decimals=2,
     )
@@ -285,28 +291,30 @@ def test_build_writes_what_the_builder_returns_by_its_type(tmp_path, monkeypatch
     assert pd.read_csv(outputs["csv"])["ACR"].tolist() == [1.234, 2.0]
 
 
-def test_the_run_grid_and_the_records_stand_alone():
+def test_the_run_grid_the_training_plan_and_the_records_stand_alone():
     cfg = yaml.safe_load((REPO / "config" / "digits.yaml").read_text())
     grid = RunGrid(cfg)
     assert grid.sigmas("digits", "cohen") == [0.12, 0.25, 0.5]
-    assert grid.train_options(Run("digits", "cohen", "fs", 0.25))["sigma"] == 0.25
-    records = Records(cfg)
+    training = TrainingPlan(grid)
+    assert training.train_options(Run("digits", "cohen", "fs", 0.25))["sigma"] == 0.25
+    records = Records(grid, training)
     first = records.fixed_records("digits", "cohen")[0]
     assert first.log == "results/digits/cohen/fs/sigma0.12/certify_fixed.tsv"
     assert [r.K for r in records.ds_records("digits", "cohen", "ds")][:3] == [50, 100, 200]
 
 
 def test_job_run_times_follow_the_work_up_to_the_configured_limit():
-    grid = experiment("paper.yaml")
+    grid = experiment("paper.yaml").grid
     # 10,000 CIFAR-10 inputs at n0 + n = 100,100 draws, twice the paper GPU's 3.2 s per 100,000
-    assert grid.runtime("certify", "cifar10") == math.ceil(2 * 10_000 * 1.001 * 3.2 / 60) == 1068
-    assert grid.runtime("certify", "cifar10", passes=2) == 24 * 60  # capped: it resumes over retries
-    assert grid.runtime("train", "cifar10") == 24 * 60 and grid.runtime("train", "digits") == 30
+    assert job_minutes(grid, "certify", "cifar10") == math.ceil(2 * 10_000 * 1.001 * 3.2 / 60) == 1068
+    assert job_minutes(grid, "certify", "cifar10", passes=2) == 24 * 60  # capped: it resumes over retries
+    assert job_minutes(grid, "train", "cifar10") == 24 * 60 and job_minutes(grid, "train", "digits") == 30
     config = experiment("paper.yaml").config
     longer = RunGrid({**config, "max_job_minutes": 3 * 24 * 60})
-    assert longer.runtime("certify", "cifar10", passes=2) == 2136
+    assert job_minutes(longer, "certify", "cifar10", passes=2) == 2136
     fewer = {**config["datasets"]["cifar10"], "test_skip": 100}
-    assert RunGrid({**config, "datasets": {**config["datasets"], "cifar10": fewer}}).runtime("certify", "cifar10") == 60
+    fewer_inputs = RunGrid({**config, "datasets": {**config["datasets"], "cifar10": fewer}})
+    assert job_minutes(fewer_inputs, "certify", "cifar10") == 60
     rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
     named = re.search(r"[\"'](imagenet|cifar10|mnist|mnist5k|digits)[\"']", rules)
     assert not named, f"a rule decides by a dataset's name: {named}"

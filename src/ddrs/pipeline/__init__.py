@@ -1,35 +1,52 @@
 """The experiment design as a pure function of the validated config (no torch, no Snakemake).
 
-Three layers, each a class of its own: :class:`~ddrs.pipeline.grid.RunGrid` (which base
-classifiers exist, their σ₀ and K grids, training options and job resources),
-:class:`~ddrs.pipeline.records.Records` (which certification logs exist and the queries that
-pick them) and :class:`Experiment` (the paper's tables and figures, one per instance of a
-:mod:`ddrs.pipeline.catalogue` catalogue entry). The workflow (``rules/*.smk``) asks an :class:`Experiment`
-for its targets and inputs and only turns them into rules and flags. Unit tests pin the design
-here (``tests/test_experiments.py``); the DAG tests only check the wiring.
+An :class:`Experiment` is composed of small objects, each with one job:
+
+- :class:`~ddrs.pipeline.grid.RunGrid` (``exp.grid``): which base classifiers exist, their σ₀ and
+  K grids, smoothing scales and directories;
+- :class:`~ddrs.pipeline.training_plan.TrainingPlan` (``exp.training``): what each one trains with;
+- :class:`~ddrs.pipeline.records.Records` (``exp.records``): which certification logs exist and
+  the queries that pick a table's or figure's;
+- :class:`~ddrs.analysis.table_settings.TableStatistics` (``exp.statistics``): the tables' intervals,
+  tests and selections;
+- the catalogue (:mod:`ddrs.pipeline.catalogue`): the paper's tables and figures, one entry each,
+  whose instances on this experiment are :meth:`Experiment.targets`.
+
+The workflow (``rules/*.smk``) asks an :class:`Experiment` for its targets and inputs and only
+turns them into rules and flags; job run times are :func:`~ddrs.pipeline.resources.job_minutes`.
+Unit tests pin the design here (``tests/test_experiments.py``); the DAG tests only check the wiring.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Mapping
+from typing import Any
 
 from ddrs.analysis.records import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
-from ddrs.pipeline.catalogue import CATALOGUE, Target
-from ddrs.pipeline.grid import RunGrid, merge_train
-from ddrs.pipeline.layout import KGridGroup, Layout, Run, scale_label
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.layout import Layout, Run
 from ddrs.pipeline.records import Records
+from ddrs.pipeline.target import Target
+from ddrs.pipeline.training_plan import TrainingPlan
+from ddrs.pipeline.validation import check_references
 
-__all__ = ["Experiment", "KGridGroup", "Layout", "Records", "Run", "RunGrid", "merge_train", "scale_label"]
+__all__ = ["Experiment", "Layout", "Run"]
 
 
-class Experiment(Records):
-    """The experiment of one validated config: its run grid, its records and the catalogue's targets."""
+class Experiment:
+    """The experiment of one validated config: its run grid, training plan, records, table
+    statistics and the catalogue's targets."""
 
-    @cached_property
-    def statistics(self) -> TableStatistics:
-        """The tables' interval level, bootstrap size, seed and selections (``statistics`` section)."""
-        return TableStatistics.from_config(self.config)
+    def __init__(self, config: Mapping[str, Any]):
+        check_references(config)
+        self.config = config
+        self.grid = RunGrid(config)
+        self.layout: Layout = self.grid.layout
+        self.training = TrainingPlan(self.grid)
+        self.records = Records(self.grid, self.training)
+        self.statistics = TableStatistics.from_config(config)
 
     def targets(self) -> list[tuple[Target, dict[str, str], str]]:
         """Every instance of every catalogue entry on this config: (entry, wildcards, output name)."""
@@ -42,10 +59,10 @@ class Experiment(Records):
     def runs(self) -> list[Run]:
         """Every base classifier the grid trains or imports: the DDRS grid's and the studies' (matched
         variants included), in order of first use."""
-        runs = dict.fromkeys(super().runs())
+        runs = dict.fromkeys(self.records.runs())
         for target, wildcards, _ in self.targets():
             for r in target.query(self, wildcards):
-                if not self.is_logs(r.dataset):
+                if not self.grid.is_logs(r.dataset):
                     runs[Run(r.dataset, r.method, r.train_mode, r.sigma0)] = None
         return list(runs)
 

@@ -4,6 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: every file of a base classifier's directory, by what it holds (``{k}``: Algorithm 1's steps K;
+#: ``{n}``: the grid search's draws per σ)
+RUN_FILES = {
+    "model": "model.pt",
+    "train_log": "train.csv",
+    "train_sigmas": "train_sigmas.tsv",
+    "certify_fixed": "certify_fixed.tsv",
+    "sigma_log": "sigma_opt.tsv",
+    "certify_k": "certify_K{k}.tsv",
+    "memory_k": "memory_K{k}.tsv",
+    "grid_sigma_log": "sigma_grid_n{n}.tsv",
+    "certify_grid": "certify_grid_n{n}.tsv",
+    "memory_grid": "memory_grid_n{n}.tsv",
+    "gradient_norms": "gradient_norms.tsv",
+}
+
+
+def run_file(run_dir: str, name: str, **fields: str | int) -> str:
+    """The file ``name`` (a :data:`RUN_FILES` key) of the run directory ``run_dir``; unfilled
+    ``fields`` stay wildcards (``run_file(RUN, "memory_k", k="{k}")``)."""
+    return f"{run_dir}/{RUN_FILES[name].format(**fields)}"
+
 
 def scale_label(value: float | str) -> str:
     """How a scale is spelled in paths and wildcards: 0.12, 0.25, 1."""
@@ -26,7 +48,7 @@ class Layout:
 
     def model(self, dataset: str, method: str, mode: str, sigma: str) -> str:
         """The base classifier's checkpoint."""
-        return f"{self.run_dir(dataset, method, mode, sigma)}/model.pt"
+        return run_file(self.run_dir(dataset, method, mode, sigma), "model")
 
     @staticmethod
     def job(dataset: str, method: str, mode: str, sigma: str) -> str:
@@ -88,5 +110,6 @@ class KGridGroup:
         """The regex of these models' directories under ``layout`` (what Snakemake matches)."""
         return (
             layout.run_dir(f"(?:{self.dataset})", f"(?:{self.method or '[^/]+'})", f"(?:{self.mode})", "[0-9.]+")
-            + "/certify_K[0-9]+\\.tsv"
+            + "/"
+            + RUN_FILES["certify_k"].replace(".", "\\.").format(k="[0-9]+")
         )

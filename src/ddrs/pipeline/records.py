@@ -14,44 +14,53 @@ from pathlib import Path
 from ddrs.analysis.records import LogRecord, display_name
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
-from ddrs.pipeline.layout import Run
+from ddrs.pipeline.layout import Run, run_file
+from ddrs.pipeline.training_plan import TrainingPlan
 
 
-class Records(RunGrid):
-    """The certification logs of the run grid, and the queries that pick a table's or figure's."""
+class Records:
+    """The certification logs of a run grid, and the queries that pick a table's or figure's."""
 
-    def _records(self, runs: Sequence[Run], file: str, sigma_file: str | None = None, **setting) -> list[LogRecord]:
-        """``file`` of each run as a record (a given log only if its file is there), with the σ log
-        ``sigma_file`` of the run that chose its scales; both names are formatted with ``setting``."""
+    def __init__(self, grid: RunGrid, training: TrainingPlan):
+        self.grid = grid
+        self.training = training
+
+    def _records(
+        self, runs: Sequence[Run], file: str, sigma_file: str | None = None, fields=None, **setting
+    ) -> list[LogRecord]:
+        """The run file ``file`` (a :data:`~ddrs.pipeline.layout.RUN_FILES` key) of each run as a
+        record (a given log only if its file is there), with the σ log ``sigma_file`` of the run that
+        chose its scales; both names are filled in with ``fields``."""
+        fields = fields or {}
         records = [
             LogRecord(
-                log=f"{self.run_dir(run)}/{file.format(**setting)}",
-                sigma_log=None if sigma_file is None else f"{self.run_dir(run)}/{sigma_file.format(**setting)}",
+                log=run_file(self.grid.run_dir(run), file, **fields),
+                sigma_log=None if sigma_file is None else run_file(self.grid.run_dir(run), sigma_file, **fields),
                 dataset=run.dataset,
                 method=run.method,
                 train_mode=run.mode,
                 sigma0=run.sigma,
-                common_inputs=self.datasets[run.dataset].get("common_inputs", False),
+                common_inputs=self.grid.datasets[run.dataset].get("common_inputs", False),
                 **setting,
             )
             for run in runs
         ]
-        return [r for r in records if not self.is_logs(r.dataset) or Path(r.log).is_file()]
+        return [r for r in records if not self.grid.is_logs(r.dataset) or Path(r.log).is_file()]
 
     def _runs(self, dataset: str, method: str, mode: str) -> list[Run]:
-        return [Run(dataset, method, mode, s) for s in self.sigmas(dataset, method)]
+        return [Run(dataset, method, mode, s) for s in self.grid.sigmas(dataset, method)]
 
     def fixed_records(self, dataset: str, method: str) -> list[LogRecord]:
         """Fixed-σ certification of fixed-σ-trained models: the Method rows."""
-        return self._records(self._runs(dataset, method, "fs"), "certify_fixed.tsv", certify_mode="fs")
+        return self._records(self._runs(dataset, method, "fs"), "certify_fixed", certify_mode="fs")
 
     def ds_records(self, dataset: str, method: str, mode: str) -> list[LogRecord]:
         """Memory-certified data-dependent logs: Method-DS (mode fs) and Method-DS² (mode ds)."""
         return [
             record
             for run in self._runs(dataset, method, mode)
-            for k in self.k_grid(dataset, method, mode)
-            for record in self._records([run], "memory_K{K}.tsv", "sigma_opt.tsv", certify_mode="ds", K=k)
+            for k in self.grid.k_grid(dataset, method, mode)
+            for record in self._records([run], "memory_k", "sigma_log", {"k": k}, certify_mode="ds", K=k)
         ]
 
     def grid_records(self, dataset: str, method: str) -> list[LogRecord]:
@@ -59,17 +68,15 @@ class Records(RunGrid):
         return [
             record
             for run in self._runs(dataset, method, "fs")
-            for n in self.grid["n"]
-            for record in self._records(
-                [run], "memory_grid_n{samples}.tsv", "sigma_grid_n{samples}.tsv", certify_mode="gds", samples=n
-            )
+            for n in self.grid.grid_search["n"]
+            for record in self._records([run], "memory_grid", "grid_sigma_log", {"n": n}, certify_mode="gds", samples=n)
         ]
 
     def method_records(self, method: str) -> list[LogRecord]:
         """Everything a method's table (or its Appendix H) reads, over all configured datasets:
         Method, then Method-DS and Method-DS² for each training mode the method has."""
         records = []
-        for dataset in self.datasets_of(method):
+        for dataset in self.grid.datasets_of(method):
             records += self.fixed_records(dataset, method)
             for mode in get_method(method).train_modes:
                 records += self.ds_records(dataset, method, mode)
@@ -77,11 +84,13 @@ class Records(RunGrid):
 
     def grid_datasets(self) -> list[str]:
         """The datasets of the Appendix-B comparison (every computed ℓ2 dataset unless the config names some)."""
-        if not self.grid["enabled"]:
+        if not self.grid.grid_search["enabled"]:
             return []
-        chosen = self.grid.get("datasets")
+        chosen = self.grid.grid_search.get("datasets")
         return [
-            d for d in self.datasets_of(self.grid["method"]) if not self.is_logs(d) and (chosen is None or d in chosen)
+            d
+            for d in self.grid.datasets_of(self.grid.grid_search["method"])
+            if not self.grid.is_logs(d) and (chosen is None or d in chosen)
         ]
 
     def appendix_b_records(self) -> list[LogRecord]:
@@ -90,8 +99,8 @@ class Records(RunGrid):
         datasets = self.grid_datasets()
         if not datasets:
             return []
-        method = self.grid["method"]
-        k = self.equal_budget_k(method)
+        method = self.grid.grid_search["method"]
+        k = self.grid.equal_budget_k(method)
         records = []
         for dataset in datasets:
             records += self.fixed_records(dataset, method)
@@ -101,26 +110,28 @@ class Records(RunGrid):
 
     def all_records(self) -> list[LogRecord]:
         """Every certification log of the configured experiment grid."""
-        records = [record for method in self.methods for record in self.method_records(method)]
-        return records + [r for d in self.grid_datasets() for r in self.grid_records(d, self.grid["method"])]
+        records = [record for method in self.grid.methods for record in self.method_records(method)]
+        return records + [
+            r for d in self.grid_datasets() for r in self.grid_records(d, self.grid.grid_search["method"])
+        ]
 
     def computed_records(self) -> list[LogRecord]:
         """The logs this run computes (Appendix F and the memory summary describe these)."""
-        return [r for r in self.all_records() if not self.is_logs(r.dataset)]
+        return [r for r in self.all_records() if not self.grid.is_logs(r.dataset)]
 
     def runs(self) -> list[Run]:
         """Every base classifier the grid trains or imports, in order of first use."""
-        studies = [r for d in self.datasets for r in self.ablation_records(d)]
+        studies = [r for d in self.grid.datasets for r in self.ablation_records(d)]
         runs = {
             Run(r.dataset, r.method, r.train_mode, r.sigma0): None
             for r in self.all_records() + self.appendix_b_records() + studies
-            if not self.is_logs(r.dataset)
+            if not self.grid.is_logs(r.dataset)
         }
         return list(runs)
 
     def table_methods(self, table: str) -> list[str]:
         """The configured methods whose rows feed a DDRS-style table (Tables 1–4, …)."""
-        methods = [m for m in self.methods if get_method(m).table == table]
+        methods = [m for m in self.grid.methods if get_method(m).table == table]
         if not methods:
             raise ValueError(f"no configured method feeds table {table!r}")
         return methods
@@ -136,18 +147,20 @@ class Records(RunGrid):
         is the baseline trained with the hyper-parameters the study shares with the other method;
         where it trains exactly as its plain method, its row is the plain model's log under the
         variant's name (:meth:`alike_records`)."""
-        return [r for m in methods if get_method(m).name in self.methods for r in self.alike_records(dataset, m)]
+        return [r for m in methods if get_method(m).name in self.grid.methods for r in self.alike_records(dataset, m)]
 
     def alike_records(self, dataset: str, variant: str) -> list[LogRecord]:
         """Fixed-σ records of a method or variant; at a σ₀ where a variant trains exactly as its
-        method (:meth:`~ddrs.pipeline.grid.RunGrid.trains_alike`), the method's own log under
+        method (:meth:`~ddrs.pipeline.training_plan.TrainingPlan.trains_alike`), the method's own log under
         the variant's name, so the model is trained once."""
         method = get_method(variant).name
         own = {r.sigma0: r for r in self.fixed_records(dataset, method)} if variant != method else {}
         return [
             replace(own[record.sigma0], variant=display_name(variant))
             if record.sigma0 in own
-            and self.trains_alike(Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0))
+            and self.training.trains_alike(
+                Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0)
+            )
             else record
             for record in self.fixed_records(dataset, variant)
         ]
@@ -159,10 +172,10 @@ class Records(RunGrid):
         The variant that trains exactly as its method does (all components on, unless the config
         switches one off) is the method's own model (:meth:`alike_records`).
         """
-        sigmas = self.config.get("sun2024", {}).get("ablation_sigmas", [])
+        sigmas = self.grid.config.get("sun2024", {}).get("ablation_sigmas", [])
         return [
             record
-            for method in self.methods
+            for method in self.grid.methods
             for variant in get_method(method).variants()
             for record in self.alike_records(dataset, variant)
             if record.sigma0 in sigmas
@@ -172,33 +185,37 @@ class Records(RunGrid):
         """Sun et al. (2024), Table 1: the fixed-σ model at ``sun2024.gradient_norm_sigma`` of each
         of ``methods`` whose method is configured (a matched variant's own model unless it trains
         exactly as its method: the model of :meth:`study_records`' row)."""
-        sigma = self.config.get("sun2024", {}).get("gradient_norm_sigma")
+        sigma = self.grid.config.get("sun2024", {}).get("gradient_norm_sigma")
         return [
             Run(r.dataset, r.method, "fs", r.sigma0) for r in self.study_records(methods, dataset) if r.sigma0 == sigma
         ]
 
     def figure_datasets(self) -> list[str]:
         """Computed datasets with a full method: the figures need their σ logs and test images."""
-        return [d for d in self.datasets if not self.is_logs(d) and any(self.sigmas(d, m) for m in self.full_methods())]
+        return [
+            d
+            for d in self.grid.datasets
+            if not self.grid.is_logs(d) and any(self.grid.sigmas(d, m) for m in self.grid.full_methods())
+        ]
 
     def showcase(self, dataset: str) -> Run:
         """The model the single-setting figures show: the first full method's fixed-σ model at the
         middle σ₀ (its largest K gives σ*ₓ)."""
-        method = next(m for m in self.full_methods() if self.sigmas(dataset, m))
-        sigmas = self.sigmas(dataset, method)
+        method = next(m for m in self.grid.full_methods() if self.grid.sigmas(dataset, m))
+        sigmas = self.grid.sigmas(dataset, method)
         return Run(dataset, method, "fs", sigmas[len(sigmas) // 2])
 
     def showcase_k(self, dataset: str) -> int:
         """The showcase model's largest K: the σ*ₓ the single-setting figures show."""
         showcase = self.showcase(dataset)
-        return self.k_grid(dataset, showcase.method, showcase.mode)[-1]
+        return self.grid.k_grid(dataset, showcase.method, showcase.mode)[-1]
 
     def showcase_records(self, dataset: str) -> list[LogRecord]:
         """Method, Method-DS and Method-DS² of every full method at the showcase σ₀ and largest K."""
         sigma, k = self.showcase(dataset).sigma, self.showcase_k(dataset)
         return [
             r
-            for m in self.full_methods()
+            for m in self.grid.full_methods()
             for r in self.method_records(m)
             if r.dataset == dataset and r.sigma0 == sigma and (r.K is None or r.K == k)
         ]
@@ -209,5 +226,5 @@ class Records(RunGrid):
 
     def k_sweep_records(self, method: str, dataset: str) -> list[LogRecord]:
         """Figure 7: Method-DS² at the smallest σ₀, one line per K (the paper's CIFAR-10 panel)."""
-        sigma = self.sigmas(dataset, method)[0]
+        sigma = self.grid.sigmas(dataset, method)[0]
         return [r for r in self.ds_records(dataset, method, "ds") if r.sigma0 == sigma]

@@ -1,0 +1,276 @@
+"""The catalogue's vocabulary (no torch): each function takes ``(exp, target, **wildcards)`` and
+answers one question an entry of :mod:`ddrs.pipeline.catalogue` asks of the experiment: on which
+wildcard values the entry is built (instances), which logs it reads (records), which other files
+(files), with which builder parameters (params) and caption."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ddrs.analysis.records import LogRecord, display_name
+from ddrs.analysis.reference import BEST_TABLES, PAPER_TABLES, paper_comparison_caption
+from ddrs.analysis.render import (
+    best_table_caption,
+    comparisons_caption,
+    runtime_caption,
+    selection_caption,
+    selection_optimism_caption,
+)
+from ddrs.methods import METHODS, get_method
+from ddrs.pipeline.layout import run_file
+from ddrs.pipeline.target import Target, Wildcards
+
+if TYPE_CHECKING:
+    from ddrs.pipeline import Experiment
+
+Query = Callable[..., Any]
+
+
+# --- which tables and methods exist ---------------------------------------------------------------
+
+
+def best_tables(exp: Experiment) -> list[str]:
+    """The DDRS-style tables (Tables 1–4, …) of the configured methods that have at least one log."""
+    return list(dict.fromkeys(get_method(m).table for m in exp.grid.methods if exp.records.method_records(m)))
+
+
+def appendix_h_methods(exp: Experiment) -> list[str]:
+    """The full methods (Method, -DS, -DS²) with logs: one Appendix H table each."""
+    return [m for m in exp.grid.full_methods() if exp.records.method_records(m)]
+
+
+def comparison_tables(exp: Experiment) -> dict[str, str]:
+    """Our tables the DDRS paper also prints (:mod:`ddrs.analysis.reference`), by name."""
+    names = best_tables(exp) + [f"appendix_h_{m}" for m in appendix_h_methods(exp)]
+    return {name: exp.layout.table(name) for name in names if name in PAPER_TABLES}
+
+
+# --- instances: the wildcard values an entry is built for ------------------------------------------
+
+
+def once_if(condition: Callable[[Experiment], Any]) -> Callable[[Experiment, Target], list[Wildcards]]:
+    """Once, where ``condition(exp)`` holds."""
+    return lambda exp, target: [{}] if condition(exp) else []
+
+
+def wanted(exp: Experiment, target: Target) -> bool:
+    """The config trains one of the entry's ``requires`` methods (or it requires none)."""
+    return not target.requires or bool(set(target.requires) & set(exp.grid.methods))
+
+
+def studied_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
+    """Every dataset, when the config trains any of the study's ``requires`` methods."""
+    return [{"dataset": d} for d in exp.grid.datasets] if wanted(exp, target) else []
+
+
+def computed_datasets(has: Callable[[Experiment, Target, str], Any]) -> Callable[[Experiment, Target], list[Wildcards]]:
+    """The datasets of computed models (not given logs) where ``has(exp, target, dataset)``."""
+    return lambda exp, target: [
+        {"dataset": d} for d in exp.grid.datasets if not exp.grid.is_logs(d) and has(exp, target, d)
+    ]
+
+
+def figure_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The datasets of the figures (:meth:`~ddrs.pipeline.records.Records.figure_datasets`)."""
+    return [{"dataset": d} for d in exp.records.figure_datasets()] if wanted(exp, target) else []
+
+
+def method_figures(exp: Experiment, target: Target) -> list[Wildcards]:
+    """Every full method on every figure dataset where it has a σ grid."""
+    return [
+        {"method": m, "dataset": d}
+        for d in exp.records.figure_datasets()
+        for m in exp.grid.full_methods()
+        if exp.grid.sigmas(d, m)
+    ]
+
+
+def appendix_h_instances(exp: Experiment, target: Target) -> list[Wildcards]:
+    return [{"method": m} for m in appendix_h_methods(exp)]
+
+
+def selected(selection: str) -> Callable[[Experiment, Target], list[Wildcards]]:
+    """Every best table, when the config builds the tables chosen under ``selection``."""
+    return lambda exp, t: [{"table": name} for name in best_tables(exp)] if exp.statistics.builds(selection) else []
+
+
+def paper_comparison_instances(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The comparison, where the config asks for it; a config that builds none of the paper's
+    Tables 1–4 (whose overlay the comparison draws) is refused, naming the methods that do."""
+    if not exp.config.get("compare_with_paper"):
+        return []
+    if not set(comparison_tables(exp)) & set(BEST_TABLES):
+        raise ValueError(
+            "compare_with_paper: none of this config's tables is one of the DDRS paper's Tables 1–4 "
+            "(methods cohen, smoothadv, macer, uniform); add one of those methods or set compare_with_paper: false"
+        )
+    return [{}]
+
+
+# --- records: the logs an entry reads ---------------------------------------------------------------
+
+
+def table_records(exp: Experiment, target: Target, table: str) -> list[LogRecord]:
+    """A best table's logs (every table derived from a best table reads the same)."""
+    return exp.records.table_records(table)
+
+
+def method_records(exp: Experiment, target: Target, method: str) -> list[LogRecord]:
+    return exp.records.method_records(method)
+
+
+def appendix_b_records(exp: Experiment, target: Target) -> list[LogRecord]:
+    return exp.records.appendix_b_records()
+
+
+def runtime_records(exp: Experiment, target: Target) -> list[LogRecord]:
+    """Appendix F: the computed logs of fixed and data-dependent certification (not the grid search)."""
+    return [r for r in exp.records.computed_records() if r.certify_mode != "gds"]
+
+
+def memory_records(exp: Experiment, target: Target) -> list[LogRecord]:
+    """The computed logs Algorithm 3 made sound."""
+    return [r for r in exp.records.computed_records() if r.certify_mode != "fs"]
+
+
+def study_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    """A seed paper's per-σ study of the entry's ``methods``."""
+    return exp.records.study_records(target.methods, dataset)
+
+
+def ablation_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    return exp.records.ablation_records(dataset)
+
+
+def method_dataset_records(exp: Experiment, target: Target, method: str, dataset: str) -> list[LogRecord]:
+    return exp.records.method_dataset_records(method, dataset)
+
+
+def k_sweep_records(exp: Experiment, target: Target, method: str, dataset: str) -> list[LogRecord]:
+    return exp.records.k_sweep_records(method, dataset)
+
+
+def showcase_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    return exp.records.showcase_records(dataset)
+
+
+# --- files and params: the builder's other keywords ------------------------------------------------
+
+
+def showcase_file(exp: Experiment, dataset: str, name: str) -> str:
+    """A run file (:data:`~ddrs.pipeline.layout.RUN_FILES`) of the showcase model, at its largest K."""
+    return run_file(exp.grid.run_dir(exp.records.showcase(dataset)), name, k=exp.records.showcase_k(dataset))
+
+
+def gradient_norm_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    runs = exp.records.gradient_norm_runs(target.methods, dataset)
+    return {"paths": [run_file(exp.grid.run_dir(r), "gradient_norms") for r in runs]}
+
+
+def sigma_examples_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    return {"sigma_log": showcase_file(exp, dataset, "sigma_log")}
+
+
+def sigma_histogram_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    return {
+        "fixed_log": showcase_file(exp, dataset, "certify_fixed"),
+        "ds_log": showcase_file(exp, dataset, "memory_k"),
+    }
+
+
+def paper_comparison_files(exp: Experiment, target: Target) -> dict[str, Any]:
+    return {"tables": comparison_tables(exp)}
+
+
+def l2_radii(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
+    """The ℓ2 radius grid, and the tables' inference (level, bootstrap resamples, seed)."""
+    return {"radii": exp.grid.radii(2), "inference": exp.statistics.inference}
+
+
+def alpha(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any]:
+    """The level of a figure's interval bands."""
+    return {"alpha": exp.statistics.alpha}
+
+
+def table_radii(exp: Experiment, table: str) -> dict[str, Any]:
+    """The radius grid of a best table's norm, and the tables' statistics."""
+    norm = METHODS[exp.records.table_methods(table)[0]].norm
+    return {"radii": exp.grid.radii(norm), "inference": exp.statistics.inference}
+
+
+def best_table_params(selection: str) -> Query:
+    return lambda exp, t, table: {**table_radii(exp, table), "selection": selection}
+
+
+def selection_optimism_params(exp: Experiment, target: Target, table: str) -> dict[str, Any]:
+    return table_radii(exp, table)
+
+
+def method_radii(exp: Experiment, target: Target, method: str) -> dict[str, Any]:
+    """Appendix H: the radius grid of the method's norm."""
+    return {"radii": exp.grid.radii(METHODS[method].norm), "inference": exp.statistics.inference}
+
+
+def sigma_examples_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """Figure: σ*ₓ of four test inputs of the showcase model."""
+    return {
+        "dataset": dataset,
+        "sigma0": exp.records.showcase(dataset).sigma,
+        "k": exp.records.showcase_k(dataset),
+        "examples": 4,
+        "data_root": exp.config["data_root"],
+        "seed": exp.config["seed"],
+    }
+
+
+def sigma_histogram_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    return {"sigma0": exp.records.showcase(dataset).sigma}
+
+
+# --- captions --------------------------------------------------------------------------------------
+
+
+def best_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
+    def caption(exp: Experiment, records: list[LogRecord]) -> str:
+        conventions = {r.dataset: exp.grid.uniform_convention(r.dataset) for r in records if r.norm == 1}
+        method, norm, level = display_name(records[0].method), records[0].norm, exp.statistics.alpha
+        return best_table_caption(method, norm=norm, uniform_conventions=conventions, selection=selection, alpha=level)
+
+    return caption
+
+
+def comparisons_caption_of(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
+    return lambda exp, records: f"{comparisons_caption(exp.statistics.alpha)} {selection_caption(selection)}"
+
+
+def runtime_caption_of(exp: Experiment, records: list[LogRecord]) -> str:
+    return runtime_caption()
+
+
+def paper_comparison_caption_of(exp: Experiment, records: list[LogRecord]) -> str:
+    return paper_comparison_caption(exp.statistics.alpha)
+
+
+def selection_optimism_caption_of(exp: Experiment, records: list[LogRecord]) -> str:
+    return selection_optimism_caption(exp.statistics.alpha)
+
+
+# --- a study's paired comparisons -----------------------------------------------------------------
+
+
+def first_method(exp: Experiment, study: Target, dataset: str) -> str:
+    """The row a seed paper's study compares every method with: its first method (Gaussian)."""
+    return display_name(study.methods[0])
+
+
+def ablation_baseline(exp: Experiment, study: Target, dataset: str) -> str:
+    """The ablation's all-on variant (Sun et al. 2024, Table 3: the full ACR-focused training)."""
+    full = {display_name(get_method(r.method).variants()[-1]) for r in exp.records.ablation_records(dataset)}
+    if len(full) != 1:
+        raise ValueError(f"{dataset}: the ablation comparisons need one ablated method, got {sorted(full)}")
+    return full.pop()
+
+
+def study_comparisons_caption(exp: Experiment, baseline: str) -> str:
+    return f"{comparisons_caption(exp.statistics.alpha)} Baseline: {baseline}, at each σ₀."
