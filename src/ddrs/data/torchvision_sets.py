@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: how many missing or extra class folders an error lists
 SHOWN = 5
+#: ImageNet's classes: the class folders ``imagenet`` expects in each split
+IMAGENET_CLASSES = 1000
 
 
 def mnist(split: str, root: Path, augment: bool) -> Dataset:
@@ -118,10 +120,8 @@ def _md5(stream) -> str:
 
 
 def _check_class_folders(folder: Path, other: Path) -> None:
-    """``folder`` holds ImageNet's ``num_classes`` class folders, and the same ones as ``other`` if it exists."""
-    from ddrs.data.registry import get_info
-
-    expected = get_info("imagenet").num_classes
+    """``folder`` holds the :data:`IMAGENET_CLASSES` class folders, and the same ones as ``other`` if it exists."""
+    expected = IMAGENET_CLASSES
     classes = _class_folders(folder)
     if other.is_dir():
         other_classes = _class_folders(other)
