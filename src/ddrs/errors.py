@@ -15,3 +15,7 @@ class LogFormatError(DDRSError):
 
 class DataFormatError(DDRSError):
     """A dataset file under the data root is unreadable."""
+
+
+class FetchError(DDRSError):
+    """A published log could not be brought into the local cache intact (network, mirror or checksum)."""
