@@ -63,17 +63,9 @@ from ddrs.analysis.evidence import (
     row_evidence,
     selection_masks,
 )
+from ddrs.analysis.loading import grouped, labelled_frames, load_records
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
-from ddrs.analysis.tables import (
-    LogRecords,
-    Radii,
-    _envelope,
-    _grouped,
-    _modes,
-    _radii_for,
-    labelled_frames,
-    load_records,
-)
+from ddrs.analysis.tables import LogRecords, Radii, envelope, radii_for, row_modes
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
@@ -137,9 +129,9 @@ def comparisons_table(
 ) -> pd.DataFrame:
     """The comparisons of a best table (:func:`~ddrs.analysis.tables.best_table`, same arguments):
     Method-DS vs Method, Method-DS² vs Method-DS and vs Method, per dataset and method."""
-    groups = _grouped(load_records(records), lambda r: (r.dataset, r.name))
-    rows = {key: (candidates[0][0], _modes(candidates, key[1])) for key, candidates in groups.items()}
-    evidence = {key: _envelope(candidates, radii, selection, inference.seed) for key, candidates in groups.items()}
+    groups = grouped(load_records(records), lambda r: (r.dataset, r.name))
+    rows = {key: (candidates[0][0], row_modes(candidates, key[1])) for key, candidates in groups.items()}
+    evidence = {key: envelope(candidates, radii, selection, inference.seed) for key, candidates in groups.items()}
     pairs = []
     for (dataset, name), (record, modes) in rows.items():
         for modes_b in BASELINES.get((modes["train"].lower(), modes["certify"].lower()), ()):
@@ -168,11 +160,11 @@ def study_comparisons_table(
             names = [r.name for r, _ in members]
             raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {names}")
         base_record, base_log = members[is_base.index(True)]
-        base = _envelope([(base_record, base_log)], radii, "test", inference.seed, single=True)
+        base = envelope([(base_record, base_log)], radii, "test", inference.seed, single=True)
         for (record, log), skip in zip(members, is_base, strict=True):
             if not skip:
                 keys = {"dataset": dataset, "sigma0": sigma0, "variant": record.name, "baseline": base_record.name}
-                pairs.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True), base))
+                pairs.append((keys, envelope([(record, log)], radii, "test", inference.seed, single=True), base))
     leading = ["dataset", "sigma0", "variant", "baseline"]
     return _table(pairs, leading, inference)
 
@@ -184,9 +176,9 @@ def selection_optimism_table(
     half, with a bootstrap interval (module docstring); arguments as
     :func:`~ddrs.analysis.tables.best_table`. Nothing is bold."""
     rows = []
-    for (dataset, name), candidates in _grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
+    for (dataset, name), candidates in grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
         record = candidates[0][0]
-        grid = _radii_for(radii, dataset, record.norm)
+        grid = radii_for(radii, dataset, record.norm)
         certified, radius = candidate_arrays([log for _, log in candidates], grid)
         select, evaluate = selection_masks("held_out", radius.shape[1], seed=inference.seed, dataset=dataset)
         by_radius, by_acr = chosen_candidates(certified, radius, select)
@@ -200,7 +192,7 @@ def selection_optimism_table(
         draws = bootstrap_means(flat, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
         draws = draws.reshape(inference.n_boot, *point.shape)
         low, high = percentile_interval(draws.max(axis=1) - draws[:, chosen, cells], inference.alpha)
-        row = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
+        row = {"dataset": dataset, "variant": name, **row_modes(candidates, name)}
         for column, value, lo, hi in zip([*map(radius_column, grid), PER_LOG], estimate, low, high, strict=True):
             row |= {column: value, **dict(zip(interval_columns(column), (lo, hi), strict=True))}
         rows.append(row)

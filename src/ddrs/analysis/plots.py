@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ddrs.analysis.loading import load_records
 from ddrs.analysis.metrics import (
     acr,
     certified_accuracy,
@@ -28,7 +29,6 @@ from ddrs.analysis.metrics import (
     true_class_p_a_lower,
 )
 from ddrs.analysis.records import LogRecord, display_name, load_log, variant_order
-from ddrs.analysis.tables import load_records
 from ddrs.core.binomial import clopper_pearson
 from ddrs.io import atomic_path
 
@@ -94,7 +94,7 @@ def sigma_panels_figure(
     """Figures 3–5: certified accuracy vs radius, one panel per σ₀, the envelope last.
 
     ``records`` are one dataset and method: Method (fixed σ = σ₀), Method-DS and Method-DS²
-    logs, on the inputs the tables count (:func:`~ddrs.analysis.tables.load_records`). A variant
+    logs, on the inputs the tables count (:func:`~ddrs.analysis.loading.load_records`). A variant
     with several K is drawn as its best over K at each radius; the last panel is each variant's
     best over σ₀ and K (the envelope of Tables 1–3).
     """

@@ -33,7 +33,7 @@ class LogRecord:
     (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``sigma_log`` is the σ log that chose the
     log's scales (``ds``, ``gds``): its ``time`` column is Appendix F's cost of choosing σ.
     ``common_inputs``: a table may cut the logs of this record's dataset to the test inputs all of
-    them certify (:func:`ddrs.analysis.tables.restrict_to_common_inputs`) instead of refusing them.
+    them certify (:func:`ddrs.analysis.loading.restrict_to_common_inputs`) instead of refusing them.
     """
 
     log: str | os.PathLike | pd.DataFrame

@@ -245,7 +245,9 @@ def paper_comparison_caption(alpha: float = 0.05) -> str:
     return (
         "Our tables next to the DDRS paper's printed numbers (certified accuracy in percent, ACR in "
         f"radius units); difference = ours − paper; ours_low/ours_high: our {100 * (1 - alpha):g}% interval; "
-        "paper_inside: 1 where the paper's number lies inside it. ACR compares the paper's convention "
+        "paper_inside: 1 where the paper's number lies inside it. The interval covers the sampling of test "
+        "inputs for our one trained model, not the variation between training runs, so paper_inside is no test "
+        "of a reproduction. ACR compares the paper's convention "
         "(ACR_per_input_best, an oracle over the row's logs); ACR_per_log is our best single log. Our cells "
         "are chosen on the test inputs they report, as the paper's, so their intervals leave out that "
         "choice's optimism and nothing here is a test between rows (the _held_out tables carry the tests). "

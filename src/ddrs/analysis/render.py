@@ -249,7 +249,8 @@ def selection_caption(selection: str) -> str:
         return (
             "Held-out selection: each cell's σ (FS) or (σ₀, K) (DS) is chosen on a seeded half of the "
             "test inputs and reported on the other half (ACR_per_input_best stays an oracle), so every "
-            "row is tested."
+            "row is tested. The halves split inputs, not certificates: a memory-based log (Algorithm 3, "
+            "certified in idx order) lets an input's certificate depend on earlier inputs of either half."
         )
     raise ValueError(f"selection {selection!r}: choose 'test' or 'held_out'")
 

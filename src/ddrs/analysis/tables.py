@@ -23,8 +23,7 @@ the split).
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +31,9 @@ import pandas as pd
 
 from ddrs.analysis.assemble import BOLD_ATTR, assemble, radius_column
 from ddrs.analysis.evidence import PER_LOG, row_evidence, selection_masks
+from ddrs.analysis.loading import grouped, labelled_frames, load_records
 from ddrs.analysis.metrics import paper_radii
-from ddrs.analysis.records import LogRecord, load_log, modes_of, variant_order
+from ddrs.analysis.records import LogRecord, modes_of
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.core.memory import MEMORY_ACTIONS
 from ddrs.errors import LogFormatError
@@ -53,7 +53,7 @@ class BestTable:
     winners: pd.DataFrame
 
 
-def _radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
+def radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
     if radii is None:
         return paper_radii(dataset, norm)
     if isinstance(radii, Mapping):
@@ -63,113 +63,12 @@ def _radii_for(radii: Radii, dataset: str, norm: int) -> tuple[float, ...]:
     return tuple(radii)
 
 
-def load_records(records: Sequence[LogRecord]) -> list[tuple[LogRecord, pd.DataFrame]]:
-    """Every record with its log, as the tables compare them: a header-only log refused, logs of a
-    ``common_inputs`` dataset cut to the inputs all of them certify, and otherwise logs of
-    different inputs refused (:func:`restrict_to_common_inputs`)."""
-    if not records:
-        raise ValueError("no certification logs given")
-    loaded = [(record, with_rows(record.source, record.load())) for record in records]
-    common = {record.dataset for record in records if record.common_inputs}
-    if common:
-        logs = restrict_to_common_inputs([(r.source, r.dataset, log) for r, log in loaded], common)
-        loaded = [(record, log) for (record, _), log in zip(loaded, logs, strict=True)]
-    _check_same_inputs([(record.source, record.dataset, log) for record, log in loaded])
-    return loaded
-
-
-def with_rows(source: str, log: pd.DataFrame) -> pd.DataFrame:
-    """The log, refused with a message naming ``source`` when it has no rows (a header only):
-    a table would have no input to count."""
-    if log.empty:
-        raise ValueError(f"{source}: the log has no rows (a header only); rerun the job that wrote it, or leave it out")
-    return log
-
-
-def labelled_frames(
-    logs: Mapping[str, str | os.PathLike | pd.DataFrame], *, common_inputs: bool = False
-) -> dict[str, pd.DataFrame]:
-    """Labelled logs loaded as one comparison reads them (``ddrs table``, ``ddrs plot``): each with
-    rows and all of the same test inputs, errors naming the files; with ``common_inputs``, cut to
-    the inputs all of them certify instead (:func:`restrict_to_common_inputs`)."""
-    if not logs:
-        raise ValueError("no certification logs given")
-    sources = {label: _source(log) for label, log in logs.items()}
-    frames = {label: with_rows(sources[label], load_log(log)) for label, log in logs.items()}
-    if common_inputs:
-        cut = restrict_to_common_inputs([(sources[label], "", frame) for label, frame in frames.items()], {""})
-        frames = dict(zip(frames, cut, strict=True))
-    _check_same_inputs([(sources[label], "", frame) for label, frame in frames.items()])
-    return frames
-
-
-def restrict_to_common_inputs(
-    logs: Sequence[tuple[str, str, pd.DataFrame]], datasets: Collection[str]
-) -> list[pd.DataFrame]:
-    """The logs (source, dataset, log), those of ``datasets`` cut to the test inputs every log of
-    their dataset certifies, with a warning naming the counts where any log loses inputs.
-
-    An opt-in for given logs that stop early (Cohen et al.'s published ImageNet σ = 0.25 log
-    certifies 427 of the 500 inputs); by default logs of different inputs are an error.
-    """
-    shared: dict[str, set] = {}
-    for _, dataset, log in logs:
-        if dataset in datasets:
-            inputs = set(log["idx"].tolist())
-            shared[dataset] = shared[dataset] & inputs if dataset in shared else inputs
-    for dataset, inputs in shared.items():
-        counts = {source: log["idx"].nunique() for source, d, log in logs if d == dataset}
-        if not inputs:
-            raise ValueError(f"{dataset}: the logs {sorted(counts)} certify no test input in common")
-        cut = {source: n for source, n in counts.items() if n != len(inputs)}
-        if cut:
-            warnings.warn(
-                f"{dataset + ': ' if dataset else ''}every log is restricted to the {len(inputs)} test inputs all "
-                f"{len(counts)} logs certify; inputs before: "
-                + ", ".join(f"{source} {n}" for source, n in counts.items()),
-                stacklevel=2,
-            )
-    return [
-        log[log["idx"].isin(shared[dataset])].reset_index(drop=True) if dataset in shared else log
-        for _, dataset, log in logs
-    ]
-
-
-def _check_same_inputs(logs: Sequence[tuple[str, str, pd.DataFrame]]) -> None:
-    """Logs compared in one table must certify the same test inputs: (source, dataset, log)."""
-    first: dict[str, tuple[str, set]] = {}
-    for source, dataset, log in logs:
-        if log["idx"].duplicated().any():
-            raise LogFormatError(f"{source}: an input idx appears twice; a log certifies each input once")
-        inputs = set(log["idx"].tolist())
-        reference, expected = first.setdefault(dataset, (source, inputs))
-        if expected != inputs:
-            raise ValueError(
-                f"{source} and {reference} certify different test inputs ({len(inputs)} vs "
-                f"{len(expected)} rows); compare logs of the same test set, or opt in to their common inputs "
-                "(a dataset's `common_inputs: true`, `--common-inputs` of `ddrs table` and `ddrs plot`)"
-            )
-
-
-def _grouped(loaded, key) -> dict[tuple, list[tuple[LogRecord, pd.DataFrame]]]:
-    """Group in the paper's order: datasets as first seen, then Method, -DS, -DS², others."""
-    datasets = list(dict.fromkeys(record.dataset for record, _ in loaded))
-    names = variant_order(record for record, _ in loaded)
-    ordered = sorted(loaded, key=lambda item: (datasets.index(item[0].dataset), names.index(item[0].name)))
-    groups: dict[tuple, list] = {}
-    for record, log in ordered:
-        groups.setdefault(key(record), []).append((record, log))
-    for members in groups.values():
-        members.sort(key=lambda item: (item[0].sigma0, -1 if item[0].K is None else item[0].K))
-    return groups
-
-
-def _envelope(candidates, radii: Radii, selection: str, seed: int, single: bool = False):
+def envelope(candidates, radii: Radii, selection: str, seed: int, single: bool = False):
     """Evidence of a best row over its candidates, under ``selection``."""
     record, log = candidates[0]
     select, evaluate = selection_masks(selection, len(log), seed=seed, dataset=record.dataset)
     logs = [log for _, log in candidates]
-    grid = _radii_for(radii, record.dataset, record.norm)
+    grid = radii_for(radii, record.dataset, record.norm)
     return row_evidence(record.dataset, logs, grid, select=select, evaluate=evaluate, single=single)
 
 
@@ -194,7 +93,7 @@ def _winner(record: LogRecord, metric: str, radius: float, value: float) -> dict
     }
 
 
-def _modes(candidates, name) -> dict:
+def row_modes(candidates, name) -> dict:
     train, certify = modes_of((record for record, _ in candidates), name)
     return {"train": train.upper(), "certify": certify.upper()}
 
@@ -210,11 +109,11 @@ def best_table(
     ``radii`` is one grid, a ``{dataset: grid}`` mapping, or ``None`` for the paper's grids
     (:func:`~ddrs.analysis.metrics.paper_radii`; ℓ1 grid of Table 4 for uniform noise).
     """
-    groups = _grouped(load_records(records), lambda r: (r.dataset, r.name))
+    groups = grouped(load_records(records), lambda r: (r.dataset, r.name))
     rows = []
     for (dataset, name), candidates in groups.items():
-        keys = {"dataset": dataset, "variant": name, **_modes(candidates, name)}
-        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
+        keys = {"dataset": dataset, "variant": name, **row_modes(candidates, name)}
+        rows.append((keys, envelope(candidates, radii, selection, inference.seed)))
     table = assemble(rows, ["dataset", "variant", "train", "certify"], inference=inference)
     winners = [
         w
@@ -232,11 +131,11 @@ def per_setting_table(
     Bold compares the rows of one σ₀ (each σ₀ block is its own group, as the appendix lays them
     out): Method, and Method-DS and -DS² at every K."""
     rows = []
-    for (dataset, name), members in _grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
+    for (dataset, name), members in grouped(load_records(records), lambda r: (r.dataset, r.name)).items():
         for record, log in members:
-            keys = {"dataset": dataset, "variant": name, **_modes(members, name), "sigma0": record.sigma0}
+            keys = {"dataset": dataset, "variant": name, **row_modes(members, name), "sigma0": record.sigma0}
             keys["K"] = record.K
-            rows.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True)))
+            rows.append((keys, envelope([(record, log)], radii, "test", inference.seed, single=True)))
     leading = ["dataset", "variant", "train", "certify", "sigma0", "K"]
     frame = assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
     frame["K"] = frame["K"].astype("Int64")
@@ -255,7 +154,7 @@ def per_sigma_table(
     rows = []
     for _, (record, log) in sorted(enumerate(loaded), key=lambda item: (item[1][0].sigma0, item[0])):
         keys = {"dataset": record.dataset, "sigma0": record.sigma0, "variant": record.name}
-        rows.append((keys, _envelope([(record, log)], radii, "test", inference.seed, single=True)))
+        rows.append((keys, envelope([(record, log)], radii, "test", inference.seed, single=True)))
     leading = ["dataset", "sigma0", "variant"]
     return assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
 
@@ -271,13 +170,13 @@ def grid_search_table(
     """
     loaded = load_records(records)
     rows = []
-    per_sigma = _grouped(loaded, lambda r: (r.dataset, r.sigma0, r.name))
+    per_sigma = grouped(loaded, lambda r: (r.dataset, r.sigma0, r.name))
     for (dataset, sigma0, name), candidates in sorted(per_sigma.items(), key=_by_dataset_then_sigma(per_sigma)):
         keys = {"dataset": dataset, "sigma0": f"{sigma0:g}", "variant": name}
-        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
-    for (dataset, name), candidates in _grouped(loaded, lambda r: (r.dataset, r.name)).items():
+        rows.append((keys, envelope(candidates, radii, selection, inference.seed)))
+    for (dataset, name), candidates in grouped(loaded, lambda r: (r.dataset, r.name)).items():
         keys = {"dataset": dataset, "sigma0": "envelope", "variant": name}
-        rows.append((keys, _envelope(candidates, radii, selection, inference.seed)))
+        rows.append((keys, envelope(candidates, radii, selection, inference.seed)))
     leading = ["dataset", "sigma0", "variant"]
     return assemble(rows, leading, groups=("dataset", "sigma0"), inference=inference)
 
@@ -375,10 +274,6 @@ def log_table(
         for (metric, radius, column), chosen in zip(cells, envelope.chosen, strict=True)
     ]
     return BestTable(table, pd.DataFrame(winners))
-
-
-def _source(log) -> str:
-    return "<DataFrame>" if isinstance(log, pd.DataFrame) else str(log)
 
 
 def gradient_norms_table(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:

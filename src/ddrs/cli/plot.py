@@ -29,9 +29,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.analysis.loading import labelled_frames
     from ddrs.analysis.plots import curves_figure, save_figure
     from ddrs.analysis.records import labelled_logs
-    from ddrs.analysis.tables import labelled_frames
 
     if not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must be in (0, 1), got {args.alpha}")

@@ -55,9 +55,9 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.analysis import RADII_CIFAR10, log_table, to_markdown, write_table
+    from ddrs.analysis.loading import labelled_frames
     from ddrs.analysis.records import labelled_logs
     from ddrs.analysis.stats import Inference
-    from ddrs.analysis.tables import labelled_frames
 
     radii = list(RADII_CIFAR10) if args.radii is None else args.radii
     inference = Inference(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed)
