@@ -17,69 +17,7 @@ turns them into rules and flags; job run times are :func:`~ddrs.pipeline.resourc
 Unit tests pin the design here (``tests/test_experiments.py``); the DAG tests only check the wiring.
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
-
-from ddrs.analysis.records import LogRecord
-from ddrs.analysis.table_settings import TableStatistics
-from ddrs.pipeline.catalogue import CATALOGUE
-from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.experiment import Experiment
 from ddrs.pipeline.layout import Layout, Run
-from ddrs.pipeline.records import Records
-from ddrs.pipeline.target import Target
-from ddrs.pipeline.training_plan import TrainingPlan
-from ddrs.pipeline.validation import check_references
 
 __all__ = ["Experiment", "Layout", "Run"]
-
-
-class Experiment:
-    """The experiment of one validated config: its run grid, training plan, records, table
-    statistics and the catalogue's targets."""
-
-    def __init__(self, config: Mapping[str, Any]):
-        check_references(config)
-        self.config = config
-        self.grid = RunGrid(config)
-        self.layout: Layout = self.grid.layout
-        self.training = TrainingPlan(self.grid)
-        self.records = Records(self.grid, self.training)
-        self.statistics = TableStatistics.from_config(config)
-
-    def targets(self) -> list[tuple[Target, dict[str, str], str]]:
-        """Every instance of every catalogue entry on this config: (entry, wildcards, output name)."""
-        return [
-            (target, wildcards, target.pattern.format(**wildcards))
-            for target in CATALOGUE.values()
-            for wildcards in target.instances(self, target)
-        ]
-
-    def runs(self) -> list[Run]:
-        """Every base classifier the grid trains or imports: the DDRS grid's and the studies' (matched
-        variants included), in order of first use."""
-        runs = dict.fromkeys(self.records.runs())
-        for target, wildcards, _ in self.targets():
-            for r in target.query(self, wildcards):
-                if not self.grid.is_logs(r.dataset):
-                    runs[Run(r.dataset, r.method, r.train_mode, r.sigma0)] = None
-        return list(runs)
-
-    def _outputs(self, kind: str) -> list[str]:
-        return [t.paths(self.layout, name)[kind] for t, _, name in self.targets() if kind in t.outputs]
-
-    def tables(self) -> list[str]:
-        """Every table target (its CSV)."""
-        return self._outputs("csv")
-
-    def figures(self) -> list[str]:
-        """Every figure target (its PNG)."""
-        return self._outputs("png")
-
-    def target_records(self, name: str) -> list[LogRecord]:
-        """The records of the table or figure called ``name`` (e.g. ``consistency_mnist5k``)."""
-        for target, wildcards, output in self.targets():
-            if output == name:
-                return target.query(self, wildcards)
-        raise ValueError(f"{name!r} is not a table or figure of this experiment")

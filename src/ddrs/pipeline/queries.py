@@ -6,7 +6,7 @@ wildcard values the entry is built (instances), which logs it reads (records), w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ddrs.analysis.records import LogRecord, display_name
 from ddrs.analysis.reference import BEST_TABLES, PAPER_TABLES, paper_comparison_caption
@@ -19,10 +19,7 @@ from ddrs.analysis.render import (
 )
 from ddrs.methods import METHODS, get_method
 from ddrs.pipeline.layout import run_file
-from ddrs.pipeline.target import Target, Wildcards
-
-if TYPE_CHECKING:
-    from ddrs.pipeline import Experiment
+from ddrs.pipeline.target import Experiment, Target, Wildcards
 
 Query = Callable[..., Any]
 

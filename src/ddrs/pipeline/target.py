@@ -8,12 +8,25 @@ import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ddrs.analysis.records import LogRecord
+from ddrs.analysis.table_settings import TableStatistics
+from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.layout import Layout
+from ddrs.pipeline.records import Records
+from ddrs.pipeline.training_plan import TrainingPlan
 
-if TYPE_CHECKING:
-    from ddrs.pipeline import Experiment
+
+class Experiment(Protocol):
+    """What a catalogue entry asks of an experiment (:class:`ddrs.pipeline.experiment.Experiment`)."""
+
+    config: Mapping[str, Any]
+    layout: Layout
+    grid: RunGrid
+    training: TrainingPlan
+    records: Records
+    statistics: TableStatistics
 
 Wildcards = dict[str, str]
 #: output kinds: a table (CSV with Markdown and LaTeX beside it), its winners, a figure (PNG + PDF)
