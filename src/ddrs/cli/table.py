@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from ddrs.cli import _compared_logs as compared_logs
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -15,7 +17,7 @@ def add_parser(subparsers) -> None:
         help="tabulate certified accuracy (%%) per radius and ACR of certification logs",
         description=__doc__,
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="certification logs (ours or Cohen-format)")
+    compared_logs.add_arguments(parser, label_help="one row name per log")
     parser.add_argument(
         "--radii",
         nargs="+",
@@ -24,7 +26,6 @@ def add_parser(subparsers) -> None:
         metavar="R",
         help="radii of the columns (default: the paper's CIFAR-10 grid 0, 0.25, ..., 2.5)",
     )
-    parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help="one row name per log")
     parser.add_argument("--decimals", type=int, default=1, help="decimals of the percentages in .md/.tex")
     parser.add_argument("--alpha", type=float, default=0.05, help="interval level 1 - ALPHA, and the bold test's level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the ACR bootstrap and permutation test")
@@ -43,25 +44,17 @@ def add_parser(subparsers) -> None:
         "bootstrap ACR differences with a sign-flip permutation test, Holm over every comparison and "
         "column, written to <out>_comparisons.csv/.md/.tex",
     )
-    parser.add_argument(
-        "--common-inputs",
-        action="store_true",
-        help="cut every log to the test inputs all of them certify, with a warning naming the counts "
-        "(given logs that stop early); by default logs of different inputs are an error",
-    )
     parser.add_argument("--out", required=True, help="table.csv to write (.md and .tex beside it)")
     parser.set_defaults(run=run, compute="numpy")
 
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.analysis import RADII_CIFAR10, log_table, to_markdown, write_table
-    from ddrs.analysis.loading import labelled_frames
-    from ddrs.analysis.records import labelled_logs
     from ddrs.analysis.stats import Inference
 
     radii = list(RADII_CIFAR10) if args.radii is None else args.radii
     inference = Inference(alpha=args.alpha, n_boot=args.n_boot, seed=args.seed)
-    logs = labelled_frames(labelled_logs(args.logs, args.label), common_inputs=args.common_inputs)
+    logs = compared_logs.load(args)
     result = log_table(logs, radii, inference=inference)
     write_table(result.table, args.out, decimals=args.decimals, bold=args.bold)
     print(to_markdown(result.table, decimals=args.decimals, bold=args.bold), end="")
