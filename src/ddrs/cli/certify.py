@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.core.settings import MEMORY_FORMATS, CertifySettings
+from ddrs.core.settings import MEMORY_FORMATS, CertifySettings, settings_from
 
 
 def _batch(value: str) -> int | None:
@@ -88,17 +88,7 @@ def check(args: argparse.Namespace) -> CertifySettings:
 
     _test_inputs.check(args)
     _columns(args)
-    return CertifySettings(
-        noise=get_noise(args.noise).name,
-        n0=args.n0,
-        n=args.n,
-        alpha=args.alpha,
-        batch_size=args.batch,
-        seed=args.seed,
-        precision=args.precision,
-        memory_format=args.memory_format,
-        compile=args.compile,
-    )
+    return settings_from(CertifySettings, vars(args), noise=get_noise(args.noise).name, batch_size=args.batch)
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.core.settings import DEFAULT_CLAMP, GRID_BUDGET, SIGMA_OBJECTIVES, Algorithm1Settings, GridSearchSettings
+from ddrs.core.settings import (
+    DEFAULT_CLAMP,
+    GRID_BUDGET,
+    SIGMA_OBJECTIVES,
+    Algorithm1Settings,
+    GridSearchSettings,
+    settings_from,
+)
 
 
 def add_parser(subparsers) -> None:
@@ -55,21 +62,12 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
     from ddrs.core.sigma import grid_for_budget
 
     _test_inputs.check(args)
-    common = dict(
-        sigma0=args.sigma0,
-        noise=get_noise(args.noise).name,
-        objective=args.objective,
-        clamp=args.clamp,
-        n0=args.n0,
-        batch=args.batch,
-        seed=args.seed,
-        precision=args.precision,
-    )
+    noise = get_noise(args.noise).name
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
-        return GridSearchSettings(grid=grid.tolist(), n=args.grid_n, **common)
-    return Algorithm1Settings(
-        steps=args.k, n=args.n, lr=args.lr, min_scale=args.min_sigma, max_scale=args.max_sigma, **common
+        return settings_from(GridSearchSettings, vars(args), noise=noise, grid=grid.tolist(), n=args.grid_n)
+    return settings_from(
+        Algorithm1Settings, vars(args), noise=noise, steps=args.k, min_scale=args.min_sigma, max_scale=args.max_sigma
     )
 
 

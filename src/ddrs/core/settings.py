@@ -8,8 +8,9 @@ dataclass checks itself when built and names the first bad value; the loops of
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 #: Precisions of the base classifier's forward pass (``ddrs.core.device.autocast`` maps them to dtypes).
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -100,6 +101,13 @@ def validate_certify_args(*, n0: int, n: int, alpha: float, batch_size: int | No
         raise ValueError(f"batch_size must be positive, got {batch_size}")
 
 
+def settings_from(cls: type, source: Mapping[str, Any], **given: Any):
+    """A settings object of class ``cls`` from the entries of ``source`` named as its fields (a
+    command's arguments, a training config), ``given`` over them for the fields named otherwise."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{**{key: value for key, value in source.items() if key in names}, **given})
+
+
 def _positive(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be > 0, got {value}")
@@ -146,17 +154,11 @@ class CertifySettings:
             raise ValueError(f"inputs_per_call must be positive, got {self.inputs_per_call}")
 
     def resume_settings(self) -> dict[str, object]:
-        """The settings that decide a log's rows: a partial log resumes only under the same ones."""
-        return {
-            "noise": self.noise,
-            "n0": self.n0,
-            "n": self.n,
-            "alpha": self.alpha,
-            "seed": self.seed,
-            "precision": self.precision,
-            "memory_format": self.memory_format,
-            "compile": self.compile,
-        }
+        """The settings that decide a log's rows (all but the batching): a partial log resumes only
+        under the same ones."""
+        settings = asdict(self)
+        del settings["batch_size"], settings["inputs_per_call"]
+        return settings
 
 
 @dataclass(frozen=True, kw_only=True)
