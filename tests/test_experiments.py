@@ -1,19 +1,15 @@
-"""The experiment design (ddrs.pipeline) as plain unit tests: which logs make up which table,
-where they live, and that the config schema allows exactly what the registries define."""
+"""The experiment design (ddrs.pipeline) as plain unit tests: which logs make up which table and
+where they live (the config schema's own tests: test_schema.py)."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ddrs.data import DATASETS
-from ddrs.methods import METHODS
-from ddrs.models import ARCHS
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.published import missing_checkpoints, missing_checkpoints_message
@@ -239,12 +235,12 @@ def test_train_options_hold_the_method_section_and_build_a_train_config():
 
 def test_showcase_and_k_sweep_records():
     exp = Experiment(digits_config())
-    assert exp.records.showcase("digits") == Run("digits", "cohen", "fs", 0.25)
-    showcase = exp.records.showcase_records("digits")
+    assert exp.figure_records.showcase("digits") == Run("digits", "cohen", "fs", 0.25)
+    showcase = exp.figure_records.showcase_records("digits")
     assert {(r.method, r.name, r.sigma0, r.K) for r in showcase} >= {("cohen", "Cohen", 0.25, None)}
     assert {r.K for r in showcase} == {None, 200} and {r.sigma0 for r in showcase} == {0.25}
     assert {r.method for r in showcase} == {"cohen", "smoothadv", "macer"}
-    sweep = exp.records.k_sweep_records("macer", "digits")
+    sweep = exp.figure_records.k_sweep_records("macer", "digits")
     assert [(r.name, r.sigma0, r.K) for r in sweep] == [("MACER-DS²", 0.12, k) for k in (50, 100, 200)]
 
 
@@ -414,101 +410,6 @@ def test_an_unconfigured_table_is_an_error():
     cfg["methods"] = ["cohen"]
     with pytest.raises(ValueError, match="no configured method feeds table 'table3'"):
         Experiment(cfg).records.table_records("table3")
-
-
-# --- the schema follows the registries ---------------------------------------------------------
-
-SCHEMA = yaml.safe_load((REPO / "config" / "schema" / "config.schema.yaml").read_text())
-#: TrainConfig fields the experiment design sets per model (Experiment.train_options), never the config
-PER_RUN_FIELDS = {"dataset", "arch", "method", "train_mode", "sigma", "seed", "device", "data_root", "params", "init"}
-#: TrainConfig fields set from optimize_sigma: Algorithm 2 runs Algorithm 1 as certification does
-FROM_OPTIMIZE_SIGMA = {"sigma_objective", "sigma_clamp"}
-#: TrainConfig fields that only make sense outside the workflow (uniform_convention: the workflow
-#: converts σ itself)
-NOT_IN_WORKFLOW = {"uniform_convention"}
-
-
-def enums(node, path=""):
-    """Every ``enum`` list of the schema, by where it stands."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "enum":
-                yield path, value
-            else:
-                yield from enums(value, f"{path}/{key}")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from enums(value, f"{path}/{index}")
-
-
-def test_every_enum_of_the_schema_is_a_registry():
-    """The schema restates the registries; each of its lists must equal the one it restates."""
-    from ddrs.analysis.evidence import SELECTIONS
-    from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-    from ddrs.methods import MACER_FORMS, STABILITY_DIVERGENCES
-    from ddrs.pipeline.grid import SOURCES
-    from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
-
-    gaussian = [name for name, method in METHODS.items() if method.noise == "gaussian"]
-    registries = {
-        "/properties/methods/items": list(METHODS),
-        "/properties/datasets/propertyNames": list(DATASETS),
-        "/properties/grid_search/properties/datasets/items": list(DATASETS),
-        "/properties/exclude_datasets/items": list(DATASETS),
-        "/properties/grid_search/properties/method": gaussian,
-        "/$defs/dataset/properties/arch": list(ARCHS),
-        "/$defs/dataset/properties/source": list(SOURCES),
-        "/$defs/dataset/allOf/0/if/properties/source": [s for s in SOURCES if s != "logs"],
-        "/$defs/dataset/properties/uniform_convention": list(UNIFORM_CONVENTIONS),
-        "/$defs/dataset/properties/checkpoints/propertyNames": [
-            n for n, m in METHODS.items() if m.published_format is not None
-        ],
-        "/$defs/dataset/properties/k_by_method/propertyNames": list(METHODS),
-        "/$defs/dataset/properties/train_by_method/propertyNames": list(METHODS),
-        "/properties/optimize_sigma/properties/n_by_method/propertyNames": list(METHODS),
-        "/$defs/dataset/properties/ds_fine_tune/propertyNames": [
-            n for n, m in METHODS.items() if "ds" in m.train_modes
-        ],
-        "/properties/uniform/properties/convention": list(UNIFORM_CONVENTIONS),
-        "/properties/optimize_sigma/properties/objective": list(SIGMA_OBJECTIVES),
-        "/properties/precision": list(PRECISIONS),
-        "/$defs/train/properties/precision": list(PRECISIONS),
-        "/properties/certify/properties/memory_format": list(MEMORY_FORMATS),
-        "/$defs/train/properties/memory_format": list(MEMORY_FORMATS),
-        "/$defs/train/properties/c_a": list(C_A_RULES),
-        "/$defs/train/properties/noise_batching": list(NOISE_BATCHINGS),
-        "/$defs/train/properties/feed": list(FEEDS),
-        "/$defs/train/properties/sigma_model_mode": list(SIGMA_MODEL_MODES),
-        "/properties/statistics/properties/selection/items": list(SELECTIONS),
-        "/$defs/train/properties/stability/properties/divergence": list(STABILITY_DIVERGENCES),
-        "/$defs/train/properties/macer/properties/form": list(MACER_FORMS),
-    }
-    found = dict(enums(SCHEMA))
-    divergences = {p: values for p, values in found.items() if p.endswith("/divergence") and p not in registries}
-    assert {path: found[path] for path in registries} == registries
-    assert set(found) - set(registries) == set(divergences), "an enum the test does not know"
-    # the consistency regularizer's divergences (Jeong & Shin 2020, Table 4): each accepted, others not
-    import torch
-
-    from ddrs.training.consistency import consistency_term
-
-    logits = torch.zeros(2, 3, 4)
-    from ddrs.methods import DIVERGENCES
-
-    for values in divergences.values():
-        assert values == list(DIVERGENCES)
-        for value in values:
-            consistency_term(logits, value)
-    with pytest.raises(ValueError, match="unknown divergence"):
-        consistency_term(logits, "js")
-
-
-def test_schema_train_section_is_keyed_by_train_config_fields_and_method_params():
-    train = SCHEMA["$defs"]["train"]["properties"]
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    assert set(train) - set(METHODS) == fields - PER_RUN_FIELDS - FROM_OPTIMIZE_SIGMA - NOT_IN_WORKFLOW
-    for name, method in METHODS.items():
-        assert set(train[name].get("properties", {})) == {f.name for f in dataclasses.fields(method.params)}, name
 
 
 def test_the_conda_environment_pins_what_pyproject_requires():

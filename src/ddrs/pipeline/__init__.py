@@ -6,7 +6,9 @@ An :class:`Experiment` is composed of small objects, each with one job:
   K grids, smoothing scales and directories;
 - :class:`~ddrs.pipeline.training_plan.TrainingPlan` (``exp.training``): what each one trains with;
 - :class:`~ddrs.pipeline.records.Records` (``exp.records``): which certification logs exist and
-  the queries that pick a table's or figure's;
+  the queries that pick a table's;
+- :class:`~ddrs.pipeline.figure_records.FigureRecords` (``exp.figure_records``): the datasets,
+  models and logs the figures show;
 - :class:`~ddrs.analysis.table_settings.TableStatistics` (``exp.statistics``): the tables' intervals,
   tests and selections;
 - the catalogue (:mod:`ddrs.pipeline.catalogue`): the paper's tables and figures, one entry each,

@@ -8,12 +8,15 @@ from typing import Any
 from ddrs.analysis.records import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.figure_records import FigureRecords
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Layout, Run
+from ddrs.pipeline.published_logs import PublishedLogs
 from ddrs.pipeline.records import Records
 from ddrs.pipeline.target import Target
 from ddrs.pipeline.training_plan import TrainingPlan
 from ddrs.pipeline.validation import check_references
+
 
 class Experiment:
     """The experiment of one validated config: its run grid, training plan, records, table
@@ -26,7 +29,11 @@ class Experiment:
         self.layout: Layout = self.grid.layout
         self.training = TrainingPlan(self.grid)
         self.records = Records(self.grid, self.training)
+        self.figure_records = FigureRecords(self.grid, self.records)
         self.statistics = TableStatistics.from_config(config)
+        #: the published logs it fetches and tabulates (``published_logs``; None when the config has none)
+        published = config.get("published_logs")
+        self.published = None if published is None else PublishedLogs(published, self.layout)
 
     def targets(self) -> list[tuple[Target, dict[str, str], str]]:
         """Every instance of every catalogue entry on this config: (entry, wildcards, output name)."""

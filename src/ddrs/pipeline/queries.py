@@ -69,15 +69,15 @@ def computed_datasets(has: Callable[[Experiment, Target, str], Any]) -> Callable
 
 
 def figure_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
-    """The datasets of the figures (:meth:`~ddrs.pipeline.records.Records.figure_datasets`)."""
-    return [{"dataset": d} for d in exp.records.figure_datasets()] if wanted(exp, target) else []
+    """The datasets of the figures (:meth:`~ddrs.pipeline.figure_records.FigureRecords.datasets`)."""
+    return [{"dataset": d} for d in exp.figure_records.datasets()] if wanted(exp, target) else []
 
 
 def method_figures(exp: Experiment, target: Target) -> list[Wildcards]:
     """Every full method on every figure dataset where it has a σ grid."""
     return [
         {"method": m, "dataset": d}
-        for d in exp.records.figure_datasets()
+        for d in exp.figure_records.datasets()
         for m in exp.grid.full_methods()
         if exp.grid.sigmas(d, m)
     ]
@@ -141,15 +141,15 @@ def ablation_records(exp: Experiment, target: Target, dataset: str) -> list[LogR
 
 
 def method_dataset_records(exp: Experiment, target: Target, method: str, dataset: str) -> list[LogRecord]:
-    return exp.records.method_dataset_records(method, dataset)
+    return exp.figure_records.method_dataset_records(method, dataset)
 
 
 def k_sweep_records(exp: Experiment, target: Target, method: str, dataset: str) -> list[LogRecord]:
-    return exp.records.k_sweep_records(method, dataset)
+    return exp.figure_records.k_sweep_records(method, dataset)
 
 
 def showcase_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
-    return exp.records.showcase_records(dataset)
+    return exp.figure_records.showcase_records(dataset)
 
 
 # --- files and params: the builder's other keywords ------------------------------------------------
@@ -157,7 +157,9 @@ def showcase_records(exp: Experiment, target: Target, dataset: str) -> list[LogR
 
 def showcase_file(exp: Experiment, dataset: str, name: str) -> str:
     """A run file (:data:`~ddrs.pipeline.layout.RUN_FILES`) of the showcase model, at its largest K."""
-    return run_file(exp.grid.run_dir(exp.records.showcase(dataset)), name, k=exp.records.showcase_k(dataset))
+    return run_file(
+        exp.grid.run_dir(exp.figure_records.showcase(dataset)), name, k=exp.figure_records.showcase_k(dataset)
+    )
 
 
 def gradient_norm_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
@@ -213,8 +215,8 @@ def sigma_examples_params(exp: Experiment, target: Target, dataset: str) -> dict
     """Figure: σ*ₓ of four test inputs of the showcase model."""
     return {
         "dataset": dataset,
-        "sigma0": exp.records.showcase(dataset).sigma,
-        "k": exp.records.showcase_k(dataset),
+        "sigma0": exp.figure_records.showcase(dataset).sigma,
+        "k": exp.figure_records.showcase_k(dataset),
         "examples": 4,
         "data_root": exp.config["data_root"],
         "seed": exp.config["seed"],
@@ -222,7 +224,7 @@ def sigma_examples_params(exp: Experiment, target: Target, dataset: str) -> dict
 
 
 def sigma_histogram_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    return {"sigma0": exp.records.showcase(dataset).sigma}
+    return {"sigma0": exp.figure_records.showcase(dataset).sigma}
 
 
 # --- captions --------------------------------------------------------------------------------------
@@ -271,3 +273,72 @@ def ablation_baseline(exp: Experiment, study: Target, dataset: str) -> str:
 
 def study_comparisons_caption(exp: Experiment, baseline: str) -> str:
     return f"{comparisons_caption(exp.statistics.alpha)} Baseline: {baseline}, at each σ₀."
+
+
+# --- published logs (issue 35): the authors' certification logs, fetched per repository --------------
+
+
+def published_audit(exp: Experiment, target: Target) -> list[Wildcards]:
+    """Once, where the config has a ``published_logs`` section that builds the audit."""
+    return [{}] if exp.published is not None and exp.published.builds_audit() else []
+
+
+def published_seed_tables(exp: Experiment, target: Target) -> list[Wildcards]:
+    """Every seed table whose authors' logs the selected repositories hold."""
+    return [] if exp.published is None else [{"seed_table": slug} for slug in exp.published.seed_tables()]
+
+
+def published_seed_summary(exp: Experiment, target: Target) -> list[Wildcards]:
+    return [{}] if exp.published is not None and exp.published.seed_tables() else []
+
+
+def published_leaderboards(exp: Experiment, target: Target) -> list[Wildcards]:
+    """Every configured leaderboard dataset the selected repositories hold logs of."""
+    return [] if exp.published is None else [{"leaderboard": d} for d in exp.published.leaderboards()]
+
+
+def _published_overrides(exp: Experiment, *keys: str) -> dict[str, Any]:
+    """The section's files that stand for a shipped one (registry, transcription, mapping), where given."""
+    return {key: exp.published.section[key] for key in keys if exp.published.section.get(key)}
+
+
+def published_audit_files(exp: Experiment, target: Target) -> dict[str, Any]:
+    return {"manifests": exp.published.manifests(), **_published_overrides(exp, "registry")}
+
+
+def published_seed_files(exp: Experiment, target: Target, seed_table: str) -> dict[str, Any]:
+    return {
+        "manifests": exp.published.seed_table_manifests(seed_table),
+        **_published_overrides(exp, "transcription", "mapping"),
+    }
+
+
+def published_seed_params(exp: Experiment, target: Target, seed_table: str) -> dict[str, Any]:
+    paper, table = exp.published.seed_tables()[seed_table]
+    return {"paper": paper, "table": table}
+
+
+def published_seed_diffs(exp: Experiment, target: Target) -> dict[str, Any]:
+    """The verdict summary reads every seed table's diff (the tables the seed-table entry writes)."""
+    return {"diffs": [exp.layout.table(f"published_{slug}") for slug in exp.published.seed_tables()]}
+
+
+def published_leaderboard_files(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    return {"manifests": exp.published.leaderboard_manifests(leaderboard), **_published_overrides(exp, "registry")}
+
+
+def published_leaderboard_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    """A leaderboard's dataset, radius grid and the tables' inference."""
+    radii = exp.published.leaderboard_radii(leaderboard)
+    return {"dataset": leaderboard, "radii": radii, "inference": exp.statistics.inference}
+
+
+def published_figure_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    """A leaderboard figure's dataset and how many methods it shows (the p_A figure draws no band)."""
+    params = {"dataset": leaderboard, "top": exp.published.figure_methods}
+    return params | ({"alpha": exp.statistics.alpha} if target.name == "published_curves_figure" else {})
+
+
+def published_caption(caption: Callable[..., str], *, level: bool = False) -> Callable[[Experiment, list], str]:
+    """A caption of :mod:`ddrs.published.captions`, with the tables' α where it states one."""
+    return lambda exp, records: caption(exp.statistics.alpha) if level else caption()

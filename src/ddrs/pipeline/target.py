@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ddrs.analysis.records import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
+from ddrs.pipeline.figure_records import FigureRecords
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Layout
 from ddrs.pipeline.records import Records
@@ -26,7 +27,9 @@ class Experiment(Protocol):
     grid: RunGrid
     training: TrainingPlan
     records: Records
+    figure_records: FigureRecords
     statistics: TableStatistics
+
 
 Wildcards = dict[str, str]
 #: output kinds: a table (CSV with Markdown and LaTeX beside it), its winners, a figure (PNG + PDF)
