@@ -188,6 +188,17 @@ def _by_dataset_then_sigma(groups: dict):
     return lambda item: (datasets.index(item[0][0]), item[0][1], order[item[0]])
 
 
+def _log_columns(record: LogRecord, log: pd.DataFrame) -> dict:
+    """The columns that name a log in a per-log table: its row, σ₀, K and number of inputs."""
+    return {
+        "dataset": record.dataset,
+        "variant": record.name,
+        "sigma0": record.sigma0,
+        "K": record.K,
+        "inputs": len(log),
+    }
+
+
 def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd.DataFrame:
     """Appendix F: certification seconds per input, fixed vs data-dependent.
 
@@ -204,11 +215,7 @@ def runtime_table(records: Sequence[LogRecord], per_variant: bool = False) -> pd
         extra_s = 0.0 if record.sigma_log is None else read_sigma_seconds(record.sigma_log, log["idx"])
         rows.append(
             {
-                "dataset": record.dataset,
-                "variant": record.name,
-                "sigma0": record.sigma0,
-                "K": record.K,
-                "inputs": len(log),
+                **_log_columns(record, log),
                 "certify_s": certify_s,
                 "extra_s": extra_s,
                 "total_s": certify_s + extra_s,
@@ -235,11 +242,7 @@ def memory_table(records: Sequence[LogRecord]) -> pd.DataFrame:
         counts = log["memory_action"].value_counts()
         rows.append(
             {
-                "dataset": record.dataset,
-                "variant": record.name,
-                "sigma0": record.sigma0,
-                "K": record.K,
-                "inputs": len(log),
+                **_log_columns(record, log),
                 **{action: int(counts.get(action, 0)) for action in MEMORY_ACTIONS},
             }
         )

@@ -27,16 +27,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from ddrs.methods.hyperparameters import (
-    ConsistencyParams,
-    EasyFocusParams,
-    GaussianParams,
-    MacerParams,
-    NoParams,
-    SmoothAdvConsistencyParams,
-    SmoothAdvParams,
-    StabilityParams,
-)
+from ddrs.methods import hyperparameters as hp
 from ddrs.methods.names import base_name, matched_name, variant_name
 
 #: Fixed σ ("fs") or data-dependent σ per example ("ds", DDRS Algorithm 2).
@@ -54,7 +45,7 @@ class Method:
     #: ``module:function`` of the loss, imported when a model is trained
     loss: str
     #: the hyper-parameter dataclass: fields are ``--<name>-<field>`` flags and ``train.<name>`` keys
-    params: type = NoParams
+    params: type = hp.NoParams
     #: smoothing noise: ``gaussian`` (ℓ2 certificates) or ``uniform`` (ℓ1, DDRS §4.4)
     noise: str = "gaussian"
     #: training modes the method's table has rows for
@@ -137,7 +128,7 @@ METHODS: dict[str, Method] = {
             "cohen",
             "Cohen",
             "ddrs.training.losses:cohen_loss",
-            GaussianParams,
+            hp.GaussianParams,
             table="table1",
             published_format="cohen",
             matches=(("easy_focus", ("m",)),),  # Sun et al. §6: m = 4 "for Gaussian training and our method"
@@ -147,7 +138,7 @@ METHODS: dict[str, Method] = {
             "smoothadv",
             "SmoothAdv",
             "ddrs.training.losses:smoothadv_loss",
-            SmoothAdvParams,
+            hp.SmoothAdvParams,
             table="table2",
             published_format="smoothadv",
             matches=(("smoothadv_consistency", _SMOOTHADV_ATTACK),),
@@ -155,7 +146,12 @@ METHODS: dict[str, Method] = {
         ),
         # Zhai et al.'s macer_train (and Jeong & Shin's train_macer.py) takes the whole batch
         Method(
-            "macer", "MACER", "ddrs.training.losses:macer_loss", MacerParams, table="table3", published_format="macer"
+            "macer",
+            "MACER",
+            "ddrs.training.losses:macer_loss",
+            hp.MacerParams,
+            table="table3",
+            published_format="macer",
         ),
         # Yang et al. (2020): uniform noise, ℓ1 certificates; DDRS Table 4 has YANG and YANG-DS only
         Method(
@@ -173,7 +169,7 @@ METHODS: dict[str, Method] = {
             "consistency",
             "Consistency",
             "ddrs.training.consistency:consistency_loss",
-            ConsistencyParams,
+            hp.ConsistencyParams,
             table="table_consistency",
             splits_batch=True,
         ),
@@ -181,7 +177,7 @@ METHODS: dict[str, Method] = {
             "smoothadv_consistency",
             "SmoothAdv+Consistency",
             "ddrs.training.consistency:smoothadv_consistency_loss",
-            SmoothAdvConsistencyParams,
+            hp.SmoothAdvConsistencyParams,
             train_modes=("fs",),  # a fixed-σ row of Jeong & Shin's tables: Method and Method-DS here
             table="table_smoothadv_consistency",
             splits_batch=True,
@@ -191,7 +187,7 @@ METHODS: dict[str, Method] = {
             "stability",
             "Stability",
             "ddrs.training.losses:stability_loss",
-            StabilityParams,
+            hp.StabilityParams,
             train_modes=("fs",),
             table="table_stability",
         ),
@@ -200,7 +196,7 @@ METHODS: dict[str, Method] = {
             "easy_focus",
             "EasyFocus",
             "ddrs.training.easy_focus:easy_focus_loss",
-            EasyFocusParams,
+            hp.EasyFocusParams,
             epoch_plan="ddrs.training.easy_focus:EasyFocusPlan",
             ablation=("discard", "reweigh", "attack"),
             table="table_easy_focus",
