@@ -48,7 +48,7 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile rules
 
 bench: setup
-	for script in benchmarks/*.py; do $(BIN)/python $$script; done
+	for script in benchmarks/[!_]*.py; do $(BIN)/python $$script; done
 
 clean:
 	rm -rf results .snakemake

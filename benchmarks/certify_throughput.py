@@ -5,8 +5,9 @@ not depend on training) this prints noisy samples per second of
 
   (a) raw     the base classifier's batched forward + argmax on pre-drawn noisy inputs (ceiling);
   (b) ours    ``ddrs.core.smoothing.certify_batch`` with one generator per input (as certify_dataset);
-  (c) cohen   Cohen et al.'s per-input loop (locuslab/smoothing ``core.Smooth.certify``: repeat,
-              randn, forward, argmax, ``.cpu()`` and the Python counting loop ``_count_arr``);
+  (c) cohen   Cohen et al.'s per-input loop (locuslab/smoothing ``core.Smooth.certify``, in
+              ``benchmarks/_cohen.py``: repeat, randn, forward, argmax, ``.cpu()`` and the
+              Python counting loop ``_count_arr``);
   (c') cohen+ the same loop counting with ``np.bincount`` instead of the Python loop,
 
 and the ratios (b)/(a), (b)/(c), (b)/(c'). Every method draws B·(n0 + n) samples in forward
@@ -17,13 +18,11 @@ batches of ``--batch``; each is timed ``--repeats`` times, interleaved, and the 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
-import numpy as np
 import torch
+from _cohen import cohen_certify
 from _report import add_json_option, write_report
-from statsmodels.stats.proportion import proportion_confint
 from tabulate import tabulate
 from torch import nn
 
@@ -48,36 +47,6 @@ def ours(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int
     certify_batch(model, x, SIGMA, settings, num_classes=num_classes, generator=generators)
 
 
-def cohen_loop(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int, python_count: bool) -> None:
-    """locuslab/smoothing ``Smooth.certify`` one input at a time (torch's global generator)."""
-
-    def count_arr(arr: np.ndarray) -> np.ndarray:
-        if not python_count:
-            return np.bincount(arr, minlength=num_classes)
-        counts = np.zeros(num_classes, dtype=int)
-        for idx in arr:
-            counts[idx] += 1
-        return counts
-
-    def sample_noise(image: torch.Tensor, num: int) -> np.ndarray:
-        with torch.no_grad():
-            counts = np.zeros(num_classes, dtype=int)
-            for _ in range(math.ceil(num / batch)):
-                this_batch_size = min(batch, num)
-                num -= this_batch_size
-                repeated = image.repeat((this_batch_size, 1, 1, 1))
-                noise = torch.randn_like(repeated) * SIGMA
-                predictions = model(repeated + noise).argmax(1)
-                counts += count_arr(predictions.cpu().numpy())
-            return counts
-
-    for image in x:
-        c_a = sample_noise(image, N0).argmax().item()
-        n_a = sample_noise(image, n)[c_a]
-        p_a_lower = proportion_confint(n_a, n, alpha=2 * ALPHA, method="beta")[0]
-        _ = SIGMA * torch.distributions.Normal(0, 1).icdf(torch.tensor(max(p_a_lower, 0.5)))
-
-
 def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: int) -> dict[str, float]:
     torch.manual_seed(0)
     model = build_model(arch, dataset).eval()
@@ -89,8 +58,8 @@ def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: i
     methods = {
         "raw": lambda: raw_forward(model, noisy),
         "ours": lambda: ours(model, x, n, batch, num_classes),
-        "cohen": lambda: cohen_loop(model, x, n, batch, num_classes, python_count=True),
-        "cohen+": lambda: cohen_loop(model, x, n, batch, num_classes, python_count=False),
+        "cohen": lambda: cohen_certify(model, x, SIGMA, N0, n, ALPHA, batch, num_classes, python_count=True),
+        "cohen+": lambda: cohen_certify(model, x, SIGMA, N0, n, ALPHA, batch, num_classes, python_count=False),
     }
     best = dict.fromkeys(methods, 0.0)
     for _ in range(repeats):

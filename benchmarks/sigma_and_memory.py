@@ -67,6 +67,18 @@ def certify_per_input_per_sample(model, x, samples: int, noise_batch: int) -> fl
     return elapsed / len(x) / samples
 
 
+#: Algorithm 1's cases: figure, the line announcing it, torch threads, then benchmark_algorithm1's arguments
+#: (name, arch, dataset, shape, batch, steps, cert_inputs, cert_samples, noise_batch). The digits model's
+#: ops are microseconds long: one thread avoids OpenMP hand-off costs that dominate (and swing wildly)
+#: when the 2 cores are shared.
+ALGORITHM1_CASES = (
+    ("digits_mlp_1_thread", "digits model on 1 thread", 1, "digits mlp", "mlp", "digits", (1, 8, 8), 64, 20, 2,
+     100_000, 10_000),
+    ("cifar_resnet18_2_threads", "ResNet-18 and memory certification on 2 threads", 2, "CIFAR ResNet-18",
+     "resnet18", "cifar10", (3, 32, 32), 16, 2, 1, 1_000, 500),
+)  # fmt: skip
+
+
 def benchmark_algorithm1(name, arch, dataset, shape, batch, steps, cert_inputs, cert_samples, noise_batch) -> dict:
     model, x = model_and_inputs(arch, dataset, shape, batch)
     per_step_batched, per_step_single = algorithm1_per_input(model, x, steps)
@@ -137,35 +149,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_json_option(parser)
     args = parser.parse_args()
-    # the digits model's ops are microseconds long: one thread avoids OpenMP hand-off costs that
-    # dominate (and swing wildly) when the 2 cores are shared
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, CPU; digits model on 1 thread")
+    print(f"torch {torch.__version__}, CPU", end="; ")
     figures = {}
-    figures["digits_mlp_1_thread"] = benchmark_algorithm1(
-        "digits mlp",
-        "mlp",
-        "digits",
-        (1, 8, 8),
-        batch=64,
-        steps=20,
-        cert_inputs=2,
-        cert_samples=100_000,
-        noise_batch=10_000,
-    )
-    torch.set_num_threads(2)
-    print("ResNet-18 and memory certification on 2 threads")
-    figures["cifar_resnet18_2_threads"] = benchmark_algorithm1(
-        "CIFAR ResNet-18",
-        "resnet18",
-        "cifar10",
-        (3, 32, 32),
-        batch=16,
-        steps=2,
-        cert_inputs=1,
-        cert_samples=1_000,
-        noise_batch=500,
-    )
+    for figure, announcement, threads, *case in ALGORITHM1_CASES:
+        torch.set_num_threads(threads)
+        print(announcement)
+        figures[figure] = benchmark_algorithm1(*case)
     with threadpool_limits(limits=2):  # Algorithm 3 runs in numpy: its BLAS on the same 2 threads
         figures["memory_2_threads"] = benchmark_memory()
     write_report("sigma_and_memory", figures, args.json, threads={"digits_mlp": 1, "resnet18_and_memory": 2})

@@ -2,8 +2,9 @@
 
 ResNet-18 Gaussian augmentation epochs (one CIFAR-10 epoch of 196 batches of 256; bf16 and
 channels_last by default, where the eager step is bound by kernel launches, so host work shows up
-one for one) of ``Trainer.train_epoch`` fed seven ways, against ``gpu_throughput.py``'s plain loop
-over batches already on the device. All eight take turns for five rounds after a warm-up:
+one for one) of ``Trainer.train_epoch`` fed seven ways, against the plain loop over batches already
+on the device that ``gpu_throughput.py`` also times (``_train_loops.py``). All eight take turns for
+five rounds after a warm-up:
 
   loader                       the trainer's DataLoader as a run builds it: persistent workers,
                                batches pinned by the DataLoader's pin thread, storages passed
@@ -36,8 +37,9 @@ from collections.abc import Iterable, Iterator
 
 import torch
 import torch.multiprocessing as mp
+from _measure import interleaved_seconds, paired_ratios
 from _report import add_json_option, write_report
-from gpu_throughput import CIFAR10_EPOCH_STEPS, SIGMA, interleaved_seconds, plain_epoch, trainer_epoch
+from _train_loops import CIFAR10_EPOCH_STEPS, cifar_like, plain_epoch, resnet18_config, trainer_epoch
 from torch.utils.data import DataLoader
 
 from ddrs.core.device import select_device
@@ -95,8 +97,7 @@ def feeds(config: TrainConfig, images, labels) -> dict[str, Iterable]:
 
 def loader_cost(config: TrainConfig, steps: int, rounds: int) -> dict[str, object]:
     count = config.batch_size * steps
-    images = torch.rand(count, 3, 32, 32, generator=torch.Generator().manual_seed(2))
-    labels = torch.randint(10, (count,), generator=torch.Generator().manual_seed(3))
+    images, labels = cifar_like(count)
     epochs = {
         name: trainer_epoch(config, images, labels, batches) for name, batches in feeds(config, images, labels).items()
     }
@@ -113,13 +114,7 @@ def loader_cost(config: TrainConfig, steps: int, rounds: int) -> dict[str, objec
     for name, taken in seconds.items():
         if name == "plain":
             continue
-        ratios = [plain / fed for fed, plain in zip(taken, seconds["plain"], strict=True)]
-        figures[name] = {
-            "img_per_s": count / statistics.median(taken),
-            "ratio": statistics.median(ratios),
-            "ratio_min": min(ratios),
-            "ratio_max": max(ratios),
-        }
+        figures[name] = {"img_per_s": count / statistics.median(taken), **paired_ratios(taken, seconds["plain"])}
     return figures
 
 
@@ -136,18 +131,8 @@ def main() -> None:
     args = parser.parse_args()
     device = select_device(args.device)
     quick = args.quick or device.type != "cuda"
-    config = TrainConfig(
-        dataset="cifar10",
-        arch="resnet18",
-        method="cohen",
-        sigma=SIGMA,
-        batch_size=4 if quick else 256,
-        lr=0.01,
-        device=str(device),
-        precision=args.precision,
-        memory_format=args.memory_format,
-        num_workers=args.workers if args.workers is not None else (1 if quick else 7),
-    )
+    workers = args.workers if args.workers is not None else (1 if quick else 7)
+    config = resnet18_config(device, 4 if quick else 256, args.precision, args.memory_format, workers)
     steps = args.train_steps or (2 if quick else CIFAR10_EPOCH_STEPS)
     figures = {"device": str(device), "quick": quick, **loader_cost(config, steps, args.rounds or (1 if quick else 5))}
     for name, value in figures.items():

@@ -1,5 +1,8 @@
 """benchmarks/gpu_throughput.py runs on the CPU in its quick mode and writes every figure the issue names."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from benchmark_helpers import BENCHMARKS, quick_cpu_record
@@ -52,13 +55,35 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
 def test_interleaved_rounds_take_turns_after_one_warm_up(monkeypatch):
     """The training ratio is paired per round: the runs alternate, each warmed up once first."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import gpu_throughput
+    import _measure
 
     calls = []
-    seconds = gpu_throughput.interleaved_seconds(
+    seconds = _measure.interleaved_seconds(
         {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, torch.device("cpu"), rounds=3
     )
     assert calls == ["a", "b"] * 4  # the warm-up round, then three timed rounds
     assert {name: len(values) for name, values in seconds.items()} == {"a": 3, "b": 3}
-    assert gpu_throughput.interleaved_seconds({"a": lambda: calls.append("c")}, torch.device("cpu"), 1)
+    assert _measure.interleaved_seconds({"a": lambda: calls.append("c")}, torch.device("cpu"), 1)
     assert calls[-1:] == ["c"] and calls.count("c") == 1  # a single round is not warmed up
+
+
+def test_ratios_are_paired_round_by_round(monkeypatch):
+    """Each round's ratio is the reference's seconds over the run's in that same round."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import _measure
+
+    # round by round 2/1, 3/4, 6/2; unpaired medians would give 3/2
+    ratios = _measure.paired_ratios([1.0, 4.0, 2.0], [2.0, 3.0, 6.0])
+    assert ratios == {"ratio": 2.0, "ratio_min": 0.75, "ratio_max": 3.0}
+
+
+def test_the_entry_point_names_every_section_and_its_module():
+    """``--help`` lists the four subjects and each module's account of what it times."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_throughput.py"), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    for module in ("certify", "algorithm1", "training", "macer"):
+        assert f"gpu/{module}.py" in result.stdout and f"\n{module}: " in result.stdout, module
+    for option in ("--quick", "--device", "--n", "--imagenet-n", "--k", "--sigma-batch", "--sections", "--train-steps"):
+        assert option in result.stdout, option

@@ -1,0 +1,122 @@
+"""benchmarks/gpu_check.sh, the GPU-machine visit of issue 36, runs every step's code on the CPU with --quick."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+from benchmark_helpers import BENCHMARKS, REPO
+
+SCRIPT = BENCHMARKS / "gpu_check.sh"
+STEPS = ["install", "cuda_tests", "macer", "algorithm1", "training", "certify_resnet110", "certify_resnet50"]
+BENCH_STEPS = STEPS[2:]
+
+
+def gpu_check(tmp_path, *args: str, quick: bool = True, **env: str) -> subprocess.CompletedProcess:
+    """``bash benchmarks/gpu_check.sh --quick ARGS`` with this interpreter, its records under ``tmp_path/out``."""
+    environment = dict(
+        os.environ, OUT=str(tmp_path / "out"), PYTHON=sys.executable, GPU_CHECK_SITE=str(tmp_path / "site"), **env
+    )
+    command = ["bash", str(SCRIPT), *(["--quick"] if quick else []), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO, timeout=900)
+
+
+def summary(tmp_path) -> dict:
+    return json.loads((tmp_path / "out" / "summary.json").read_text())
+
+
+def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
+    result = gpu_check(tmp_path, COMMIT="abc1234")
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    out = tmp_path / "out"
+    records = {f"gpu_throughput-{step}.json" for step in BENCH_STEPS}
+    # the device tool returns at most 8 files from $OUT
+    assert {path.name for path in out.iterdir()} == {"gpu_check.log", "summary.json", *records}
+    written = summary(tmp_path)
+    assert (written["commit"], written["quick"], written["budget_s"], written["failed"]) == ("abc1234", True, 450, [])
+    assert [step["name"] for step in written["steps"]] == STEPS
+    statuses = {step["name"]: step["status"] for step in written["steps"]}
+    assert statuses == {"install": "skipped", **{step: "passed" for step in STEPS[1:]}}  # ddrs is importable here
+    assert all(step["exit_code"] == 0 for step in written["steps"][1:])
+    assert {step["name"]: step["record"] for step in written["steps"]} == {
+        "install": None,
+        "cuda_tests": None,
+        **{step: f"gpu_throughput-{step}.json" for step in BENCH_STEPS},
+    }
+    sections = {
+        "macer": "macer_memory_resnet18",
+        "algorithm1": "algorithm1_resnet110",
+        "training": "training_resnet18",
+    }
+    for step in BENCH_STEPS:
+        record = json.loads((out / f"gpu_throughput-{step}.json").read_text())
+        figures = record["figures"]
+        assert record["benchmark"] == "gpu_throughput" and figures["quick"] and figures["device"] == "cpu", step
+        assert record["threads"] == 1, step
+        if step in sections:
+            assert sections[step] in figures and not figures["certify_s_per_input"], step
+    certified = {
+        step: set(json.loads((out / f"gpu_throughput-{step}.json").read_text())["figures"]["certify_s_per_input"])
+        for step in ("certify_resnet110", "certify_resnet50")
+    }
+    assert certified == {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
+    log = (out / "gpu_check.log").read_text()
+    assert "3 passed" in log  # the quick selection of the CUDA tests
+    assert "7 of 7 steps passed or skipped" in result.stdout and "7 of 7 steps" in log
+
+
+def test_a_failing_step_is_reported_the_others_still_run_and_the_exit_is_non_zero(tmp_path):
+    result = gpu_check(tmp_path, "--only", "install,cuda_tests", "--fail", "install")
+    assert result.returncode == 1, result.stdout[-5000:] + result.stderr[-5000:]
+    written = summary(tmp_path)
+    statuses = [(step["name"], step["status"]) for step in written["steps"]]
+    assert statuses == [("install", "failed"), ("cuda_tests", "passed")]
+    assert written["failed"] == ["install"]
+    assert "rerun: bash benchmarks/gpu_check.sh --only install" in result.stdout
+
+
+def test_a_step_the_budget_leaves_no_time_for_is_out_of_time(tmp_path):
+    result = gpu_check(tmp_path, "--only", "macer", GPU_CHECK_BUDGET_S="20")
+    assert result.returncode == 1
+    assert [(step["name"], step["status"]) for step in summary(tmp_path)["steps"]] == [("macer", "out_of_time")]
+    assert not (tmp_path / "out" / "gpu_throughput-macer.json").exists()
+
+
+def test_an_unknown_step_is_named_with_the_steps_there_are(tmp_path):
+    result = gpu_check(tmp_path, "--only", "certify")
+    assert result.returncode == 2
+    assert "unknown step 'certify'; the steps are: " + " ".join(STEPS) in result.stderr
+
+
+def probe_wheel(folder) -> None:
+    """A pure-Python wheel of one module, ``gpu_check_probe``, as ``pip wheel`` would build it."""
+    folder.mkdir()
+    info = "gpu_check_probe-0.1.dist-info"
+    files = {
+        "gpu_check_probe.py": "ANSWER = 42\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: gpu-check-probe\nVersion: 0.1\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(folder / "gpu_check_probe-0.1-py3-none-any.whl", "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+
+
+def test_install_puts_the_carried_wheels_on_the_path_of_the_later_steps(tmp_path):
+    """Off --quick the install step runs whether or not ddrs is importable: the wheels go to the site folder."""
+    probe_wheel(tmp_path / "wheels")
+    result = gpu_check(tmp_path, "--only", "install", quick=False, WHEELS=str(tmp_path / "wheels"))
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert [(step["name"], step["status"]) for step in summary(tmp_path)["steps"]] == [("install", "passed")]
+    assert (tmp_path / "site" / "gpu_check_probe.py").read_text() == "ANSWER = 42\n"
+    assert "ddrs 0.1.0" in result.stdout  # the install step checks ddrs's metadata, read as installed
+
+
+def test_install_without_wheels_says_how_to_prepare_them(tmp_path):
+    (tmp_path / "wheels").mkdir()
+    result = gpu_check(tmp_path, "--only", "install", quick=False, WHEELS=str(tmp_path / "wheels"))
+    assert result.returncode == 1
+    assert f"no wheels in {tmp_path / 'wheels'}: prepare them on the CPU machine" in result.stdout
+    assert "bash benchmarks/gpu_check.sh --prepare-wheels" in result.stdout
