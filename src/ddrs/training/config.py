@@ -61,6 +61,28 @@ NOISE_BATCHINGS = ("whole", "split")
 FEEDS = ("auto", "loader", "device")
 #: the model's mode while Algorithm 2 optimises σ (``TrainConfig.sigma_model_mode``)
 SIGMA_MODEL_MODES = ("eval", "train")
+#: the allowed values of the fields that name a choice
+CHOICES = {
+    "train_mode": TRAIN_MODES,
+    "noise_batching": NOISE_BATCHINGS,
+    "c_a": C_A_RULES,
+    "sigma_model_mode": SIGMA_MODEL_MODES,
+    "sigma_objective": SIGMA_OBJECTIVES,
+    "uniform_convention": UNIFORM_CONVENTIONS,
+    "precision": tuple(PRECISIONS),
+    "memory_format": MEMORY_FORMATS,
+    "feed": FEEDS,
+}
+#: the numeric fields' bounds: (fields, the check, what it says)
+BOUNDS = (
+    (("epochs", "batch_size", "lr_step", "n", "c_a_n0", "eval_max"), lambda value: value >= 1, ">= 1"),
+    (
+        ("warmup_epochs", "k", "num_workers", "activation_checkpoints", "weight_decay", "momentum"),
+        lambda value: value >= 0,
+        ">= 0",
+    ),
+    (("lr", "sigma_lr", "lr_gamma"), lambda value: value > 0, "> 0"),
+)
 
 
 @dataclass
@@ -153,16 +175,9 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid field."""
-        _choice("train_mode", self.train_mode, TRAIN_MODES)
-        _choice("noise_batching", self.noise_batching, NOISE_BATCHINGS)
-        _choice("c_a", self.c_a, C_A_RULES)
-        _choice("sigma_model_mode", self.sigma_model_mode, SIGMA_MODEL_MODES)
-        _choice("sigma_objective", self.sigma_objective, SIGMA_OBJECTIVES)
+        for name, choices in CHOICES.items():
+            _choice(name, getattr(self, name), choices)
         resolve_clamp(self.sigma_objective, self.sigma_clamp)
-        _choice("uniform_convention", self.uniform_convention, UNIFORM_CONVENTIONS)
-        _choice("precision", self.precision, tuple(PRECISIONS))
-        _choice("memory_format", self.memory_format, MEMORY_FORMATS)
-        _choice("feed", self.feed, FEEDS)
         if self.feed == "device" and not get_info(self.dataset).fits_on_device:
             raise ValueError(
                 f"feed 'device' holds the training split on the training device, which {self.dataset} "
@@ -170,22 +185,10 @@ class TrainConfig:
             )
         if not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma) and self.sigma > 0):
             raise ValueError(f"sigma must be a positive number, got {self.sigma!r}")
-        for name in (
-            "epochs",
-            "batch_size",
-            "lr_step",
-            "n",
-            "c_a_n0",
-            "eval_max",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("warmup_epochs", "k", "num_workers", "activation_checkpoints", "weight_decay", "momentum"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("lr", "sigma_lr", "lr_gamma"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for names, holds, bound in BOUNDS:
+            for name in names:
+                if not holds(getattr(self, name)):
+                    raise ValueError(f"{name} must be {bound}, got {getattr(self, name)!r}")
         if not (isinstance(self.seed, int) and 0 <= self.seed < 2**32):
             raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if not 0 < self.min_sigma < self.sigma:
@@ -234,10 +237,6 @@ class TrainConfig:
         """σ₀ (or λ₀) every example's scale starts from (DDRS Algorithm 2)."""
         return self.library_scale(self.sigma)
 
-    @property
-    def min_scale(self) -> float:
-        return self.library_scale(self.min_sigma)
-
     @functools.cached_property
     def algorithm1(self) -> Algorithm1Settings:
         """Algorithm 1 as Algorithm 2 runs it on each batch (DDRS §3.5): ``k`` steps of ``sigma_lr``
@@ -250,7 +249,7 @@ class TrainConfig:
             objective=self.sigma_objective,
             clamp=self.sigma_clamp,
             noise=self.noise_name,
-            min_scale=self.min_scale,
+            min_scale=self.library_scale(self.min_sigma),
             precision=self.precision,
         )
 
