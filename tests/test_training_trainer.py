@@ -9,6 +9,7 @@ import yaml
 from fixtures_archives import install_cifar10
 
 import ddrs.training.data_dependent as data_dependent
+import ddrs.training.device_feed as feed_module
 import ddrs.training.trainer as trainer_module
 from ddrs.cli import main
 from ddrs.data import TensorImages
@@ -120,7 +121,7 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
     )
     clean = train(config, tmp_path / "clean.pt", progress=False)
 
-    real_load = trainer_module.load_dataset
+    real_load = feed_module.load_dataset
 
     def poisoned(name, split, **kwargs):
         dataset = real_load(name, split, **kwargs)
@@ -128,7 +129,7 @@ def test_algorithm_1_never_sees_labels(tmp_path, monkeypatch, objective, c_a_rul
             return dataset
         return TensorImages(dataset.images, (torch.as_tensor(dataset.targets) + 3) % 10)
 
-    monkeypatch.setattr(trainer_module, "load_dataset", poisoned)
+    monkeypatch.setattr(feed_module, "load_dataset", poisoned)
     dirty = train(config, tmp_path / "dirty.pt", progress=False)
 
     assert len(calls) == 2 and all(call.steps == (1,) and call.n == 1 for call in calls)
@@ -452,7 +453,8 @@ def test_cli_errors_name_the_problem(tmp_path, capsys):
 def test_uniform_sigma_is_the_half_width_unless_yang_std_is_asked_for():
     assert _config(method="uniform").initial_scale == 0.25
     yang = _config(method="uniform", uniform_convention="yang_std", min_sigma=0.01)
-    assert yang.initial_scale == pytest.approx(0.25 * 3**0.5) and yang.min_scale == pytest.approx(0.01 * 3**0.5)
+    assert yang.initial_scale == pytest.approx(0.25 * 3**0.5)
+    assert yang.algorithm1.min_scale == pytest.approx(0.01 * 3**0.5)
     assert _config(method="cohen", uniform_convention="yang_std").initial_scale == 0.25
 
 
@@ -488,14 +490,14 @@ class _Jittered:
 
 @pytest.fixture
 def augmented(monkeypatch):
-    """``load_dataset`` in the trainer returns an augmented training split."""
-    real_load = trainer_module.load_dataset
+    """``load_dataset`` of the training feed returns an augmented training split."""
+    real_load = feed_module.load_dataset
 
     def load(name, split, **kwargs):
         dataset = real_load(name, split, **kwargs)
         return _Jittered(dataset) if split == "train" else dataset
 
-    monkeypatch.setattr(trainer_module, "load_dataset", load)
+    monkeypatch.setattr(feed_module, "load_dataset", load)
 
 
 def test_augmentation_does_not_depend_on_loader_workers(tmp_path, augmented):
@@ -529,13 +531,13 @@ def test_augmented_inputs_differ_between_epochs_and_seeds():
 
 def test_one_loader_per_run_with_persistent_workers(tmp_path, monkeypatch):
     built = []
-    real_loader = trainer_module.training_loader
+    real_loader = feed_module.training_loader
 
     def spy(*args, **kwargs):
         built.append(real_loader(*args, **kwargs))
         return built[-1]
 
-    monkeypatch.setattr(trainer_module, "training_loader", spy)
+    monkeypatch.setattr(feed_module, "training_loader", spy)
     train(_config(epochs=2, num_workers=1, eval_max=50, feed="loader"), tmp_path / "a.pt", progress=False)
     assert len(built) == 1 and built[0].persistent_workers and built[0].sampler.epoch == 1
     assert not real_loader(
@@ -551,7 +553,8 @@ def _tiny_cifar(monkeypatch):
     """The trainer's datasets are 16 random CIFAR-shaped images."""
     images = torch.rand(16, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     labels = [i % 10 for i in range(16)]
-    monkeypatch.setattr(trainer_module, "load_dataset", lambda *args, **kwargs: TensorImages(images, labels))
+    for module in (trainer_module, feed_module):  # the test split, the training split
+        monkeypatch.setattr(module, "load_dataset", lambda *args, **kwargs: TensorImages(images, labels))
 
 
 def test_channels_last_lays_out_the_model_and_its_batches(tmp_path, monkeypatch):

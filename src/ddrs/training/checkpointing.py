@@ -8,6 +8,7 @@ resumed run continues bit-identically. It is written in ddrs's own format and re
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,26 +87,69 @@ def check_resumable(config: TrainConfig, path: Path, meta: dict[str, Any]) -> No
         raise ValueError(f"{path} already holds {meta['epoch']} epochs, more than the {config.epochs} asked for")
 
 
-def save_training_checkpoint(
-    path: Path, config: TrainConfig, model: nn.Module, states: dict[str, Any], table: SigmaTable, history, epoch: int
-) -> None:
-    """Write the checkpoint after ``epoch`` epochs; ``states`` are the optimiser's, scheduler's,
-    scaler's (and epoch plan's) ``state_dict()``s by name."""
-    save_checkpoint(
-        path,
-        model,
-        arch=config.arch,
-        dataset=config.dataset,
-        method=config.method,
-        train_mode=config.train_mode,
-        sigma=float(config.sigma),
-        noise=config.noise_name,
-        scale=config.initial_scale,
-        epoch=epoch,
-        config=config.to_dict(),
-        init=config.init,
-        augmented_by=config.augmented_by,
-        sigma_table=table.values.clone(),
-        history=history,
-        **states,
-    )
+@dataclass
+class RunState:
+    """What a training run carries from epoch to epoch beside the weights, and resumes from its
+    checkpoint: the optimiser, its learning-rate schedule and loss scale, σᵢ of every training input
+    (Algorithm 2), the history of finished epochs, the epochs done and the epoch plan's state."""
+
+    optimizer: Any
+    scheduler: Any
+    scaler: Any
+    table: SigmaTable
+    epoch_plan: Any = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    epoch: int = 0
+
+    def restore(self, source: Path, config: TrainConfig, model: nn.Module) -> None:
+        """Load the checkpoint at ``source`` into ``model`` and this state, if this run may resume
+        from it; else a :class:`CheckpointError` that names the file and how to start over."""
+        try:
+            saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
+            check_resumable(config, source, meta)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f"{error}. This run resumes from {source}: to train from scratch instead, delete or move "
+                "it, or write the run to another output"
+            ) from error
+        if len(meta["sigma_table"]) != len(self.table):
+            raise CheckpointError(
+                f"{source} has {len(meta['sigma_table'])} σᵢ but the training set has {len(self.table)} examples"
+            )
+        model.load_state_dict(saved.state_dict())
+        self.optimizer.load_state_dict(meta["optimizer"])
+        self.scheduler.load_state_dict(meta["scheduler"])
+        if meta["scaler"]:  # empty when saved by a disabled scaler (fp16 begun off CUDA): a fresh scale
+            self.scaler.load_state_dict(meta["scaler"])
+        self.table = SigmaTable(meta["sigma_table"])
+        self.history, self.epoch = list(meta["history"]), meta["epoch"]
+        if self.epoch_plan is not None:
+            self.epoch_plan.load_state_dict(meta.get("epoch_plan", {}))
+
+    def save(self, path: Path, config: TrainConfig, model: nn.Module) -> None:
+        """Write the checkpoint after :attr:`epoch` epochs."""
+        states = {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+        if self.epoch_plan is not None:
+            states["epoch_plan"] = self.epoch_plan.state_dict()
+        save_checkpoint(
+            path,
+            model,
+            arch=config.arch,
+            dataset=config.dataset,
+            method=config.method,
+            train_mode=config.train_mode,
+            sigma=float(config.sigma),
+            noise=config.noise_name,
+            scale=config.initial_scale,
+            epoch=self.epoch,
+            config=config.to_dict(),
+            init=config.init,
+            augmented_by=config.augmented_by,
+            sigma_table=self.table.values.clone(),
+            history=self.history,
+            **states,
+        )

@@ -16,7 +16,8 @@ run resumed; the order is :class:`EpochSampler`'s, as for the DataLoader feed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -26,10 +27,10 @@ from ddrs.core.device import copy_to
 from ddrs.core.philox import keyed_uniforms, split_key
 from ddrs.core.seeds import TrainingStream, derived_seed
 from ddrs.core.settings import resolve_memory_format
-from ddrs.data import TensorImages, get_info
+from ddrs.data import TensorImages, get_info, load_dataset
 from ddrs.data.augmentation import CropFlip
 from ddrs.training.config import TrainConfig
-from ddrs.training.loading import EpochSampler, visit_numbers
+from ddrs.training.loading import EpochSampler, EpochView, training_loader, visit_numbers
 
 #: inputs augmented per pass: bounds the padded copies a pass holds
 CHUNK = 4096
@@ -115,3 +116,22 @@ def _stacked(dataset: Dataset, num_workers: int) -> tuple[Tensor, Tensor]:
     """All of ``dataset``'s images stacked, and its labels, read once through a DataLoader."""
     batches = list(DataLoader(dataset, batch_size=1024, num_workers=num_workers))
     return torch.cat([x for x, _ in batches]), torch.cat([torch.as_tensor(y) for _, y in batches])
+
+
+def training_feed(
+    config: TrainConfig, device: torch.device
+) -> tuple[Dataset, DataLoader | DeviceFeed, Callable[[int], Dataset]]:
+    """A run's training split; its one source of batches (``config.feed``): a DataLoader over the
+    split as augmented per image, or the split held on the device; and the split as an epoch
+    augments it (for the epoch plan)."""
+    train_set = load_dataset(
+        config.dataset,
+        "train",
+        root=config.data_root,
+        seed=config.seed,
+        augment=config.augmented_by == "loader",
+    )
+    if config.resolved_feed == "device":
+        feed = DeviceFeed.for_config(train_set, config, device)
+        return train_set, feed, feed.epoch_view
+    return train_set, training_loader(train_set, config, device), partial(EpochView, train_set, config.seed)

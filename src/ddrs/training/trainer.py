@@ -18,7 +18,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +36,10 @@ from ddrs.errors import CheckpointError
 from ddrs.io import atomic_path, partial_path
 from ddrs.methods import get_method
 from ddrs.models import build_model, load_checkpoint
-from ddrs.training.checkpointing import check_resumable, initial_weights, resume_source, save_training_checkpoint
+from ddrs.training.checkpointing import RunState, initial_weights, resume_source
 from ddrs.training.config import TrainConfig
 from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
-from ddrs.training.device_feed import DeviceFeed
-from ddrs.training.loading import EpochView, training_loader
+from ddrs.training.device_feed import DeviceFeed, training_feed
 from ddrs.training.recompute import with_recomputation
 
 #: per-epoch CSV log columns
@@ -158,7 +156,7 @@ class Trainer:
 
     def _run(self) -> Path:
         config = self.config
-        train_set, batches, epoch_view = self._feed()
+        train_set, batches, epoch_view = training_feed(config, self.device)
         test_set = load_dataset(config.dataset, "test", root=config.data_root, seed=config.seed)
         eval_set = Subset(test_set, range(min(config.eval_max, len(test_set))))
         source = resume_source(self.out, self.partial)
@@ -168,33 +166,18 @@ class Trainer:
             self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
         )
         table = SigmaTable.constant(len(train_set), config.initial_scale)
-        history: list[dict[str, Any]] = []
-        start = 0
-
+        state = RunState(optimizer, scheduler, scaler, table, self.epoch_plan)
         if source is not None:
-            saved, meta = self._resumable(source)
-            model.load_state_dict(saved.state_dict())
-            optimizer.load_state_dict(meta["optimizer"])
-            scheduler.load_state_dict(meta["scheduler"])
-            if meta["scaler"]:  # empty when saved by a disabled scaler (fp16 begun off CUDA): a fresh scale
-                scaler.load_state_dict(meta["scaler"])
-            table = SigmaTable(meta["sigma_table"])
-            if len(table) != len(train_set):
-                raise CheckpointError(
-                    f"{source} has {len(table)} σᵢ but the training set has {len(train_set)} examples"
-                )
-            history, start = list(meta["history"]), meta["epoch"]
-            if self.epoch_plan is not None:
-                self.epoch_plan.load_state_dict(meta.get("epoch_plan", {}))
+            state.restore(source, config, model)
 
-        for epoch in range(start, config.epochs):
+        for epoch in range(state.epoch, config.epochs):
             began = time.perf_counter()
-            visits = self._plan_epoch(model, epoch_view, table, epoch)
+            visits = self._plan_epoch(model, epoch_view, state.table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
                 torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
-                loss = self.train_epoch(model, batches, table, optimizer, scaler, epoch, visits)
-            lr = optimizer.param_groups[0]["lr"]
-            scheduler.step()
+                loss = self.train_epoch(model, batches, state.table, state.optimizer, state.scaler, epoch, visits)
+            lr = state.optimizer.param_groups[0]["lr"]
+            state.scheduler.step()
             clean, noisy = evaluate(
                 model,
                 eval_set,
@@ -205,62 +188,31 @@ class Trainer:
                 device=self.device,
                 precision=config.precision,
             )
-            history.append(
+            state.history.append(
                 {
                     "epoch": epoch + 1,
                     "lr": lr,
                     "loss": loss,
                     "clean_accuracy": clean,
                     "noisy_accuracy": noisy,
-                    **table.summary(),
+                    **state.table.summary(),
                     "distinct_inputs": len(train_set) if visits is None else len(visits.unique()),
                     "seconds": time.perf_counter() - began,
                 }
             )
-            self._save(self.partial, model, optimizer, scheduler, scaler, table, history, epoch + 1)
+            state.epoch = epoch + 1
+            state.save(self.partial, config, model)
             if self.log is not None:  # progress so far, beside the checkpoint: the outputs appear at the end
-                self._write_history(history, partial_path(self.log))
+                write_history(state.history, partial_path(self.log))
 
         if self.partial.is_file():
             os.replace(self.partial, self.out)
         if self.log is not None:
-            self._write_history(history, self.log)
+            write_history(state.history, self.log)
             partial_path(self.log).unlink(missing_ok=True)
         if self.sigma_table_path is not None:
-            table.write_tsv(self.sigma_table_path)
+            state.table.write_tsv(self.sigma_table_path)
         return self.out
-
-    def _resumable(self, source: Path) -> tuple[nn.Module, dict[str, Any]]:
-        """The checkpoint at ``source`` and its metadata, if this run may resume from it; else a
-        :class:`CheckpointError` that names the file and how to start over."""
-        config = self.config
-        try:
-            saved, meta = load_checkpoint(source, arch=config.arch, dataset=config.dataset)
-            check_resumable(config, source, meta)
-        except CheckpointError as error:
-            raise CheckpointError(
-                f"{error}. This run resumes from {source}: to train from scratch instead, delete or move "
-                "it, or write the run to another output"
-            ) from error
-        return saved, meta
-
-    def _feed(self) -> tuple[Dataset, DataLoader | DeviceFeed, Callable[[int], Dataset]]:
-        """The training split; the run's one source of its batches (``config.feed``), a DataLoader
-        over the split as augmented per image or the split held on the device; and the split as an
-        epoch augments it (for the epoch plan)."""
-        config = self.config
-        on_device = config.resolved_feed == "device"
-        train_set = load_dataset(
-            config.dataset,
-            "train",
-            root=config.data_root,
-            seed=config.seed,
-            augment=config.augmented_by == "loader",
-        )
-        if on_device:
-            feed = DeviceFeed.for_config(train_set, config, self.device)
-            return train_set, feed, feed.epoch_view
-        return train_set, training_loader(train_set, config, self.device), partial(EpochView, train_set, config.seed)
 
     def _plan_epoch(
         self, model: nn.Module, epoch_view: Callable[[int], Dataset], table: SigmaTable, epoch: int
@@ -333,20 +285,11 @@ class Trainer:
 
     # -- outputs ------------------------------------------------------------------------------
 
-    def _save(self, path, model, optimizer, scheduler, scaler, table, history, epoch) -> None:
-        states = {
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict(),
-        }
-        if self.epoch_plan is not None:
-            states["epoch_plan"] = self.epoch_plan.state_dict()
-        save_training_checkpoint(path, self.config, model, states, table, history, epoch)
 
-    @staticmethod
-    def _write_history(history: Iterable[dict[str, Any]], path: Path) -> None:
-        with atomic_path(path) as tmp:
-            pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
+def write_history(history: Iterable[dict[str, Any]], path: Path) -> None:
+    """The per-epoch log (:data:`LOG_COLUMNS`), written atomically."""
+    with atomic_path(path) as tmp:
+        pd.DataFrame(list(history), columns=list(LOG_COLUMNS)).to_csv(tmp, index=False)
 
 
 def _chunked(batch: tuple[Tensor, ...], chunks: int) -> Iterable[tuple[Tensor, ...]]:
