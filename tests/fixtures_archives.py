@@ -120,7 +120,9 @@ def write_image_folder(root: Path, classes=("cat", "dog"), per_class: int = 2, s
 
 
 def imagenet_classes(monkeypatch, num_classes: int) -> None:
-    """Patch the registry's ImageNet entry to ``num_classes`` classes, for a folder of a few."""
-    from ddrs.data import DATASETS
+    """Patch the registry's ImageNet entry and its loader's class count to ``num_classes`` classes,
+    for a folder of a few."""
+    from ddrs.data import DATASETS, torchvision_sets
 
+    monkeypatch.setattr(torchvision_sets, "IMAGENET_CLASSES", num_classes)
     monkeypatch.setitem(DATASETS, "imagenet", dataclasses.replace(DATASETS["imagenet"], num_classes=num_classes))
