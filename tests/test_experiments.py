@@ -190,11 +190,13 @@ def test_paper_config_follows_what_produced_the_papers_numbers():
     assert exp.grid.smoothing_scale("imagenet", "uniform", 0.5) == 0.5
     # §4.2: the published SmoothAdv models' ζ per σ, continued in DS² fine-tuning
     assert exp.training.train_options(Run("imagenet", "smoothadv", "ds", 0.25))["smoothadv"]["epsilon"] == 0.5
+    # the DDRS release's attack on its networks' softmax output (attacker.py), in fine-tuning too
     assert exp.training.train_options(Run("imagenet", "smoothadv", "ds", 1.0))["smoothadv"] == {
         "steps": 1,
         "epsilon": 1.0,
         "m": 1,
         "warmup": 0,
+        "attack": "released",
     }
     assert exp.training.train_options(Run("imagenet", "cohen", "ds", 1.0))["lr"] == 0.001
     assert exp.training.train_options(Run("cifar10", "cohen", "ds", 1.0))["sigma_objective"] == "released"
@@ -359,7 +361,7 @@ def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_
     options = exp.training.train_options(ds)
     # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at lr 1e-4, ζ at full size
     assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.0001, 1)
-    assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0}
+    assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0, "attack": "released"}
     assert (exp.training.train_options(fs)["epochs"], exp.training.train_options(fs)["smoothadv"]["warmup"]) == (
         200,
         10,

@@ -19,6 +19,7 @@ ARCH_DATASET = {
     "cnn": "digits",
     "lenet": "mnist",
     "resnet18": "cifar10",
+    "resnet18_ddrs": "cifar10",
     "resnet110": "cifar10",
     "resnet50": "imagenet",
 }
@@ -73,9 +74,89 @@ def test_mlps_are_sized_for_their_inputs():
 
 def test_lenet_classifies_mnist5k():
     model = build_model("lenet", "mnist5k").eval()
-    assert model[0].mean.flatten().tolist() == pytest.approx([0.1313])
     with torch.no_grad():
         assert model(torch.rand(3, 1, 28, 28)).shape == (3, 10)
+
+
+@pytest.mark.parametrize(("dataset", "arch"), [("mnist", "lenet"), ("mnist5k", "mlp256"), ("mnist5k", "lenet")])
+def test_mnist_networks_see_unnormalised_pixels_as_jeong_and_shin_set_them_up(dataset, arch):
+    """Jeong & Shin's code/datasets.py: ``get_normalize_layer('mnist')`` returns ``torch.nn.Identity()``."""
+    model = build_model(arch, dataset)
+    x = torch.rand(2, 1, 28, 28)
+    assert torch.equal(model[0](x), x)
+
+
+def test_digits_keeps_its_own_normaliser():
+    assert build_model("mlp", "digits")[0].mean.flatten().tolist() == pytest.approx([0.3053])
+
+
+# --- the DDRS authors' CIFAR-10 network ----------------------------------------------------------
+
+#: the release's CIFAR10/models/resnet.py normalises inside forward with these (lines 163-164)
+RELEASED_MEAN, RELEASED_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
+
+
+class ReleasedResNet18(nn.Module):
+    """The DDRS release's ``CIFAR10/models/resnet.py`` as ``resnet18(num_classes=10)`` builds it: the
+    file is torchvision's ``resnet.py`` with ``bn1`` removed from ``__init__`` and ``_forward_impl``
+    ("Bibi: removed first batch norm"), the input normalised inside forward, and a softmax at the end
+    ("bibi: adding softmax layer")."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models import resnet18
+
+        net = resnet18(num_classes=10)
+        del net.bn1
+        self.net = net
+        self.mean = torch.tensor(RELEASED_MEAN).view(1, 3, 1, 1)
+        self.std = torch.tensor(RELEASED_STD).view(1, 3, 1, 1)
+
+    def forward(self, x):
+        net = self.net
+        x = net.maxpool(net.relu(net.conv1((x - self.mean) / self.std)))
+        x = net.layer4(net.layer3(net.layer2(net.layer1(x))))
+        return torch.softmax(net.fc(torch.flatten(net.avgpool(x), 1)), dim=1)
+
+
+def test_ddrs_resnet18_has_the_released_parameters_and_computes_the_released_network():
+    released = ReleasedResNet18().eval()
+    model = build_model("resnet18_ddrs", "cifar10").eval()
+    ours = model[1]
+    count = sum(p.numel() for p in ours.parameters())
+    assert count == sum(p.numel() for p in released.net.parameters()) == 11_181_514  # torchvision's, less bn1's 128
+    assert list(ours.state_dict()) == list(released.net.state_dict())  # the authors' state_dict loads strictly
+    ours.load_state_dict(released.net.state_dict())
+    assert model[0].mean.flatten().tolist() == pytest.approx(RELEASED_MEAN)
+    assert model[0].std.flatten().tolist() == pytest.approx(RELEASED_STD)
+    x = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        probabilities = released(x)
+        assert torch.allclose(ours(model[0](x)), probabilities, atol=1e-6)
+        # the built model's output: the log the release's compute_loss takes of the probabilities
+        assert torch.allclose(model(x), torch.log(probabilities + 1e-10), atol=1e-5)
+        assert torch.equal(model(x).argmax(dim=1), probabilities.argmax(dim=1))
+
+
+def test_ddrs_resnet18_shrinks_32_pixels_to_8_in_its_stem_and_ends_in_a_softmax():
+    model = build_model("resnet18_ddrs", "cifar10").eval()
+    net = model[1]
+    assert net.conv1.kernel_size == (7, 7) and net.conv1.stride == (2, 2) and net.conv1.padding == (3, 3)
+    assert not hasattr(net, "bn1")  # "removed first batch norm"
+    x = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        features = net.stem(x)
+        assert features.shape == (2, 64, 8, 8)
+        sides = []
+        for stage in (net.layer1, net.layer2, net.layer3, net.layer4):
+            features = stage(features)
+            sides.append(features.shape[-1])
+        assert sides == [8, 4, 2, 1] and features.shape[1] == 512
+        out = net(x)
+    assert out.shape == (2, 10) and (out >= 0).all()
+    assert torch.allclose(out.sum(dim=1), torch.ones(2))
+    with torch.no_grad():  # read as logits, the model's output gives back the probabilities
+        assert torch.allclose(torch.softmax(model(x), dim=1), net(model[0](x)), atol=1e-6)
 
 
 def test_unknown_dataset_is_refused():

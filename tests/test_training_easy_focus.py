@@ -88,8 +88,8 @@ REWEIGH_COUNTS = torch.tensor([5, 12, 16])  # of 16 draws, cycled over the kept 
 
 
 def _plan(**params) -> EasyFocusPlan:
-    """E_t = 3 (counted from 1): the trainer's 0-based epochs 0 and 1 are plain, 2 is E_t."""
-    values = dict(start_epoch=3, threshold=0.4, discard_draws=100, reweigh_draws=16, reweigh_every=3)
+    """E_t = 2 as their code runs it (``--ds_epoch 2``): the 0-based epochs 0 and 1 are plain, 2 is E_t."""
+    values = dict(start_epoch=2, threshold=0.4, discard_draws=100, reweigh_draws=16, reweigh_every=3)
     values.update(params)
     config = TrainConfig(dataset="digits", arch="mlp", method="easy_focus", sigma=0.25, params=values)
     return EasyFocusPlan(config.params, config, torch.device("cpu"))
@@ -167,11 +167,25 @@ def _plan_state_after(epoch: int) -> dict:
 
 
 @pytest.mark.parametrize("start", [1, 4])
-def test_e_t_counts_epochs_from_one_as_algorithm_2(counted, start):
-    """Sun et al.'s Algorithm 2: "for epoch = 1 to N: if epoch < E_t then Gaussian training … if
-    epoch = E_t then discard": E_t − 1 plain epochs, and E_t = 1 focuses from the first epoch. The
-    attack of the loss switches on in the same epoch as the plan."""
+def test_e_t_is_the_number_of_plain_epochs_as_their_code_runs_it(counted, start):
+    """Sun et al.'s code/train.py: 0-based epochs, ``ds_epochs = [args.ds_epoch]`` and discarding at
+    ``epoch in ds_epochs``: ``--ds_epoch 70`` trains 70 plain epochs (0 … 69). The attack of the loss
+    switches on in the same epoch as the plan."""
     plan = _plan(start_epoch=start)
+    params = plan.params
+    assert params.schedule == "code" and easy_focus.first_focus_epoch(params) == start
+    for epoch in range(start):
+        assert _visit(plan, epoch) is None and not easy_focus.focus_started(params, epoch)
+    assert counted == []
+    assert _visit(plan, start) is not None and easy_focus.focus_started(params, start)
+    assert counted[0][1] == 100  # discarding ran at E_t
+
+
+@pytest.mark.parametrize("start", [1, 4])
+def test_e_t_counts_epochs_from_one_under_the_paper_schedule(counted, start):
+    """Their Algorithm 2: "for epoch = 1 to N: if epoch < E_t then Gaussian training … if epoch = E_t
+    then discard": E_t − 1 plain epochs, and E_t = 1 focuses from the first epoch."""
+    plan = _plan(start_epoch=start, schedule="paper")
     params = plan.params
     for epoch in range(start - 1):  # the trainer's epochs are 0-based
         assert _visit(plan, epoch) is None and not easy_focus.focus_started(params, epoch)
@@ -180,11 +194,25 @@ def test_e_t_counts_epochs_from_one_as_algorithm_2(counted, start):
     assert counted[0][1] == 100  # discarding ran at E_t
 
 
+def test_without_discarding_their_code_starts_every_component_at_the_first_epoch(counted):
+    """Their ablation without ``--ds_hard``: ``ds_epochs = [0]``, so the weights are estimated at
+    epochs 0, 3, 6 (``range(ds_epochs[-1], epochs, dataset_weight_epoch)``) and the attack is on
+    from epoch 0 (``epoch >= ds_epochs[-1]``), whatever E_t says; the paper's reading keeps E_t."""
+    plan = _plan(start_epoch=5, discard=False)
+    assert easy_focus.first_focus_epoch(plan.params) == 0
+    for epoch in range(7):
+        assert _visit(plan, epoch, seed=epoch) is not None
+    assert [draws for _, draws in counted] == [16, 16, 16]  # no discarding; weights at 0, 3, 6
+    assert easy_focus.focus_started(plan.params, 0)
+    paper = _plan(start_epoch=5, discard=False, schedule="paper")
+    assert easy_focus.first_focus_epoch(paper.params) == 4 and _visit(paper, 3) is None
+
+
 def test_from_e_t_the_loss_trains_on_the_adaptively_attacked_draws(digits_model, digits_data):
     """From E_t with ``attack`` on, the loss is the cross-entropy at the attacked draws of the same generator."""
     x, y = digits_data["train"].images[:32], torch.as_tensor(digits_data["train"].targets[:32])
     scale = torch.linspace(0.2, 0.5, 32)
-    params = EasyFocusParams(m=4, start_epoch=3, steps=4, epsilon=0.5)
+    params = EasyFocusParams(m=4, start_epoch=3, steps=4, epsilon=0.5)  # 0-based epochs 0, 1, 2 plain
 
     def loss(params, epoch):
         return easy_focus.easy_focus_loss(digits_model, x, y, scale, torch.Generator().manual_seed(5), params, epoch)
@@ -196,20 +224,26 @@ def test_from_e_t_the_loss_trains_on_the_adaptively_attacked_draws(digits_model,
     noise = torch.randn((32, 4, *x.shape[1:]), generator=torch.Generator().manual_seed(5)) * scale.view(32, 1, 1, 1, 1)
     attacked = adaptive_attack(digits_model, x, y, noise, steps=4, step_size=0.5)
     assert not torch.equal(attacked, noise)
-    assert torch.equal(loss(params, 2), cross_entropy(attacked))  # epoch E_t = 3, counted from 1
-    assert torch.equal(loss(dataclasses.replace(params, attack=False), 2), cross_entropy(noise))
-    assert torch.equal(loss(params, 1), cross_entropy(noise))  # before E_t: plain draws
+    assert torch.equal(loss(params, 3), cross_entropy(attacked))  # epoch E_t = 3, 0-based as their code
+    assert torch.equal(loss(dataclasses.replace(params, attack=False), 3), cross_entropy(noise))
+    assert torch.equal(loss(params, 2), cross_entropy(noise))  # before E_t: plain draws
+    assert torch.equal(loss(dataclasses.replace(params, schedule="paper"), 2), cross_entropy(attacked))
     assert cross_entropy(attacked) > cross_entropy(noise) + 0.01
 
 
-def test_e_t_zero_is_refused_naming_the_count_from_one():
+def test_e_t_zero_and_an_unknown_schedule_are_refused():
     with pytest.raises(ValueError, match="start_epoch must be >= 1"):
         _plan(start_epoch=0)
+    with pytest.raises(ValueError, match=r"schedule must be one of \['code', 'paper'\]"):
+        _plan(schedule="algorithm")
 
 
-def test_no_component_on_means_plain_passes(counted):
-    plan = _plan(discard=False, reweigh=False)
-    assert _visit(plan, 5) is None and counted == []
+def test_no_component_on_samples_with_replacement_in_their_code_and_plain_passes_in_the_paper(counted):
+    """Without ``--ds_hard`` and ``--dataset_weight`` their code still draws ``RandomSampler(replacement=True,
+    num_samples=dataset_num)`` from epoch 0; Algorithm 2 leaves the epochs plain."""
+    visits = _visit(_plan(discard=False, reweigh=False), 0)
+    assert len(visits) == SIZE and len(set(visits.tolist())) == pytest.approx(SIZE * (1 - np.exp(-1)), rel=0.02)
+    assert _visit(_plan(discard=False, reweigh=False, schedule="paper"), 5) is None and counted == []
 
 
 def test_discarding_everything_fails_clearly(monkeypatch):

@@ -15,6 +15,7 @@ from ddrs.models import build_model
 from ddrs.training import (
     TrainConfig,
     cohen_loss,
+    macer_deferred,
     macer_loss,
     macer_objective,
     smoothadv_attack,
@@ -286,7 +287,8 @@ def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_the
 
 
 def test_macer_trains_the_cross_entropy_alone_in_its_deferred_epochs():
-    """Jeong & Shin's MNIST MACER (train_macer.py --deferred): λ = 0 before the robustness term starts."""
+    """Jeong & Shin's MNIST MACER (train_macer.py: ``if args.deferred and epoch <= args.lr_step_size:
+    lbd = 0``, 0-based epochs): with deferred = 2, λ = 0 in epochs 0, 1 and 2; deferred = 0 never."""
     torch.manual_seed(0)
     model = build_model("mlp", "digits")
     x = torch.rand(6, 1, 8, 8)
@@ -298,8 +300,12 @@ def test_macer_trains_the_cross_entropy_alone_in_its_deferred_epochs():
         chosen = params if lam is None else _config("macer", m=4, lam=lam).params
         return macer_loss(model, x, y, scale, torch.Generator().manual_seed(1), chosen, epoch).item()
 
-    assert loss(0) == loss(1) == loss(0, lam=0.0)
-    assert loss(2) == loss(2, lam=6.0) != loss(0, lam=0.0)
+    assert loss(0) == loss(1) == loss(2) == loss(0, lam=0.0)
+    assert loss(3) == loss(3, lam=6.0) != loss(0, lam=0.0)
+    assert [macer_deferred(_config("macer", deferred=d).params, e) for d in (0, 1) for e in (0, 1, 2)] == [
+        *(False, False, False),
+        *(True, True, False),
+    ]
 
 
 class _Recorder(nn.Module):

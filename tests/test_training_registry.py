@@ -93,8 +93,11 @@ FLAGS = {
     "consistency": ["--consistency-m", "3", "--consistency-lam", "5", "--consistency-divergence", "pairwise_mse"],
     "smoothadv_consistency": ["--smoothadv-consistency-steps", "1", "--smoothadv-consistency-epsilon", "0.5"],
     "stability": ["--stability-gamma", "1.5"],
-    # E_t = 1 with p_t = 0: discard (nothing), reweigh and attack all run in the one epoch
+    # E_t = 1 counted from 1 (Algorithm 2) with p_t = 0: discard (nothing), reweigh and attack all run
+    # in the one epoch
     "easy_focus": [
+        "--easy-focus-schedule",
+        "paper",
         "--easy-focus-start-epoch",
         "1",
         "--easy-focus-threshold",

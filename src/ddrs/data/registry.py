@@ -31,7 +31,8 @@ TorchvisionLoader = Callable[[str, Path, bool], "Dataset"]
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """A dataset: classes, input shape, channel statistics, and its loader — ``arrays`` or ``torchvision``."""
+    """A dataset: classes, input shape, the channel statistics of its models' normalising first layer
+    (mean 0 and std 1: none), and its loader — ``arrays`` or ``torchvision``."""
 
     name: str
     num_classes: int
@@ -70,9 +71,11 @@ DATASETS: dict[str, DatasetInfo] = {
     for info in (
         # pixel mean / std of all 1797 scikit-learn digits scaled to [0, 1]
         DatasetInfo("digits", 10, (1, 8, 8), (0.3053,), (0.3760,), arrays=embedded.digits, test_size=540),
-        # pixel mean / std of all 5,000 images scaled to [0, 1] (both splits, in float64): 0.131320 / 0.308550
-        DatasetInfo("mnist5k", 10, (1, 28, 28), (0.1313,), (0.3086,), arrays=embedded.mnist5k, test_size=1000),
-        DatasetInfo("mnist", 10, (1, 28, 28), (0.1307,), (0.3081,), torchvision=torchvision_sets.mnist),
+        # MNIST as Jeong & Shin (2020) and MACER set it up: no normaliser (smoothing-consistency
+        # code/datasets.py, get_normalize_layer: `elif dataset == "mnist": return torch.nn.Identity()`),
+        # the network sees [0, 1] pixels (their supplement A.2: no pre-processing but the scaling to [0, 1])
+        DatasetInfo("mnist5k", 10, (1, 28, 28), (0.0,), (1.0,), arrays=embedded.mnist5k, test_size=1000),
+        DatasetInfo("mnist", 10, (1, 28, 28), (0.0,), (1.0,), torchvision=torchvision_sets.mnist),
         # Cohen et al.'s constants (locuslab/smoothing code/datasets.py), so their checkpoints map over
         DatasetInfo(
             "cifar10",
@@ -88,7 +91,7 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "imagenet",
-            1000,
+            torchvision_sets.IMAGENET_CLASSES,
             (3, 224, 224),
             (0.485, 0.456, 0.406),
             (0.229, 0.224, 0.225),

@@ -5,7 +5,9 @@ the config schema and the tables read it without importing a loss."""
 
 from ddrs.methods.hyperparameters import (
     DIVERGENCES,
+    EASY_FOCUS_SCHEDULES,
     MACER_FORMS,
+    SMOOTHADV_ATTACKS,
     STABILITY_DIVERGENCES,
     ConsistencyParams,
     EasyFocusParams,
@@ -22,9 +24,11 @@ from ddrs.methods.variants import variant_options, variant_params
 
 __all__ = [
     "DIVERGENCES",
+    "EASY_FOCUS_SCHEDULES",
     "MACER_FORMS",
     "MATCH_SEPARATOR",
     "METHODS",
+    "SMOOTHADV_ATTACKS",
     "STABILITY_DIVERGENCES",
     "TRAIN_MODES",
     "VARIANT_SEPARATOR",

@@ -1,10 +1,11 @@
 """The training methods' hyper-parameter classes: one frozen dataclass per method, each checking
 its own values (the fields are ``train.<method>`` config keys and ``ddrs train --<method>-<field>``
-flags; :mod:`ddrs.methods.registry` names which class a method uses)."""
+flags; :mod:`ddrs.methods.registry` names which class a method uses). A field with a fixed set of values
+names it in its metadata (``choices``), which its check and the config schema's enum read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -33,6 +34,11 @@ class GaussianParams:
         _at_least(self, 1, "m")
 
 
+#: what SmoothAdv's attack ascends (:func:`ddrs.training.losses.smoothadv_attack`): Salman et al.'s
+#: ``PGD_L2`` on the logits, or the DDRS authors' copy of it on their softmax output
+SMOOTHADV_ATTACKS = ("salman", "released")
+
+
 @dataclass(frozen=True)
 class SmoothAdvParams:
     """SmoothAdv (Salman et al. 2019; DDRS §4.2: 2 PGD steps, ζ = 0.25, m = 1 on CIFAR-10)."""
@@ -41,10 +47,20 @@ class SmoothAdvParams:
     epsilon: float = field(default=0.25, metadata={"help": "attack radius ζ (ℓ2)"})
     m: int = field(default=1, metadata={"help": "noise draws per input, shared by the attack and the loss"})
     warmup: int = field(default=10, metadata={"help": "epochs over which ζ grows linearly from 0 to ζ"})
+    attack: str = field(
+        default="salman",
+        metadata={
+            "choices": SMOOTHADV_ATTACKS,
+            "help": "salman = Salman et al.'s PGD_L2 on the soft smoothed classifier (cross-entropy of the logits; "
+            "m > 1: of the mean softmax); released = the DDRS authors' attacker.py, the same steps on their "
+            "network's softmax output, i.e. on softmax(logits) taken as logits (a double softmax)",
+        },
+    )
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "steps", "m")
         _at_least(self, 0, "epsilon", "warmup")
+        _choice(self, "attack")
 
 
 def _draws_per_pass() -> Any:
@@ -69,8 +85,9 @@ MACER_FORMS = ("zhai", "released")
 class MacerParams:
     """MACER (Zhai et al. 2020; DDRS §4.3: m = 64 draws, λ = 12, γ = 8, β = 16).
 
-    ``deferred`` epochs train with λ = 0 first: Jeong & Shin's MNIST MACER runs
-    (``train_macer.py --deferred``: λ = 0 until after the first learning-rate drop).
+    ``deferred`` = d > 0 trains with λ = 0 while the 0-based epoch is ≤ d, as Jeong & Shin's MNIST
+    MACER runs (``train_macer.py --deferred``: ``if args.deferred and epoch <= args.lr_step_size:
+    lbd = 0``, d their ``--lr_step_size``): d + 1 epochs of the cross-entropy alone.
     """
 
     m: int = field(default=64, metadata={"help": "noise draws per input"})
@@ -78,14 +95,19 @@ class MacerParams:
     gamma: float = field(default=8.0, metadata={"help": "hinge margin γ on ξ = Φ⁻¹(p̂A) − Φ⁻¹(p̂B)"})
     beta: float = field(default=16.0, metadata={"help": "inverse temperature β of the soft smoothed classifier"})
     deferred: int = field(
-        default=0, metadata={"help": "first epochs trained with λ = 0 (the cross-entropy term alone)"}
+        default=0,
+        metadata={
+            "help": "d > 0: λ = 0 (the cross-entropy term alone) while the 0-based epoch is <= d, i.e. d + 1 "
+            "epochs (Jeong & Shin's --deferred with --lr_step_size d); 0: λ from the first epoch"
+        },
     )
     form: str = field(
         default="zhai",
         metadata={
+            "choices": MACER_FORMS,
             "help": "zhai = MACER's robustness term, λ·σ/2·(γ − ξ) over correct inputs with ξ ≤ γ on the β-tempered "
             "smoothed classifier, divided by the batch; released = the DDRS train_macer.py's, λ·mean over correct "
-            "inputs of relu(γ − σ/2·ξ) on the untempered one, p̂A, p̂B clamped to [0.02, 0.98] (β unused)"
+            "inputs of relu(γ − σ/2·ξ) on the untempered one, p̂A, p̂B clamped to [0.02, 0.98] (β unused)",
         },
     )
     draws_per_pass: int = _draws_per_pass()
@@ -93,7 +115,7 @@ class MacerParams:
     def __post_init__(self) -> None:
         _at_least(self, 1, "m")
         _at_least(self, 0, "lam", "gamma", "deferred", "draws_per_pass")
-        _choice(self, "form", MACER_FORMS)
+        _choice(self, "form")
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
 
@@ -105,7 +127,10 @@ DIVERGENCES = ("mean_kl", "mean_cross_entropy", "pairwise_mse")
 RENAMED_DIVERGENCES = {"kl": "mean_kl", "ce": "mean_cross_entropy", "mse": "pairwise_mse"}
 
 
-def _choice(params: Any, name: str, choices: tuple[str, ...]) -> None:
+def _choice(params: Any, name: str) -> None:
+    """Refuse a value outside the field's ``choices`` (its metadata: the registry constant the config
+    schema's enum is rendered from, :mod:`ddrs.pipeline.schema`)."""
+    choices = next(f.metadata["choices"] for f in fields(params) if f.name == name)
     if getattr(params, name) not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(params, name)!r}")
 
@@ -118,7 +143,7 @@ def _check_consistency(params: Any) -> None:
             f"divergence {params.divergence!r} was renamed {RENAMED_DIVERGENCES[params.divergence]!r} (the same term; "
             f"the names now say what each computes: {', '.join(DIVERGENCES)})"
         )
-    _choice(params, "divergence", DIVERGENCES)
+    _choice(params, "divergence")
 
 
 @dataclass(frozen=True)
@@ -136,10 +161,11 @@ class ConsistencyParams:
     divergence: str = field(
         default="mean_kl",
         metadata={
+            "choices": DIVERGENCES,
             "help": "mean_kl = mean over the draws of KL(mean prediction ‖ draw) (with η = 0.5: their default loss, "
             "filed under 'Cross-entropy' in supplement Table 4), mean_cross_entropy = mean over the draws of the "
             "cross-entropy of each draw against the mean prediction (mean_kl + its entropy), pairwise_mse = "
-            "squared distance between the draws' softmaxes, averaged over pairs"
+            "squared distance between the draws' softmaxes, averaged over pairs",
         },
     )
     draws_per_pass: int = _draws_per_pass()
@@ -161,7 +187,8 @@ class SmoothAdvConsistencyParams:
     lam: float = field(default=1.0, metadata={"help": "weight λ of the consistency term"})
     eta: float = field(default=0.5, metadata={"help": "weight η of the entropy of the mean prediction"})
     divergence: str = field(
-        default="mean_kl", metadata={"help": "mean_kl, mean_cross_entropy or pairwise_mse (as for consistency)"}
+        default="mean_kl",
+        metadata={"choices": DIVERGENCES, "help": "mean_kl, mean_cross_entropy or pairwise_mse (as for consistency)"},
     )
     draws_per_pass: int = _draws_per_pass()
 
@@ -189,32 +216,53 @@ class StabilityParams:
     divergence: str = field(
         default="cross_entropy",
         metadata={
+            "choices": STABILITY_DIVERGENCES,
             "help": "cross_entropy = −Σ softmax(clean)·log softmax(noisy) (Jeong & Shin's train_stab.py), "
-            "kl = KL(softmax(clean) ‖ softmax(noisy)) (cross_entropy minus the clean entropy)"
+            "kl = KL(softmax(clean) ‖ softmax(noisy)) (cross_entropy minus the clean entropy)",
         },
     )
 
     def __post_init__(self) -> None:
         _at_least(self, 0, "gamma")
-        _choice(self, "divergence", STABILITY_DIVERGENCES)
+        _choice(self, "divergence")
+
+
+#: how Sun et al.'s E_t is read (:func:`ddrs.training.easy_focus.first_focus_epoch`): as their code
+#: runs it, or as their Algorithm 2 prints it
+EASY_FOCUS_SCHEDULES = ("code", "paper")
 
 
 @dataclass(frozen=True)
 class EasyFocusParams:
     """Gaussian training focused on easy inputs (Sun et al. 2024, "ACR is a poor metric", §5).
 
-    Plain Gaussian training with m draws in epochs 1 … E_t − 1 (``start_epoch`` = E_t, epochs
-    counted from 1 as in their Algorithm 2); from epoch E_t on, each switchable: hard inputs
-    (p_A < p_t) are discarded once (§5.1), inputs are sampled with weight max(1, Φ⁻¹(p̂_A)/Φ⁻¹(p̂_min))
-    re-estimated every 10 epochs (§5.2), and every noise draw is attacked on its sphere (§5.3,
-    Algorithm 1). Defaults: σ = 0.5 on CIFAR-10 (Table 4: E_t = 70,
-    p_t = 0.4, T = 6, ε = 0.25; Appendix A.1: m = 4, N = 100 and 16, α = 0.1, p_min = 0.75).
+    Plain Gaussian training with m draws until E_t (``start_epoch``); from E_t on, each switchable:
+    hard inputs (p_A < p_t) are discarded once (§5.1), inputs are sampled with weight
+    max(1, Φ⁻¹(p̂_A)/Φ⁻¹(p̂_min)) re-estimated every 10 epochs (§5.2), and every noise draw is attacked
+    on its sphere (§5.3, Algorithm 1). ``schedule`` says where E_t falls: ``code`` (their
+    ``code/train.py``, the default) — E_t plain epochs (0-based epochs ``0 … E_t − 1``), and without
+    discarding every component from the first epoch (``ds_epochs = [0]``); ``paper`` — their Algorithm
+    2, epochs counted from 1: E_t − 1 plain epochs, every component from E_t. Defaults: σ = 0.5 on
+    CIFAR-10 (Table 4: E_t = 70, p_t = 0.4, T = 6, ε = 0.25; Appendix A.1: m = 4, N = 100 and 16,
+    α = 0.1, p_min = 0.75).
     """
 
     m: int = field(default=4, metadata={"help": "noise draws per input"})
     start_epoch: int = field(
         default=70,
-        metadata={"help": "E_t: the first epoch (counted from 1) with the components on; epochs before it are plain"},
+        metadata={
+            "help": "E_t: schedule code = the number of plain epochs before the components (their --ds_epoch); "
+            "paper = the first epoch, counted from 1, with them on"
+        },
+    )
+    schedule: str = field(
+        default="code",
+        metadata={
+            "choices": EASY_FOCUS_SCHEDULES,
+            "help": "code = Sun et al.'s code/train.py: E_t plain epochs, and without discarding (the ablation) "
+            "reweighing, the attack and the sampling with replacement from the first epoch; paper = their "
+            "Algorithm 2: E_t - 1 plain epochs, every component from epoch E_t",
+        },
     )
     discard: bool = field(default=True, metadata={"help": "discard the inputs with p_A < threshold at epoch E_t"})
     threshold: float = field(default=0.4, metadata={"help": "p_t: inputs with p_A below it are discarded"})
@@ -232,6 +280,7 @@ class EasyFocusParams:
 
     def __post_init__(self) -> None:
         _at_least(self, 1, "m", "start_epoch", "discard_draws", "reweigh_every", "reweigh_draws", "steps")
+        _choice(self, "schedule")
         if not 0 <= self.threshold <= 1:
             raise ValueError(f"threshold must lie in [0, 1], got {self.threshold!r}")
         if not 0 < self.reweigh_alpha < 1:

@@ -1,13 +1,23 @@
 """ACR-focused Gaussian training (Sun et al. 2024, "Average Certified Radius is a Poor Metric", §5).
 
-Gaussian training with m noise draws per input (Cohen et al. 2019) in epochs 1 … E_t − 1; from
-epoch E_t on — epochs counted from 1, as in their Algorithm 2 ("if epoch < E_t … else if epoch
-= E_t then discard") — three components, each switchable for the ablation of their Table 3:
+Gaussian training with m noise draws per input (Cohen et al. 2019) until E_t, then three
+components, each switchable for the ablation of their Table 3. Where E_t falls is
+``params.schedule`` (:func:`first_focus_epoch`):
+
+- ``code`` (the default), as their ``code/train.py`` runs it: 0-based epochs (``for epoch in
+  range(starting_epoch, args.epochs)``, ``starting_epoch = 0``), the components from epoch
+  ``--ds_epoch`` = E_t on (``ds_epochs = [args.ds_epoch]``; ``--ds_epoch 70``: 70 plain epochs), and
+  without discarding (their ablation without ``--ds_hard``: ``ds_epochs = [0]``) every component,
+  and the sampling with replacement, from the first epoch;
+- ``paper``, their Algorithm 2 ("if epoch < E_t … else if epoch = E_t then discard"), epochs counted
+  from 1: epochs 1 … E_t − 1 plain, every component from epoch E_t.
+
+The components:
 
 - discard hard inputs (§5.1): once, at epoch E_t, drop the inputs whose p_A — the fraction of
   N = 100 noisy copies labelled correctly — is below p_t;
 - reweigh by certified radius (§5.2): at E_t and every 10 epochs after ("every 10 epoch after E_t
-  (including E_t)"; Algorithm 2's ``epoch % 10 = 0`` for their E_t, multiples of 10), p̂_A =
+  (including E_t)"; their code's ``range(ds_epochs[-1], args.epochs, args.dataset_weight_epoch)``), p̂_A =
   LowerConfBound(C, N = 16, 1 − α) with α = 0.1 (CERTIFY's Clopper–Pearson bound) and weight
   w = max(1, Φ⁻¹(p̂_A) / Φ⁻¹(p̂_min)), where p̂_min is the bound at p_A = p_min = 0.75, i.e. at
   ⌊p_min·N⌋ correct draws. The paper prints Φ⁻¹(p_min); its Figure 4 ("radius divided by the
@@ -15,14 +25,15 @@ epoch E_t on — epochs counted from 1, as in their Algorithm 2 ("if epoch < E_t
   divide by the estimated radius at p_min, which we follow — with the literal Φ⁻¹(0.75) only 15 or
   16 correct draws out of 16 would weigh more than 1;
 - every epoch from E_t visits |D| inputs drawn with replacement from the kept ones, uniformly or
-  with these weights (Algorithm 2), so the number of gradient steps per epoch does not change;
+  with these weights (Algorithm 2; their ``RandomSampler(replacement=True, num_samples=dataset_num)``
+  or ``WeightedRandomSampler``), so the number of gradient steps per epoch does not change (under
+  ``paper``, only while discarding or reweighing);
 - adaptive attack on the sphere (§5.3, Algorithm 1): each noise draw takes up to T ℓ2 PGD steps of
   size ε on the cross-entropy, stops as soon as the base classifier misclassifies, and is projected
   back to its own norm after every step.
 
 The epoch-level part is :class:`EasyFocusPlan` (the registry's ``epoch_plan``); the attack is in
-:func:`easy_focus_loss`. The trainer counts epochs from 0, so epoch E_t is its ``E_t − 1``
-(:func:`focus_started`).
+:func:`easy_focus_loss`. The trainer counts epochs from 0, as their code does.
 """
 
 from __future__ import annotations
@@ -78,9 +89,21 @@ def adaptive_attack(model: nn.Module, x: Tensor, y: Tensor, noise: Tensor, steps
     return delta.detach()
 
 
+def first_focus_epoch(params: EasyFocusParams) -> int:
+    """The 0-based epoch from which the components are on (see the module docstring):
+
+    - ``code``: E_t with discarding (their ``ds_epochs = [args.ds_epoch]``, 0-based), else 0
+      (``ds_epochs = [0]``);
+    - ``paper``: E_t − 1, Algorithm 2's epoch E_t counted from 1.
+    """
+    if params.schedule == "paper":
+        return params.start_epoch - 1
+    return params.start_epoch if params.discard else 0
+
+
 def focus_started(params: EasyFocusParams, epoch: int) -> bool:
-    """Whether 0-based ``epoch`` is epoch E_t or later of Sun et al.'s Algorithm 2 (epochs counted from 1)."""
-    return epoch + 1 >= params.start_epoch
+    """Whether 0-based ``epoch`` trains with the components on (:func:`first_focus_epoch`)."""
+    return epoch >= first_focus_epoch(params)
 
 
 def easy_focus_loss(model, x, y, scale, generator, params: EasyFocusParams, epoch=0) -> Tensor:
@@ -131,11 +154,18 @@ class EasyFocusPlan:
         self.weights: Tensor | None = None
 
     def plan(self, epoch: int, model: nn.Module, dataset: Dataset, scales: Tensor, seed: int) -> Tensor | None:
-        """``None`` (a plain shuffled pass) before E_t or with both components off; from E_t on,
-        |D| indices drawn with replacement from the kept inputs, uniformly or by weight."""
+        """``None`` (a plain shuffled pass) before E_t, or under the ``paper`` schedule with both
+        components off; from E_t on, |D| indices drawn with replacement from the kept inputs,
+        uniformly or by weight (under ``code`` uniformly from all inputs when both are off: their
+        ``RandomSampler(replacement=True)`` from ``ds_epochs[-1]`` on)."""
         params, size = self.params, len(dataset)
-        if not focus_started(params, epoch) or not (params.discard or params.reweigh):
+        if not focus_started(params, epoch):
             return None
+        if not (params.discard or params.reweigh):
+            if params.schedule == "paper":
+                return None
+            sampler = torch.Generator().manual_seed(derived_seed(seed, 1))
+            return torch.randint(size, (size,), generator=sampler)
         noise = make_generator(derived_seed(seed, 0), self.device)
         if self.kept is None:
             everyone = torch.ones(size, dtype=torch.bool)
@@ -151,7 +181,7 @@ class EasyFocusPlan:
                 )
         if len(self.kept) != size:
             raise ValueError(f"the easy_focus state covers {len(self.kept)} inputs, the training set has {size}")
-        since = epoch + 1 - params.start_epoch
+        since = epoch - first_focus_epoch(params)
         if params.reweigh and (self.weights is None or since % params.reweigh_every == 0):
             counts = self._counts(model, dataset, scales, self.kept, params.reweigh_draws, noise)
             lower = lower_confidence_bound(counts, params.reweigh_draws, params.reweigh_alpha)

@@ -21,6 +21,7 @@ from ddrs.core.noise import get_noise
 from ddrs.core.sigma import radius_objective
 from ddrs.methods import (
     MACER_FORMS,
+    SMOOTHADV_ATTACKS,
     STABILITY_DIVERGENCES,
     GaussianParams,
     MacerParams,
@@ -116,6 +117,25 @@ def smoothadv_radius(params: SmoothAdvParams, epoch: int) -> float:
 PGD_RULES = ("salman", "jeong_shin")
 
 
+def attacked_nll(logits: Tensor, y: Tensor, attack: str = "salman") -> Tensor:
+    """What SmoothAdv's attack ascends, per input, from ``(B, m, C)`` logits; ``attack``
+    (:data:`ddrs.methods.SMOOTHADV_ATTACKS`) names whose code:
+
+    - ``salman``: Salman et al.'s ``PGD_L2`` (``attacks.py``): :func:`smoothed_nll` of the logits.
+    - ``released``: the DDRS authors' ``attacker.py``, that same code, called on their networks'
+      softmax output (``CIFAR10/models/resnet.py`` ends in a softmax; ``ImageNet/utils.py``'s
+      ``imagenet_wrapper`` adds one): ``F.cross_entropy`` of the probabilities with one draw, the
+      mean of their ``F.softmax`` with m draws, i.e. :func:`smoothed_nll` of softmax(logits) taken as
+      logits, a double softmax. On ``resnet18_ddrs``, whose output ddrs reads as log(p + 1e-10),
+      softmax(logits) is the released network's p to 1e-9.
+    """
+    if attack == "released":
+        return smoothed_nll(F.softmax(logits, dim=-1), y)
+    if attack != "salman":
+        raise ValueError(f"unknown SmoothAdv attack {attack!r}; choose one of {list(SMOOTHADV_ATTACKS)}")
+    return smoothed_nll(logits, y)
+
+
 def smoothadv_attack(
     model: nn.Module,
     x: Tensor,
@@ -125,10 +145,12 @@ def smoothadv_attack(
     steps: int,
     generator: torch.Generator,
     rule: str = "salman",
+    attack: str = "salman",
 ) -> Tensor:
     """ℓ2 PGD on the soft smoothed classifier with fixed noise draws (Salman et al. 2019, §3).
 
-    Maximises :func:`smoothed_nll` of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
+    Maximises :func:`attacked_nll` (``attack``: Salman et al.'s :func:`smoothed_nll` of the logits,
+    or the DDRS release's of their softmax) of ``x + δ + noise`` over ``‖δ‖₂ ≤ radius`` with ``steps``
     normalised-gradient steps of size ``2·radius/steps``. ``rule`` (:data:`PGD_RULES`) is the
     code the step follows:
 
@@ -144,6 +166,8 @@ def smoothadv_attack(
     """
     if rule not in PGD_RULES:
         raise ValueError(f"unknown PGD rule {rule!r}; choose one of {list(PGD_RULES)}")
+    if attack not in SMOOTHADV_ATTACKS:
+        raise ValueError(f"unknown SmoothAdv attack {attack!r}; choose one of {list(SMOOTHADV_ATTACKS)}")
     if radius == 0:
         return x
     was_training = model.training
@@ -154,7 +178,7 @@ def smoothadv_attack(
     try:
         for _ in range(steps):
             delta.requires_grad_(True)
-            loss = smoothed_nll(copies_logits(model, (x + delta).unsqueeze(1) + noise), y).sum()
+            loss = attacked_nll(copies_logits(model, (x + delta).unsqueeze(1) + noise), y, attack).sum()
             (grad,) = torch.autograd.grad(loss, delta)
             norm = grad.flatten(1).norm(dim=1)
             if rule == "jeong_shin":  # project, then clamp
@@ -177,9 +201,11 @@ def smoothadv_attack(
 def smoothadv_loss(model, x, y, scale, generator, params: SmoothAdvParams, epoch=0) -> Tensor:
     """SmoothAdv (Salman et al. 2019): attack the soft smoothed classifier, then train on the
     adversarial points with the same m noise draws, cross-entropy averaged over the m copies
-    (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10)."""
+    (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10). The attack
+    ascends ``params.attack``'s objective (:func:`attacked_nll`)."""
     noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
-    adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, epoch), params.steps, generator)
+    radius = smoothadv_radius(params, epoch)
+    adversarial = smoothadv_attack(model, x, y, noise, radius, params.steps, generator, attack=params.attack)
     return copies_cross_entropy(copies_logits(model, adversarial.unsqueeze(1) + noise), y)
 
 
@@ -223,15 +249,22 @@ def macer_objective(
     return classification + lam * robustness / batch
 
 
+def macer_deferred(params: MacerParams, epoch: int) -> bool:
+    """Whether 0-based ``epoch`` trains MACER with λ = 0: Jeong & Shin's ``train_macer.py``
+    (``if args.deferred and epoch <= args.lr_step_size: lbd = 0``, 0-based epochs), ``params.deferred``
+    their ``--lr_step_size`` (0: never)."""
+    return params.deferred > 0 and epoch <= params.deferred
+
+
 def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> Tensor:
     """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
-    λ = 12, γ = 8, β = 16); λ = 0 in the first ``params.deferred`` epochs (Jeong & Shin's
+    λ = 12, γ = 8, β = 16); λ = 0 in the deferred epochs (:func:`macer_deferred`, Jeong & Shin's
     ``train_macer.py --deferred``). ``params.draws_per_pass`` draws at a time when set
     (:func:`chunked_copies_logits`): the same noise in less memory; the same gradient for a model
     without batch-norm."""
     points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
-    lam = 0.0 if epoch < params.deferred else params.lam
+    lam = 0.0 if macer_deferred(params, epoch) else params.lam
     return macer_objective(logits, y, scale, lam, params.gamma, params.beta, params.form)
 
 
