@@ -149,10 +149,3 @@ def test_the_published_logs_config_validates_and_dry_runs_on_a_log_tree(tmp_path
     per_table = ("best_table", "best_table_held_out", "comparisons_table", "comparisons_held_out_table")
     expected = {**dict.fromkeys((*per_table, "selection_optimism_table", "appendix_h_table"), 2), "all": 1}
     assert counts == {**expected, "total": 13}
-
-
-def test_a_config_that_computes_still_needs_every_section(tmp_path):
-    config = load_config()
-    del config["train"]
-    result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
-    assert result.returncode != 0 and "'train' is a required property" in result.stdout + result.stderr

@@ -137,6 +137,26 @@ def test_paper_config_replaces_the_default_experiment_grid(tmp_path):
     assert "digits" not in result.stdout + result.stderr
 
 
+def test_a_config_of_only_datasets_and_methods_runs_on_the_schemas_defaults(tmp_path):
+    """Snakemake's validate fills every other key from the schema's defaults (the embedded config's
+    values; training options: TrainConfig's), and the default's datasets are not merged in."""
+    config = {
+        "datasets": {"digits": {"source": "train", "arch": "mlp", "sigmas": [0.25], "radii": [0.0, 0.5, 1.0]}},
+        "methods": ["cohen"],
+    }
+    result = snakemake(tmp_path, "-n", "-p", config=write_config(tmp_path, config))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(output)
+    # Cohen fs and ds, and grid_search.method's (SmoothAdv) fixed-σ model for Appendix B at n = 1, 2, 4, 10
+    assert counts["train"] == 3 and counts["certify_grid_search"] == 4
+    assert counts["best_table"] == 1 and "mnist5k" not in output
+    embedded = load_config("config.yaml")
+    certify = embedded["certify"]
+    assert f"--n0 {certify['n0']} --n {certify['n']} --alpha {certify['alpha']} --batch auto" in output
+    assert f"{embedded['results']}/digits/cohen/fs/sigma0.25/model.pt" in output
+
+
 def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
     config = load_config("paper.yaml")
     config["datasets"] = {"cifar10": config["datasets"]["cifar10"]}

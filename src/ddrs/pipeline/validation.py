@@ -1,7 +1,8 @@
 """What the config schema cannot say, checked before any job runs (``rules/common.smk``).
 
-The JSON schema (``config/schema/config.schema.yaml``, applied by Snakemake's ``validate``) checks
-every key, type and range on its own. Three kinds of mistakes pass it and would otherwise surface
+The JSON schema (``config/schema/config.schema.yaml`` with its generated registry part,
+:mod:`ddrs.pipeline.schema`; applied by Snakemake's ``validate``, which also fills its defaults)
+checks every key, type and range on its own. Three kinds of mistakes pass it and would otherwise surface
 only inside a job, after others have run, or never:
 
 - a float where the schema types an integer (``n: 2000.0``): JSON has one number type, so JSON
@@ -18,7 +19,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import validators
 from jsonschema.exceptions import best_match
 
@@ -32,11 +32,15 @@ def _is_int(_checker, value: Any) -> bool:
 
 
 def check_integers(config: Mapping[str, Any], schema_path: str | Path) -> None:
-    """Raise ``ValueError`` naming the first key whose value is a float where the schema says integer."""
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    """Raise ``ValueError`` naming the first key whose value is a float where the schema says integer
+    (the schema's relative ``$ref``s into the generated ``registries.schema.yaml`` resolved as
+    Snakemake's ``validate`` resolves them: :func:`ddrs.pipeline.schema.load_schema`)."""
+    from ddrs.pipeline.schema import load_schema  # not at import: `python -m ddrs.pipeline.schema` imports this package
+
+    schema, registry = load_schema(schema_path)
     base = validators.validator_for(schema)
     strict = validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_int))
-    error = best_match(strict(schema).iter_errors(config))
+    error = best_match(strict(schema, registry=registry).iter_errors(config))
     if error is not None:
         key = ".".join(map(str, error.absolute_path)) or "the config"
         raise ValueError(f"config key {key}: {error.message} (write integers without a decimal point)")
@@ -57,8 +61,9 @@ def check_references(config: Mapping[str, Any]) -> None:
     than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
     ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
     grid-search interval and a grid-search n that does not divide its budget."""
-    methods, grid = list(config["methods"]), config.get("grid_search", {"enabled": False})
-    for dataset, spec in config["datasets"].items():
+    methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
+    datasets = config.get("datasets") or {}
+    for dataset, spec in datasets.items():
         labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
         every = list(dict.fromkeys(sum(labels.values(), [])))
         _require_in(spec.get("train_by_sigma", {}), every, f"datasets.{dataset}.train_by_sigma")
@@ -66,7 +71,7 @@ def check_references(config: Mapping[str, Any]) -> None:
         for method, paths in spec.get("checkpoints", {}).items():
             noise = get_method(method).noise
             _require_in(paths, labels[noise], f"datasets.{dataset}.checkpoints.{method}")
-    _require_in(grid.get("datasets") or [], list(config["datasets"]), "grid_search.datasets")
+    _require_in(grid.get("datasets") or [], list(datasets), "grid_search.datasets")
     if grid["enabled"]:
         if not grid["low"] < grid["high"]:
             raise ValueError(f"grid_search: low {grid['low']} must be below high {grid['high']}")
@@ -78,7 +83,7 @@ def check_references(config: Mapping[str, Any]) -> None:
                     f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)"
                 )
     studies = config.get("sun2024", {})
-    sigmas = {s for spec in config["datasets"].values() for s in spec.get("sigmas", [])}
+    sigmas = {s for spec in datasets.values() for s in spec.get("sigmas", [])}
     for key in ("ablation_sigmas", "gradient_norm_sigma"):
         given = studies.get(key, [])
         _require_in(given if isinstance(given, list) else [given], sorted(sigmas), f"sun2024.{key}")
