@@ -15,7 +15,8 @@ if not workflow.overwrite_configfiles:
 SCHEMA = "config/schema/config.schema.yaml"
 
 
-validate(config, SCHEMA)
+# Fills every key the config leaves out with the schema's default (the embedded default's value).
+validate(config, SCHEMA, set_default=True)
 
 
 include: "rules/common.smk"
@@ -23,6 +24,7 @@ include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/certify.smk"
 include: "rules/tables.smk"
+include: "rules/published.smk"
 
 
 report: "report/workflow.rst"

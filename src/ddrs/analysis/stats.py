@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-from scipy.stats import binom
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,8 @@ def mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def mcnemar_p(a_only, b_only) -> np.ndarray:
     """Exact two-sided McNemar p-value from the discordant counts (see :func:`mcnemar`)."""
+    from scipy.stats import binom  # here, not at import: scipy.stats costs every table job a second
+
     a_only, b_only = np.asarray(a_only), np.asarray(b_only)
     return np.minimum(1.0, 2 * binom.cdf(np.minimum(a_only, b_only), a_only + b_only, 0.5))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ddrs.pipeline import queries as q
 from ddrs.pipeline.target import FIGURE, TABLE, Target
+from ddrs.published import captions
 
 #: Sun et al. (2024), Tables 1 and 2, Figure 3: Gaussian, MACER, SmoothAdv, Consistency and ACR-focused
 #: training; their Gaussian baseline draws m = 4 as their method (§6), the matched variant cohen@easy_focus
@@ -304,4 +305,89 @@ ENTRIES = (
     study_comparisons("easy_focus_ablation_comparisons", ABLATION_STUDY, q.ablation_baseline),
 )
 
-CATALOGUE: dict[str, Target] = {target.name: target for target in ENTRIES}
+
+#: the published-logs tables and figures (issue 35), built where a config has a ``published_logs`` section
+PUBLISHED = "ddrs.published.builders"
+PUBLISHED_ENTRIES = (
+    Target(
+        "published_logs_audit",
+        "published_logs_audit",
+        f"{PUBLISHED}:audit_table",
+        "published_logs_audit",
+        "Published logs",
+        instances=q.published_audit,
+        files=q.published_audit_files,
+        caption_of=q.published_caption(captions.audit_caption),
+        bold=False,
+    ),
+    Target(
+        "published_seed_table",
+        "published_{seed_table}",
+        f"{PUBLISHED}:seed_table",
+        "published_seed_table",
+        "Published logs",
+        instances=q.published_seed_tables,
+        files=q.published_seed_files,
+        params=q.published_seed_params,
+        caption_of=q.published_caption(captions.seed_table_caption),
+        bold=False,
+    ),
+    Target(
+        "published_seed_verdicts",
+        "published_seed_verdicts",
+        f"{PUBLISHED}:seed_table_verdicts",
+        "published_seed_table",
+        "Published logs",
+        instances=q.published_seed_summary,
+        files=q.published_seed_diffs,
+        caption_of=q.published_caption(captions.seed_verdicts_caption),
+        bold=False,
+    ),
+    Target(
+        "published_leaderboard",
+        "published_leaderboard_{leaderboard}",
+        f"{PUBLISHED}:leaderboard",
+        "published_leaderboard",
+        "Published logs",
+        instances=q.published_leaderboards,
+        files=q.published_leaderboard_files,
+        params=q.published_leaderboard_params,
+        caption_of=q.published_caption(captions.leaderboard_caption, level=True),
+        bold=False,
+    ),
+    Target(
+        "published_vs_gaussian",
+        "published_vs_gaussian_{leaderboard}",
+        f"{PUBLISHED}:leaderboard_vs_gaussian",
+        "published_vs_gaussian",
+        "Published logs",
+        instances=q.published_leaderboards,
+        files=q.published_leaderboard_files,
+        params=q.published_leaderboard_params,
+        caption_of=q.published_caption(captions.vs_gaussian_caption, level=True),
+    ),
+    Target(
+        "published_curves_figure",
+        "published_curves_{leaderboard}",
+        f"{PUBLISHED}:leaderboard_curves",
+        "published_curves",
+        "Published logs",
+        outputs=FIGURE,
+        instances=q.published_leaderboards,
+        files=q.published_leaderboard_files,
+        params=q.published_figure_params,
+    ),
+    Target(
+        "published_pa_figure",
+        "published_pa_{leaderboard}",
+        f"{PUBLISHED}:leaderboard_p_a",
+        "published_pa",
+        "Published logs",
+        outputs=FIGURE,
+        instances=q.published_leaderboards,
+        files=q.published_leaderboard_files,
+        params=q.published_figure_params,
+    ),
+)
+
+CATALOGUE: dict[str, Target] = {target.name: target for target in (*ENTRIES, *PUBLISHED_ENTRIES)}

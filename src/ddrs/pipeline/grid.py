@@ -30,12 +30,14 @@ class RunGrid:
         self.config = config
         self.layout = Layout(config["results"])
         excluded = set(config.get("exclude_datasets", []))
+        # a config of published logs only (``published_logs``) trains and certifies nothing: no datasets
+        configured = config.get("datasets") or {}
         self.datasets: Mapping[str, Mapping[str, Any]] = {
-            name: spec for name, spec in config["datasets"].items() if name not in excluded
+            name: spec for name, spec in configured.items() if name not in excluded
         }
-        if not self.datasets:
+        if configured and not self.datasets:
             raise ValueError(f"exclude_datasets {sorted(excluded)} leaves none of the configured datasets")
-        self.methods: list[str] = list(config["methods"])
+        self.methods: list[str] = list(config.get("methods") or [])
         #: Appendix B's settings; a logs-only config may leave them out (no grid search)
         self.grid_search = config.get("grid_search", {"enabled": False})
 

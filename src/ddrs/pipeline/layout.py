@@ -71,6 +71,14 @@ class Layout:
         """A figure (PNG, with a ``pdf`` beside it)."""
         return f"{self.results}/figures/{name}.{ext}"
 
+    def published_manifest(self, repository: str) -> str:
+        """Where the fetch job of a published repository (``owner+name``) lists its logs' local files."""
+        return f"{self.results}/published/manifests/{repository}.csv"
+
+    def published_entries(self, dataset: str) -> str:
+        """A dataset's published logs read once, for its leaderboard's jobs (``ddrs.published.leaderboard``)."""
+        return f"{self.results}/published/logs/{dataset}.npz"
+
     def data_marker(self, dataset: str) -> str:
         """Written by ``prepare_data`` once the dataset is downloaded and verified."""
         return f"{self.results}/data/{dataset}.json"

@@ -324,7 +324,8 @@ def published_seed_diffs(exp: Experiment, target: Target) -> dict[str, Any]:
 
 
 def published_leaderboard_files(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
-    return {"manifests": exp.published.leaderboard_manifests(leaderboard), **_published_overrides(exp, "registry")}
+    """The dataset's logs, read once by ``published_dataset_logs`` (``rules/published.smk``)."""
+    return {"entries": exp.layout.published_entries(leaderboard)}
 
 
 def published_leaderboard_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:

@@ -1,0 +1,144 @@
+"""The published-logs tables and figures as catalogue builders (:mod:`ddrs.pipeline.catalogue`).
+
+Each takes the manifests of the repositories it reads (:mod:`ddrs.published.manifest`: where every
+fetched log lies) and, where a config names one, another registry than the shipped one; it returns
+a DataFrame or a Figure that :func:`ddrs.pipeline.build.build` writes. One job reads many logs: the
+audit reads them all; a dataset's logs are read once (:func:`dataset_entries`) into one file that
+its leaderboard's four jobs (table, comparisons with Gaussian, two figures) read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
+from ddrs.published.manifest import local_file, local_files
+
+Paths = Sequence[str | os.PathLike]
+
+
+def _registry(registry: str | os.PathLike | None) -> pd.DataFrame:
+    from ddrs.published.registry import load_registry
+
+    return load_registry(registry)
+
+
+def audit_table(manifests: Paths, registry: str | os.PathLike | None = None) -> pd.DataFrame:
+    """``published_logs_audit``: every fetched log's audit (:func:`ddrs.published.audit.audit`), in registry order."""
+    from ddrs.published.audit import audit
+    from ddrs.published.registry import PublishedLog
+
+    files = local_files(manifests)
+    rows = _registry(registry)
+    rows = rows[
+        [(repository, path) in files for repository, path in zip(rows["repository"], rows["path"], strict=True)]
+    ]
+    logs = [PublishedLog.from_row(row) for _, row in rows.iterrows()]
+    return audit(logs, [local_file(files, log.repository, log.path) for log in logs])
+
+
+def seed_table(
+    manifests: Paths,
+    paper: str,
+    table: str,
+    transcription: str | os.PathLike | None = None,
+    mapping: str | os.PathLike | None = None,
+) -> pd.DataFrame:
+    """One seed paper's table recomputed from its authors' logs, cell by cell against the printed numbers
+    (:func:`ddrs.published.paper_tables.recompute_tables`)."""
+    from ddrs.published.paper_tables import load_mapping, load_transcription, recompute_tables
+
+    printed = load_transcription(transcription)
+    logs = load_mapping(mapping, transcription=printed)
+    printed = printed[(printed["paper"] == paper) & (printed["table"] == table)]
+    if printed.empty:
+        raise ValueError(f"the transcription has no cell of {paper} {table}")
+    logs = logs[(logs["paper"] == paper) & (logs["table"] == table)]
+    return recompute_tables(local_files(manifests), printed, logs)
+
+
+def seed_table_verdicts(diffs: Paths) -> pd.DataFrame:
+    """Cells per verdict of every seed table (their diff CSVs), a total row, and the mismatched cells named."""
+    from ddrs.published.paper_tables import VERDICTS, verdict_counts
+
+    diff = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in diffs], ignore_index=True)
+    counts = verdict_counts(diff).reindex(columns=list(VERDICTS), fill_value=0).reset_index()
+    counts.columns.name = None
+    mismatched = diff[diff["verdict"] == "mismatch"]
+    named = {key: _named_cells(cells) for key, cells in mismatched.groupby(["paper", "table"], sort=False)}
+    keys = zip(counts["paper"], counts["table"], strict=True)
+    counts["mismatched"] = [named.get(key, "") for key in keys]
+    total = {"paper": "all", "table": "", **counts[list(VERDICTS)].sum().to_dict(), "mismatched": ""}
+    counts = pd.concat([counts, pd.DataFrame([total])], ignore_index=True)
+    counts.insert(2 + len(VERDICTS), "cells", counts[list(VERDICTS)].sum(axis=1))
+    return counts
+
+
+def _named_cells(cells: pd.DataFrame) -> str:
+    """``row σ=0.25 r=0.50: printed 57.0 → 56.8``, each mismatched cell of a table."""
+    names = []
+    for cell in cells.itertuples(index=False):
+        where = " ".join(
+            part
+            for part in (
+                cell.row,
+                f"σ={cell.sigma}" if cell.sigma else "",
+                f"r={cell.radius}" if cell.radius else "",
+                cell.metric if cell.metric != "certified_accuracy" else "",
+            )
+            if part
+        )
+        names.append(f"{where}: printed {cell.printed} → {cell.recomputed_rounded}")
+    return "; ".join(names)
+
+
+def dataset_entries(
+    manifests: Paths, dataset: str, out: str | os.PathLike, registry: str | os.PathLike | None = None
+) -> None:
+    """Read a leaderboard dataset's logs once (:func:`ddrs.published.leaderboard.load_entries`, each
+    validated by :func:`ddrs.jobs.logs.read_log`) into ``out``, which its four jobs read."""
+    from ddrs.published.leaderboard import load_entries, save_entries
+
+    save_entries(load_entries(_registry(registry), dataset, local_files(manifests)), out)
+
+
+def _entries(entries: str | os.PathLike):
+    from ddrs.published.leaderboard import read_entries
+
+    return read_entries(entries)
+
+
+def leaderboard(
+    entries: str | os.PathLike, dataset: str, radii: Sequence[float], inference: Inference = DEFAULT_INFERENCE
+) -> pd.DataFrame:
+    """``published_leaderboard_<dataset>`` (:func:`ddrs.published.leaderboard.leaderboard_table`)."""
+    from ddrs.published.leaderboard import leaderboard_table
+
+    return leaderboard_table(_entries(entries), dataset, radii, inference=inference)
+
+
+def leaderboard_vs_gaussian(
+    entries: str | os.PathLike, dataset: str, radii: Sequence[float], inference: Inference = DEFAULT_INFERENCE
+) -> pd.DataFrame:
+    """``published_vs_gaussian_<dataset>`` (:func:`ddrs.published.gaussian_comparisons.gaussian_comparisons_table`)."""
+    from ddrs.published.gaussian_comparisons import gaussian_comparisons_table
+
+    return gaussian_comparisons_table(_entries(entries), dataset, radii, inference=inference)
+
+
+def leaderboard_curves(entries: str | os.PathLike, dataset: str, top: int, alpha: float = 0.05) -> Figure:
+    """``published_curves_<dataset>`` (:func:`ddrs.published.leaderboard_figures.curves_figure`)."""
+    from ddrs.published.leaderboard_figures import curves_figure
+
+    return curves_figure(_entries(entries), dataset, top=top, alpha=alpha)
+
+
+def leaderboard_p_a(entries: str | os.PathLike, dataset: str, top: int) -> Figure:
+    """``published_pa_<dataset>`` (:func:`ddrs.published.leaderboard_figures.p_a_figure`)."""
+    from ddrs.published.leaderboard_figures import p_a_figure
+
+    return p_a_figure(_entries(entries), dataset, top=top)

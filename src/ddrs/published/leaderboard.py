@@ -1,0 +1,251 @@
+"""One leaderboard per dataset: every published method × σ, and each method's envelope over σ.
+
+**What is on it.** Every test-split log of the dataset in the registry with a stated σ and at least
+one row (:func:`dataset_logs`). Byte-identical logs (same sha256) are one result: it is counted
+once, under its first ``(repository, path)`` in registry order, and ``also_at`` names its copies.
+
+**Methods.** A published method is what its authors call it in one repository (``method_authors``,
+which carries its settings, e.g. ``PGD_10steps/eps_127``) with one architecture, over one set of
+test inputs: ``(repository, method_authors, arch, inputs)`` (:class:`MethodKey`). Its logs are its
+σ (and, where the authors publish several, its runs or seeds). Logs of one method over other test
+inputs (a full test set beside a 1-in-20 subset, a run split in halves) make another method row, so
+that every envelope compares its logs on the same inputs.
+
+**Rows.** Per method, its envelope row (``sigma`` = ``envelope``): the best certified accuracy at
+each radius over its logs, with both ACR conventions (``ACR_per_log``, the best ACR of any one of
+its logs; ``ACR_per_input_best``, each input's best radius, an oracle), then one row per log
+(``ACR``). Every cell has its interval: exact Clopper–Pearson for certified accuracy over the
+row's inputs (for an envelope cell, that of the log that won it), seeded percentile bootstrap for
+ACR, resamples shared by rows of as many inputs (:func:`ddrs.analysis.assemble.assemble`, the
+statistics of the project's tables). Methods are ranked by their envelope's ``ACR_per_log``; no
+cell is bold: the leaderboard's claims are its comparisons with Gaussian training
+(:mod:`ddrs.published.gaussian_comparisons`).
+
+Certified accuracy and ACR follow Cohen et al. (2019, §4): the share of inputs with ``correct == 1``
+and ``radius ≥ r``; the mean of ``radius · correct``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ddrs.analysis.assemble import assemble
+from ddrs.analysis.evidence import PER_LOG, row_evidence
+from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
+from ddrs.io import atomic_path
+from ddrs.jobs.logs import read_log
+from ddrs.published.manifest import local_file
+from ddrs.published.registry import PublishedLog, select
+
+#: our method name of Gaussian data augmentation (Cohen et al. 2019), the baseline of every comparison
+GAUSSIAN = "cohen"
+#: the ``sigma`` of a method's envelope row
+ENVELOPE = "envelope"
+#: the leading (key) columns of the leaderboard, in order
+LEADING = (
+    "dataset",
+    "rank",
+    "method",
+    "ours",
+    "repository",
+    "paper",
+    "arch",
+    "sigma",
+    "noise",
+    "run",
+    "logs",
+    "inputs",
+    "log",
+    "also_at",
+)
+
+
+@dataclass(frozen=True)
+class MethodKey:
+    """A published method: its authors' name in one repository, with one architecture, on one set of inputs."""
+
+    repository: str
+    method_authors: str
+    arch: str
+    inputs: int
+    #: a digest of the ``idx`` it certifies: logs of one method and one digest certify the same inputs
+    inputs_digest: str
+
+    @property
+    def label(self) -> str:
+        """How figures name it: ``PGD_10steps/eps_127 (resnet110) [Hadisalman]``, the repository by its owner."""
+        arch = f" ({self.arch})" if self.arch else ""
+        return f"{self.method_authors}{arch} [{self.repository.split('/')[0]}]"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One distinct published log of the dataset: its registry row, the names of its byte-identical
+    copies (its own first), and its rows sorted by ``idx``."""
+
+    log: PublishedLog
+    names: tuple[str, ...]
+    frame: pd.DataFrame
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+    @property
+    def sigma(self) -> float:
+        return float(self.log.sigma)
+
+    @property
+    def idx(self) -> np.ndarray:
+        return self.frame["idx"].to_numpy()
+
+    @property
+    def method(self) -> MethodKey:
+        idx = np.ascontiguousarray(self.idx, dtype=np.int64)
+        digest = hashlib.sha1(idx.tobytes()).hexdigest()[:16]
+        return MethodKey(self.log.repository, self.log.method_authors, self.log.arch, len(idx), digest)
+
+    def shipped_by(self, repository: str) -> bool:
+        """Whether ``repository`` publishes this log (under any of its names)."""
+        return any(name.startswith(f"{repository}:") for name in self.names)
+
+
+def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[PublishedLog, tuple[str, ...]]]:
+    """The leaderboard's logs of ``dataset``: test split, σ stated, at least one row; each sha256 once,
+    under its first name in registry order, with the names of all its copies."""
+    rows = select(registry, dataset=dataset, split="test")
+    rows = rows[rows["sigma"].notna() & (rows["rows"] > 0)]
+    names = (rows["repository"] + ":" + rows["path"]).groupby(rows["sha256"], sort=False).agg(tuple)
+    first = rows.drop_duplicates("sha256", keep="first")
+    return [(PublishedLog.from_row(row), names[row["sha256"]]) for _, row in first.iterrows()]
+
+
+def load_entries(
+    registry: pd.DataFrame | None, dataset: str, files: Mapping[tuple[str, str], str | Path]
+) -> list[Entry]:
+    """:func:`dataset_logs` read from their local ``files`` ((repository, path) → file; a manifest's)."""
+    entries = []
+    for log, names in dataset_logs(registry, dataset):
+        frame = read_log(local_file(files, log.repository, log.path))
+        entries.append(Entry(log, names, frame.sort_values("idx", kind="stable").reset_index(drop=True)))
+    if not entries:
+        raise ValueError(f"the registry holds no test-split log of {dataset!r} with a stated σ and rows")
+    return entries
+
+
+#: the columns of a log the leaderboard reads, and the types :func:`save_entries` stores them in
+#: (:func:`read_entries` gives them back as :func:`~ddrs.jobs.logs.read_log` types them)
+ENTRY_COLUMNS = {"idx": np.int32, "label": np.int32, "predict": np.int32, "radius": np.float64, "correct": np.int8}
+
+
+def save_entries(entries: Sequence[Entry], path: str | os.PathLike) -> None:
+    """Write a dataset's entries to one ``.npz`` file (atomically): its logs' columns concatenated, with
+    each log's registry row and names. The leaderboard's jobs read it instead of every log again."""
+    lengths = [len(entry.frame) for entry in entries]
+    arrays = {}
+    for column, kind in ENTRY_COLUMNS.items():
+        values = np.concatenate([entry.frame[column].to_numpy() for entry in entries])
+        arrays[column] = values.astype(kind) if kind is np.float64 else _narrow(values, kind, column)
+    meta = json.dumps([{"log": dataclasses.asdict(entry.log), "names": list(entry.names)} for entry in entries])
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, offsets=np.cumsum([0, *lengths]), meta=np.array(meta), **arrays)
+
+
+def _narrow(values: np.ndarray, kind, column: str) -> np.ndarray:
+    """``values`` in the smaller integer type ``kind``, refused where one does not fit."""
+    narrowed = values.astype(kind)
+    if not np.array_equal(narrowed, values):
+        raise ValueError(f"a log's {column} does not fit {np.dtype(kind).name}; store it wider")
+    return narrowed
+
+
+def read_entries(path: str | os.PathLike) -> list[Entry]:
+    """The entries :func:`save_entries` wrote, as :func:`load_entries` gave them."""
+    with np.load(path) as data:
+        meta, offsets = json.loads(str(data["meta"])), data["offsets"]
+        arrays = {
+            column: data[column].astype(np.float64 if kind is np.float64 else np.int64)
+            for column, kind in ENTRY_COLUMNS.items()
+        }
+    return [
+        Entry(
+            PublishedLog(**item["log"]),
+            tuple(item["names"]),
+            pd.DataFrame({column: values[offsets[k] : offsets[k + 1]] for column, values in arrays.items()}),
+        )
+        for k, item in enumerate(meta)
+    ]
+
+
+def methods(entries: Sequence[Entry]) -> dict[MethodKey, list[Entry]]:
+    """The entries of each published method (:class:`MethodKey`), in registry order, its logs by σ."""
+    grouped: dict[MethodKey, list[Entry]] = {}
+    for entry in entries:
+        grouped.setdefault(entry.method, []).append(entry)
+    for members in grouped.values():
+        members.sort(key=lambda entry: entry.sigma)
+    return grouped
+
+
+def _shared_keys(key: MethodKey, members: Sequence[Entry], dataset: str) -> dict:
+    log = members[0].log
+    return {
+        "dataset": dataset,
+        "method": key.method_authors,
+        "ours": log.method,
+        "repository": key.repository,
+        "paper": log.paper,
+        "arch": key.arch,
+        "inputs": key.inputs,
+    }
+
+
+def _log_keys(entry: Entry) -> dict:
+    return {
+        "sigma": f"{entry.sigma:g}",
+        "noise": "" if entry.log.noise is None else f"{entry.log.noise:g}",
+        "run": entry.log.run,
+        "logs": 1,
+        "log": entry.name,
+        "also_at": "; ".join(entry.names[1:]),
+    }
+
+
+def leaderboard_table(
+    entries: Sequence[Entry], dataset: str, radii: Sequence[float], *, inference: Inference = DEFAULT_INFERENCE
+) -> pd.DataFrame:
+    """The leaderboard of one dataset's entries (module docstring): per method its envelope row, then
+    its logs, methods by their envelope's ``ACR_per_log``, best first."""
+    grouped = methods(entries)
+    rows = []
+    for key, members in grouped.items():
+        shared = _shared_keys(key, members, dataset)
+        envelope = row_evidence(dataset, [m.frame for m in members], radii)
+        rows.append(({**shared, "sigma": ENVELOPE, "logs": len(members), "_key": key}, envelope))
+        for member in members:
+            evidence = row_evidence(dataset, [member.frame], radii, single=True)
+            rows.append(({**shared, **_log_keys(member), "_key": key}, evidence))
+    keys = [keys for keys, _ in rows]
+    for number, key in enumerate(keys):
+        key["_row"] = number  # each row its own group: no pairwise test between rows (module docstring)
+    frame = assemble(rows, ["dataset", "method", "_row"], groups=("_row",), inference=inference)
+    best = frame.loc[frame["sigma"] == ENVELOPE].set_index("_key")[PER_LOG]
+    order = best.sort_values(ascending=False, kind="stable")
+    rank = {key: position + 1 for position, key in enumerate(order.index)}
+    frame["rank"] = frame["_key"].map(rank)
+    frame["_envelope"] = frame["sigma"] != ENVELOPE
+    frame = frame.sort_values(["rank", "_envelope", "_row"], kind="stable")
+    frame = frame.drop(columns=["_key", "_row", "_envelope"])
+    leading = [column for column in LEADING if column in frame.columns]
+    frame = frame[[*leading, *[c for c in frame.columns if c not in leading]]].reset_index(drop=True)
+    frame.attrs.update(bold_cells=frozenset(), alpha=inference.alpha)
+    return frame

@@ -1,0 +1,167 @@
+"""The published-logs config as a workflow, offline: a git repository built here stands for a published
+one (its mirror), a registry CSV built here for the shipped one, and a transcription of one printed
+table for the seed papers'. A dry run schedules one fetch job per repository and every table and
+figure; a real run builds them from the mirror, each number traceable to a log."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from published_helpers import REPOSITORY, gaussian_like, git_repository, log_text, registry_row, write_registry
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
+
+from ddrs.analysis.metrics import acr, certified_accuracy
+from ddrs.jobs.logs import read_log
+from ddrs.pipeline import Experiment
+from ddrs.published.paper_tables import MAPPING_COLUMNS, TRANSCRIPTION_COLUMNS
+
+N = 300
+PAPER, TABLE = "someone2024", "Table 1"
+RADII = [0.0, 0.25, 0.5]
+
+
+def world(tmp_path) -> dict:
+    """Three logs in a git repository (Gaussian and a stronger method at σ = 0.5, one header-only),
+    their registry, one printed table with two cells right and one wrong, and the config."""
+    gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    strong = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=2))
+    header_only = "idx\tlabel\tpredict\tradius\tcorrect\ttime\n"
+    files = {"data/gaussian_0.5": gaussian, "data/strong_0.5": strong, "data/empty_0.5": header_only}
+    mirror = tmp_path / "mirror"
+    commit = git_repository(mirror, files)
+    rows = [
+        registry_row("data/gaussian_0.5", gaussian, commit=commit),
+        registry_row("data/strong_0.5", strong, commit=commit, method_authors="strong", method="external"),
+        registry_row("data/empty_0.5", header_only, commit=commit, method_authors="empty", method="external"),
+    ]
+    registry = write_registry(tmp_path / "registry.csv", rows)
+    (tmp_path / "log.tsv").write_text(gaussian)
+    log = read_log(tmp_path / "log.tsv")
+    exact_accuracy = 100 * float(certified_accuracy(log, [0.0]).iloc[0])
+    wrong = 100 * float(certified_accuracy(log, [0.25]).iloc[0]) + 5  # a printed cell the log cannot give
+    cells = [
+        ("0.0", "certified_accuracy", f"{exact_accuracy:.1f}", "percent"),
+        ("0.25", "certified_accuracy", f"{wrong:.1f}", "percent"),
+        ("", "ACR", f"{acr(log):.3f}", "radius"),
+    ]
+    printed = pd.DataFrame(
+        [
+            {
+                "paper": PAPER,
+                "table": TABLE,
+                "dataset": "cifar10",
+                "row": "Gaussian",
+                "sigma": "0.50",
+                "radius": radius,
+                "metric": metric,
+                "value": text,
+                "printed": text,
+                "unit": unit,
+                "source": "someone2024, Table 1, row Gaussian (built by the test)",
+            }
+            for radius, metric, text, unit in cells
+        ],
+        columns=list(TRANSCRIPTION_COLUMNS),
+    )
+    printed.to_csv(tmp_path / "printed.csv", index=False)
+    mapping = pd.DataFrame(
+        [[PAPER, TABLE, "Gaussian", "0.50", "single", "primary", REPOSITORY, "data/gaussian_0.5", "0.50", "the test"]],
+        columns=list(MAPPING_COLUMNS),
+    )
+    mapping.to_csv(tmp_path / "mapping.csv", index=False)
+    config = load_config("published.yaml")
+    config["published_logs"] = {
+        "registry": str(registry),
+        "transcription": str(tmp_path / "printed.csv"),
+        "mapping": str(tmp_path / "mapping.csv"),
+        "cache": "cache",
+        "offline": True,
+        "mirrors": {REPOSITORY: str(mirror / ".git")},
+        "leaderboards": {"cifar10": RADII},
+        "figure_methods": 2,
+    }
+    config["statistics"] = {"n_boot": 200}
+    return {"config": write_config(tmp_path, config), "commit": commit}
+
+
+def test_a_published_only_config_needs_no_datasets_and_others_still_do():
+    schema = str(REPO / "config" / "schema" / "config.schema.yaml")
+    config = {"published_logs": {"leaderboards": {"cifar10": None}}}
+    validate(config, schema, set_default=True)
+    section = config["published_logs"]
+    assert (section["mirrors"], section["offline"], section["figure_methods"]) == ({}, False, 8)
+    experiment = Experiment(config)
+    assert experiment.grid.datasets == {} and experiment.grid.methods == []
+    assert experiment.published.repositories()[0] == "Hadisalman/smoothing-adversarial"
+    assert experiment.published.cache == "results/published/cache"
+    assert Experiment(load_config("digits.yaml")).published is None
+    with pytest.raises(WorkflowError, match="datasets"):
+        validate({"results": "results"}, schema, set_default=True)
+
+
+PUBLISHED_RULES = {
+    "fetch_published_logs": 1,  # one job per repository, not per log
+    "published_dataset_logs": 1,  # a leaderboard dataset's logs read once for its four jobs
+    "published_logs_audit": 1,
+    "published_seed_table": 1,
+    "published_seed_verdicts": 1,
+    "published_leaderboard": 1,
+    "published_vs_gaussian": 1,
+    "published_curves_figure": 1,
+    "published_pa_figure": 1,
+}
+
+
+def test_the_published_config_schedules_one_fetch_per_repository_and_every_table(tmp_path):
+    made = world(tmp_path)
+    result = snakemake(tmp_path, "-n", config=made["config"])
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts == {**PUBLISHED_RULES, "all": 1, "total": sum(PUBLISHED_RULES.values()) + 1}
+
+
+def test_the_shipped_published_config_dry_runs_every_repository_and_table(tmp_path):
+    shipped = load_config("published.yaml")
+    result = snakemake(tmp_path, "-n", config=write_config(tmp_path, shipped))
+    assert result.returncode == 0, result.stderr
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts["fetch_published_logs"] == 6  # the registry's six repositories
+    assert counts["published_seed_table"] == 7  # Cohen Tables 1-3, Jeong & Shin's three, Sun Table 2
+    assert counts["published_logs_audit"] == counts["published_seed_verdicts"] == 1
+    boards = len(shipped["published_logs"]["leaderboards"])
+    assert counts["published_leaderboard"] == counts["published_vs_gaussian"] == boards
+    assert counts["published_curves_figure"] == counts["published_pa_figure"] == boards
+    assert counts["published_dataset_logs"] == boards
+    assert not {"train", "certify_fixed", "prepare_data"} & set(counts)
+
+
+@pytest.mark.slow
+def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
+    made = world(tmp_path)
+    result = snakemake(tmp_path, "--cores", "2", config=made["config"])
+    assert result.returncode == 0, result.stderr
+    cached = tmp_path / "cache" / REPOSITORY / made["commit"] / "data" / "strong_0.5"
+    assert cached.is_file()  # <cache>/<repository>/<commit>/<path>
+    tables = tmp_path / "results_published" / "tables"
+    audit = pd.read_csv(tables / "published_logs_audit.csv")
+    assert len(audit) == 3
+    assert audit.set_index("path").loc["data/empty_0.5", "header_only"]
+    diff = pd.read_csv(tables / "published_someone2024_table_1.csv", dtype={"radius": str})
+    assert diff.set_index("radius")["verdict"].to_dict() == {"0.0": "exact", "0.25": "mismatch", np.nan: "exact"}
+    verdicts = pd.read_csv(tables / "published_seed_verdicts.csv").set_index("paper")
+    assert verdicts.loc[PAPER, ["exact", "mismatch", "cells"]].tolist() == [2, 1, 3]
+    assert "r=0.25: printed" in verdicts.loc[PAPER, "mismatched"]
+    board = pd.read_csv(tables / "published_leaderboard_cifar10.csv")
+    assert set(board["method"]) == {"gaussian", "strong"}  # the header-only log holds no result
+    versus = pd.read_csv(tables / "published_vs_gaussian_cifar10.csv", keep_default_na=False).set_index("method")
+    assert versus.loc["strong", "baseline"] == f"{REPOSITORY}:data/gaussian_0.5"
+    assert "ACR" in versus.loc["strong", "better_at"].split()
+    assert "**" in (tables / "published_vs_gaussian_cifar10.md").read_text()  # significant cells in bold
+    figures = tmp_path / "results_published" / "figures"
+    for name in ("published_curves_cifar10", "published_pa_cifar10"):
+        assert (figures / f"{name}.png").stat().st_size > 0 and (figures / f"{name}.pdf").is_file()
+    again = snakemake(tmp_path, "-n", config=made["config"])
+    assert "Nothing to be done" in again.stdout + again.stderr
