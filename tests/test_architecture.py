@@ -1,0 +1,84 @@
+"""The package tree's layers (docs/architecture.md): imports run one way, down the layers, and no
+module imports itself back through another, typing-only imports included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+#: the layers, top to bottom: a module may import its own package and those below it
+LAYERS = ["cli", "pipeline", "published", "analysis", "jobs", "training", "models", "data", "methods", "core"]
+#: the floor every layer may use: errors and atomic file output
+FLOOR = {"errors", "io"}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in (SRC / "ddrs").rglob("*.py"):
+        name = ".".join(path.relative_to(SRC).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The ddrs modules ``path`` imports anywhere (functions and ``TYPE_CHECKING`` blocks included);
+    ``from package import submodule`` names the submodule."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("ddrs")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ddrs"):
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules else node.module)
+    return found
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else "ddrs"
+
+
+def test_imports_run_down_the_layers():
+    modules = _modules()
+    upward = []
+    for module, path in modules.items():
+        own = _layer(module)
+        for imported in _imports(path, modules):
+            target = _layer(imported)
+            if own in FLOOR or target in FLOOR or target == own or own == "ddrs":
+                if own in FLOOR and target not in FLOOR:
+                    upward.append(f"{module} -> {imported}")
+                continue
+            if LAYERS.index(target) < LAYERS.index(own):
+                upward.append(f"{module} -> {imported}")
+    assert not upward, f"imports up the layers {LAYERS}: {upward}"
+
+
+def test_no_import_cycle():
+    modules = _modules()
+    graph = {module: _imports(path, modules) - {module} for module, path in modules.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for imported in sorted(graph.get(module, ())):
+            if state.get(imported) == 1:
+                cycles.append(path[path.index(imported) :] + [imported])
+            elif imported not in state:
+                visit(imported, [*path, imported])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_every_layer_is_a_package_of_the_tree():
+    """The layers the tests enforce are the packages there are: a new package takes its place in
+    :data:`LAYERS` (and docs/architecture.md) rather than escaping the check."""
+    packages = {path.parent.name for path in (SRC / "ddrs").glob("*/__init__.py")}
+    top = {path.stem for path in (SRC / "ddrs").glob("*.py")} - {"__init__"}
+    assert packages == set(LAYERS) and top == FLOOR
