@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.layout import run_file
-from ddrs.pipeline.published import missing_checkpoints_message, missing_logs_message
+from ddrs.pipeline.missing_inputs import missing_checkpoints_message, missing_logs_message
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
     check_integers,

@@ -12,7 +12,7 @@ import yaml
 
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
-from ddrs.pipeline.published import missing_checkpoints, missing_checkpoints_message
+from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
 from ddrs.training import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
