@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ddrs.pipeline.layout import Layout
-
-#: where GitHub serves a file of a repository at a commit (ddrs.published.fetch.DEFAULT_BASE_URL)
-DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
+from ddrs.published.registry import DEFAULT_BASE_URL
 
 
 def table_slug(paper: str, table: str) -> str:

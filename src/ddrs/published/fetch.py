@@ -27,9 +27,8 @@ from tqdm.auto import tqdm
 
 from ddrs.errors import FetchError
 from ddrs.io import atomic_path, file_digest
+from ddrs.published.registry import DEFAULT_BASE_URL
 
-#: where GitHub serves a file of a repository at a commit
-DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 #: what every fetch error ends with when the network is the source
 NETWORK_ADVICE = (
     "check the network (a proxy? a firewall?), or point published_logs.mirrors (ddrs logs --mirror REPO=PATH) "

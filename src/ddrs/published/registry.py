@@ -51,8 +51,8 @@ OPTIONAL_INTEGER_COLUMNS = ("n", "n0", "skip")
 OPTIONAL_FLOAT_COLUMNS = ("sigma", "noise", "alpha")
 #: the file shipped in the package
 REGISTRY_PATH = Path(__file__).with_name("logs.csv")
-#: the raw URL of a file of a repository at a commit
-RAW_URL = "https://raw.githubusercontent.com/{repository}/{commit}/{path}"
+#: where GitHub serves the raw files of a repository at a commit (a log: <base>/<repository>/<commit>/<path>)
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 
 
 class RegistryFormatError(DDRSError):
@@ -88,7 +88,7 @@ class PublishedLog:
     @property
     def url(self) -> str:
         """Where GitHub serves the log at its pinned commit."""
-        return RAW_URL.format(repository=self.repository, commit=self.commit, path=self.path)
+        return f"{DEFAULT_BASE_URL}/{self.repository}/{self.commit}/{self.path}"
 
     @property
     def tables(self) -> tuple[str, ...]:
