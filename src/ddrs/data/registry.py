@@ -54,7 +54,7 @@ class DatasetInfo:
     train_minutes: int = 30
     #: seconds CERTIFY takes per test input and 100,000 noise draws with the largest architecture
     #: of the dataset here, on the DDRS paper's GPU (a Quadro RTX 6000); a certification job's
-    #: run time is estimated from it (:meth:`ddrs.pipeline.grid.RunGrid.runtime`)
+    #: run time is estimated from it (:func:`ddrs.pipeline.resources.job_minutes`)
     certify_seconds: float = 2.0
 
     def __post_init__(self):
