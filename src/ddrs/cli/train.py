@@ -14,9 +14,9 @@ import argparse
 import dataclasses
 import typing
 
-from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
-from ddrs.methods import METHODS, TRAIN_MODES
-from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES, TrainConfig, read_yaml
+from ddrs.methods import METHODS
+from ddrs.training.config import CHOICES as OPTION_CHOICES
+from ddrs.training.config import TrainConfig, read_yaml
 
 HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
@@ -48,18 +48,7 @@ HELP = {
     "activation_checkpoints": "cut the training forward pass at this many places; every run but the last keeps "
     "only its input and is recomputed in backward: the same step in less memory, batch-norm included",
 }
-CHOICES = {
-    "method": tuple(METHODS),
-    "train_mode": TRAIN_MODES,
-    "c_a": C_A_RULES,
-    "sigma_model_mode": SIGMA_MODEL_MODES,
-    "sigma_objective": SIGMA_OBJECTIVES,
-    "uniform_convention": UNIFORM_CONVENTIONS,
-    "precision": tuple(PRECISIONS),
-    "memory_format": MEMORY_FORMATS,
-    "noise_batching": NOISE_BATCHINGS,
-    "feed": FEEDS,
-}
+CHOICES = {"method": tuple(METHODS), **OPTION_CHOICES}
 
 
 def _flag_kwargs(field: dataclasses.Field, annotation, help_text: str) -> dict:

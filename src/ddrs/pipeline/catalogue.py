@@ -308,84 +308,87 @@ ENTRIES = (
 
 #: the published-logs tables and figures (issue 35), built where a config has a ``published_logs`` section
 PUBLISHED = "ddrs.published.builders"
+
+
+def published(name: str, pattern: str, builder: str, caption: str, **fields) -> Target:
+    """A published-logs table or figure: its builder in :mod:`ddrs.published.builders`, no bold
+    unless it tests."""
+    return Target(name, pattern, f"{PUBLISHED}:{builder}", caption, "Published logs", **{"bold": False, **fields})
+
+
+def leaderboard(name: str, pattern: str, builder: str, caption: str, **fields) -> Target:
+    """One table or figure per leaderboard dataset, from that dataset's published logs."""
+    return published(
+        name,
+        pattern,
+        builder,
+        caption,
+        instances=q.published_leaderboards,
+        files=q.published_leaderboard_files,
+        **fields,
+    )
+
+
 PUBLISHED_ENTRIES = (
-    Target(
+    published(
         "published_logs_audit",
         "published_logs_audit",
-        f"{PUBLISHED}:audit_table",
+        "audit_table",
         "published_logs_audit",
-        "Published logs",
         instances=q.published_audit,
         files=q.published_audit_files,
         caption_of=q.published_caption(captions.audit_caption),
-        bold=False,
     ),
-    Target(
+    published(
         "published_seed_table",
         "published_{seed_table}",
-        f"{PUBLISHED}:seed_table",
+        "seed_table",
         "published_seed_table",
-        "Published logs",
         instances=q.published_seed_tables,
         files=q.published_seed_files,
         params=q.published_seed_params,
         caption_of=q.published_caption(captions.seed_table_caption),
-        bold=False,
     ),
-    Target(
+    published(
         "published_seed_verdicts",
         "published_seed_verdicts",
-        f"{PUBLISHED}:seed_table_verdicts",
+        "seed_table_verdicts",
         "published_seed_table",
-        "Published logs",
         instances=q.published_seed_summary,
         files=q.published_seed_diffs,
         caption_of=q.published_caption(captions.seed_verdicts_caption),
-        bold=False,
     ),
-    Target(
+    leaderboard(
         "published_leaderboard",
         "published_leaderboard_{leaderboard}",
-        f"{PUBLISHED}:leaderboard",
+        "leaderboard",
         "published_leaderboard",
-        "Published logs",
-        instances=q.published_leaderboards,
-        files=q.published_leaderboard_files,
         params=q.published_leaderboard_params,
         caption_of=q.published_caption(captions.leaderboard_caption, level=True),
-        bold=False,
     ),
-    Target(
+    leaderboard(
         "published_vs_gaussian",
         "published_vs_gaussian_{leaderboard}",
-        f"{PUBLISHED}:leaderboard_vs_gaussian",
+        "leaderboard_vs_gaussian",
         "published_vs_gaussian",
-        "Published logs",
-        instances=q.published_leaderboards,
-        files=q.published_leaderboard_files,
         params=q.published_leaderboard_params,
         caption_of=q.published_caption(captions.vs_gaussian_caption, level=True),
+        bold=True,
     ),
-    Target(
+    leaderboard(
         "published_curves_figure",
         "published_curves_{leaderboard}",
-        f"{PUBLISHED}:leaderboard_curves",
+        "leaderboard_curves",
         "published_curves",
-        "Published logs",
         outputs=FIGURE,
-        instances=q.published_leaderboards,
-        files=q.published_leaderboard_files,
         params=q.published_figure_params,
     ),
-    Target(
+    leaderboard(
         "published_pa_figure",
         "published_pa_{leaderboard}",
-        f"{PUBLISHED}:leaderboard_p_a",
+        "leaderboard_p_a",
         "published_pa",
-        "Published logs",
         outputs=FIGURE,
-        instances=q.published_leaderboards,
-        files=q.published_leaderboard_files,
         params=q.published_figure_params,
     ),
 )

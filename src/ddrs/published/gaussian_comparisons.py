@@ -42,18 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ddrs.analysis import stats
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, radius_column
 from ddrs.analysis.evidence import SINGLE_ACR, Evidence, row_evidence
-from ddrs.analysis.stats import (
-    DEFAULT_INFERENCE,
-    Inference,
-    bootstrap_means,
-    flip_resamples,
-    holm,
-    mcnemar,
-    percentile_interval,
-    sign_flip_p,
-)
 from ddrs.published.leaderboard import GAUSSIAN, Entry
 
 #: the comparisons table's key columns, in order
@@ -130,7 +121,7 @@ def gaussian_comparisons_table(
     dataset: str,
     radii: Sequence[float],
     *,
-    inference: Inference = DEFAULT_INFERENCE,
+    inference: stats.Inference = stats.DEFAULT_INFERENCE,
 ) -> pd.DataFrame:
     """One row per log of ``entries`` (a dataset's leaderboard) against its Gaussian baseline
     (module docstring); columns as the project's comparisons tables, plus ``better_at`` and
@@ -167,7 +158,7 @@ def gaussian_comparisons_table(
     can_reject = np.zeros((len(rows), len(columns)), dtype=bool)
     for k in tested:
         variant, baseline = evidence[k]
-        better, worse, p_radii = mcnemar(variant.certified, baseline.certified)
+        better, worse, p_radii = stats.mcnemar(variant.certified, baseline.certified)
         difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
         for i, column in enumerate(columns[:-1]):
             rows[k] |= {
@@ -186,10 +177,10 @@ def gaussian_comparisons_table(
         by_inputs.setdefault(len(pairs[k].shared), []).append(k)
     for members in by_inputs.values():
         differences = np.stack([evidence[k][0].acr[SINGLE_ACR] - evidence[k][1].acr[SINGLE_ACR] for k in members], 1)
-        means = bootstrap_means(differences, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
-        low, high = percentile_interval(means, inference.alpha)
-        flips = flip_resamples(max(family_size[family_of[k]] for k in members), inference.alpha)
-        p_acr = sign_flip_p(differences, n_resamples=flips, seed=inference.seed, dataset=dataset)
+        means = stats.bootstrap_means(differences, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
+        low, high = stats.percentile_interval(means, inference.alpha)
+        flips = stats.flip_resamples(max(family_size[family_of[k]] for k in members), inference.alpha)
+        p_acr = stats.sign_flip_p(differences, n_resamples=flips, seed=inference.seed, dataset=dataset)
         for j, k in enumerate(members):
             bounds = dict(zip(interval_columns(SINGLE_ACR), (float(low[j]), float(high[j])), strict=True))
             rows[k] |= {SINGLE_ACR: float(differences[:, j].mean()), **bounds}
@@ -200,7 +191,9 @@ def gaussian_comparisons_table(
     for k in tested:
         families.setdefault(family_of[k], []).append(k)
     for members in families.values():
-        adjusted[members] = holm(p[members].ravel(), can_reject[members].ravel()).reshape(len(members), len(columns))
+        adjusted[members] = stats.holm(p[members].ravel(), can_reject[members].ravel()).reshape(
+            len(members), len(columns)
+        )
     bold = set()
     for k in tested:
         better_at, worse_at = [], []

@@ -108,13 +108,27 @@ def printed_decimals(printed: str, unit: str) -> int:
     return max(digits - 2, 0) if unit == "fraction" else digits
 
 
-def load_transcription(path: str | os.PathLike | None = None) -> pd.DataFrame:
-    """The printed cells, checked: every cell has a source, a known metric and unit, and ``value`` is ``printed``."""
-    path = Path(path) if path is not None else _reference("seed_papers.csv")
+def _read_reference(path, default: str, columns) -> tuple[Path, pd.DataFrame]:
+    """A reference CSV (``default`` of the shipped ones unless ``path`` is given) as strings, refused
+    when one of ``columns`` is missing."""
+    path = Path(path) if path is not None else _reference(default)
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [column for column in TRANSCRIPTION_COLUMNS if column not in frame.columns]
+    missing = [column for column in columns if column not in frame.columns]
     if missing:
         raise TranscriptionError(f"{path}: missing column(s) {', '.join(missing)}")
+    return path, frame
+
+
+def _refuse(problems: list[str]) -> None:
+    """Raise the first ten problems found (and how many more) as one :class:`TranscriptionError`."""
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise TranscriptionError("; ".join(problems[:10]) + more)
+
+
+def load_transcription(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The printed cells, checked: every cell has a source, a known metric and unit, and ``value`` is ``printed``."""
+    path, frame = _read_reference(path, "seed_papers.csv", TRANSCRIPTION_COLUMNS)
     problems = []
     for number, cell in enumerate(frame.itertuples(index=False), start=2):
         where = f"{path} line {number}"
@@ -134,20 +148,13 @@ def load_transcription(path: str | os.PathLike | None = None) -> pd.DataFrame:
     keys = list(KEY) + ["radius", "metric"]
     duplicated = frame.assign(sigma=frame["sigma"].map(_sigma_key)).duplicated(keys)
     problems += [f"{path} line {i + 2}: the same cell twice" for i in np.flatnonzero(duplicated)]
-    if problems:
-        raise TranscriptionError(
-            "; ".join(problems[:10]) + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else "")
-        )
+    _refuse(problems)
     return frame
 
 
 def load_mapping(path: str | os.PathLike | None = None, transcription: pd.DataFrame | None = None) -> pd.DataFrame:
     """The logs behind each printed row, checked against the contract above (and the transcription's rows)."""
-    path = Path(path) if path is not None else _reference("seed_paper_logs.csv")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [column for column in MAPPING_COLUMNS if column not in frame.columns]
-    if missing:
-        raise TranscriptionError(f"{path}: missing column(s) {', '.join(missing)}")
+    path, frame = _read_reference(path, "seed_paper_logs.csv", MAPPING_COLUMNS)
     problems = []
     for number, entry in enumerate(frame.itertuples(index=False), start=2):
         where = f"{path} line {number}"
@@ -178,10 +185,7 @@ def load_mapping(path: str | os.PathLike | None = None, transcription: pd.DataFr
             f"{path}: row {key} is not in the transcription"
             for key in sorted(set(map(tuple, frame[list(KEY)].values)) - printed)
         ]
-    if problems:
-        raise TranscriptionError(
-            "; ".join(problems[:10]) + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else "")
-        )
+    _refuse(problems)
     return frame
 
 
