@@ -310,40 +310,32 @@ ENTRIES = (
 PUBLISHED = "ddrs.published.builders"
 
 
-def published(name: str, pattern: str, builder: str, caption: str, **fields) -> Target:
-    """A published-logs table or figure: its builder in :mod:`ddrs.published.builders`, no bold
-    unless it tests."""
-    return Target(name, pattern, f"{PUBLISHED}:{builder}", caption, "Published logs", **{"bold": False, **fields})
+def published(name: str, builder: str, *, pattern: str = "", caption: str = "", **fields) -> Target:
+    """A published-logs table or figure: its builder in :mod:`ddrs.published.builders`, its pattern
+    and caption the entry's name unless given, no bold unless it tests."""
+    fields = {"bold": False, **fields}
+    return Target(name, pattern or name, f"{PUBLISHED}:{builder}", caption or name, "Published logs", **fields)
 
 
-def leaderboard(name: str, pattern: str, builder: str, caption: str, **fields) -> Target:
-    """One table or figure per leaderboard dataset, from that dataset's published logs."""
-    return published(
-        name,
-        pattern,
-        builder,
-        caption,
-        instances=q.published_leaderboards,
-        files=q.published_leaderboard_files,
-        **fields,
-    )
+def leaderboard(name: str, builder: str, caption: str, **fields) -> Target:
+    """One table or figure per leaderboard dataset (``<caption>_<dataset>``), from that dataset's
+    published logs."""
+    dataset_logs = {"instances": q.published_leaderboards, "files": q.published_leaderboard_files}
+    return published(name, builder, pattern=f"{caption}_{{leaderboard}}", caption=caption, **dataset_logs, **fields)
 
 
 PUBLISHED_ENTRIES = (
     published(
         "published_logs_audit",
-        "published_logs_audit",
         "audit_table",
-        "published_logs_audit",
         instances=q.published_audit,
         files=q.published_audit_files,
         caption_of=q.published_caption(captions.audit_caption),
     ),
     published(
         "published_seed_table",
-        "published_{seed_table}",
         "seed_table",
-        "published_seed_table",
+        pattern="published_{seed_table}",
         instances=q.published_seed_tables,
         files=q.published_seed_files,
         params=q.published_seed_params,
@@ -351,16 +343,14 @@ PUBLISHED_ENTRIES = (
     ),
     published(
         "published_seed_verdicts",
-        "published_seed_verdicts",
         "seed_table_verdicts",
-        "published_seed_table",
+        caption="published_seed_table",
         instances=q.published_seed_summary,
         files=q.published_seed_diffs,
         caption_of=q.published_caption(captions.seed_verdicts_caption),
     ),
     leaderboard(
         "published_leaderboard",
-        "published_leaderboard_{leaderboard}",
         "leaderboard",
         "published_leaderboard",
         params=q.published_leaderboard_params,
@@ -368,28 +358,15 @@ PUBLISHED_ENTRIES = (
     ),
     leaderboard(
         "published_vs_gaussian",
-        "published_vs_gaussian_{leaderboard}",
         "leaderboard_vs_gaussian",
         "published_vs_gaussian",
         params=q.published_leaderboard_params,
         caption_of=q.published_caption(captions.vs_gaussian_caption, level=True),
         bold=True,
     ),
-    leaderboard(
-        "published_curves_figure",
-        "published_curves_{leaderboard}",
-        "leaderboard_curves",
-        "published_curves",
-        outputs=FIGURE,
-        params=q.published_figure_params,
-    ),
-    leaderboard(
-        "published_pa_figure",
-        "published_pa_{leaderboard}",
-        "leaderboard_p_a",
-        "published_pa",
-        outputs=FIGURE,
-        params=q.published_figure_params,
+    *(
+        leaderboard(f"{caption}_figure", builder, caption, outputs=FIGURE, params=q.published_figure_params)
+        for builder, caption in (("leaderboard_curves", "published_curves"), ("leaderboard_p_a", "published_pa"))
     ),
 )
 

@@ -51,19 +51,9 @@ from ddrs.errors import DDRSError, FetchError
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import read_log
 
-TRANSCRIPTION_COLUMNS = (
-    "paper",
-    "table",
-    "dataset",
-    "row",
-    "sigma",
-    "radius",
-    "metric",
-    "value",
-    "printed",
-    "unit",
-    "source",
-)
+#: what names one printed cell
+CELL_COLUMNS = ("paper", "table", "dataset", "row", "sigma", "radius", "metric")
+TRANSCRIPTION_COLUMNS = (*CELL_COLUMNS, "value", "printed", "unit", "source")
 MAPPING_COLUMNS = ("paper", "table", "row", "sigma", "combine", "role", "repository", "path", "log_sigma", "note")
 METRICS = ("certified_accuracy", "ACR", "ACR_std", "best_sigma", "standard_accuracy")
 UNITS = ("percent", "fraction", "radius", "sigma")
@@ -379,13 +369,7 @@ def _recompute_row(cells: pd.DataFrame, entries: pd.DataFrame, read: _Logs) -> p
 
 
 DIFF_COLUMNS = (
-    "paper",
-    "table",
-    "dataset",
-    "row",
-    "sigma",
-    "radius",
-    "metric",
+    *CELL_COLUMNS,
     "printed",
     "value",
     "decimals",
