@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, label_help: str) -> None:
-    """``LOG… --label NAME… --common-inputs``."""
+def add_parser(subparsers, name: str, help: str, description: str | None, label_help: str) -> argparse.ArgumentParser:
+    """The parser of command ``name`` with the arguments every command comparing logs takes:
+    ``LOG… --label NAME… --common-inputs``."""
+    parser = subparsers.add_parser(name, help=help, description=description)
     parser.add_argument("logs", nargs="+", metavar="LOG", help="certification logs (ours or Cohen-format)")
     parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help=label_help)
     parser.add_argument(
@@ -17,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser, label_help: str) -> None:
         "logs that stop early); by default logs of different inputs are an error (their rows, curves and "
         "envelope would not compare)",
     )
+    return parser
 
 
 def load(args: argparse.Namespace):

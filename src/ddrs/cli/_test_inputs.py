@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
 
-def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
-    """``--checkpoint --dataset --data-root --noise --skip --max --seed --device --precision``."""
+def add_parser(subparsers, name: str, help: str, description: str | None, verb: str) -> argparse.ArgumentParser:
+    """The parser of command ``name`` with the flags every command over test inputs takes:
+    ``--checkpoint --dataset --data-root --noise --skip --max --seed --device --precision``."""
+    parser = subparsers.add_parser(name, help=help, description=description)
     parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the base classifier")
     parser.add_argument("--dataset", required=True, help=f"dataset whose test split is {verb}")
     parser.add_argument("--data-root", default="data", help="dataset download / ImageFolder root")
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
     parser.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS))
+    return parser
 
 
 @dataclass(frozen=True)

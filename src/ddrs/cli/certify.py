@@ -26,13 +26,12 @@ def _batch(value: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {value!r}") from None
 
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "certify test inputs with a fixed smoothing scale or per-input scales (certification log)"
+
+
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "certify",
-        help="certify test inputs with a fixed smoothing scale or per-input scales (certification log)",
-        description=__doc__,
-    )
-    _test_inputs.add_arguments(parser, "certified")
+    parser = _test_inputs.add_parser(subparsers, "certify", COMMAND_HELP, __doc__, verb="certified")
     scale = parser.add_mutually_exclusive_group(required=True)
     scale.add_argument("--scale", type=float, help="one σ (or λ) for every input")
     scale.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one scale per input")

@@ -19,14 +19,12 @@ from ddrs.core.settings import (
     settings_from,
 )
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "per-input smoothing scale by Algorithm 1 (snapshots at every K) or grid search"
+
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "optimize-sigma",
-        help="per-input smoothing scale by Algorithm 1 (snapshots at every K) or grid search",
-        description=__doc__,
-    )
-    _test_inputs.add_arguments(parser, "optimised")
+    parser = _test_inputs.add_parser(subparsers, "optimize-sigma", COMMAND_HELP, __doc__, verb="optimised")
     parser.add_argument("--sigma0", type=float, required=True, help="initial scale σ₀ (also used to find c_A)")
     parser.add_argument("--k", type=int, nargs="+", default=[100], help="steps K at which to record σ (0 = σ₀)")
     parser.add_argument("--n", type=int, default=1, help="noise samples per gradient step (paper: 1)")

@@ -7,14 +7,12 @@ import argparse
 
 from ddrs.cli import _compared_logs as compared_logs
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "plot certified accuracy vs radius of certification logs (PNG and PDF)"
+
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "plot",
-        help="plot certified accuracy vs radius of certification logs (PNG and PDF)",
-        description=__doc__,
-    )
-    compared_logs.add_arguments(parser, label_help="one legend entry per log")
+    parser = compared_logs.add_parser(subparsers, "plot", COMMAND_HELP, __doc__, label_help="one legend entry per log")
     parser.add_argument("--norm", type=int, choices=[1, 2], default=2, help="ℓp norm of the radii (axis label)")
     parser.add_argument("--title", default=None, help="figure title")
     parser.add_argument("--alpha", type=float, default=0.05, help="bands are 1 - ALPHA Clopper-Pearson intervals")

@@ -10,14 +10,12 @@ import argparse
 
 from ddrs.cli import _compared_logs as compared_logs
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "tabulate certified accuracy (%%) per radius and ACR of certification logs"
+
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "table",
-        help="tabulate certified accuracy (%%) per radius and ACR of certification logs",
-        description=__doc__,
-    )
-    compared_logs.add_arguments(parser, label_help="one row name per log")
+    parser = compared_logs.add_parser(subparsers, "table", COMMAND_HELP, __doc__, label_help="one row name per log")
     parser.add_argument(
         "--radii",
         nargs="+",
