@@ -115,26 +115,22 @@ def test_a_corrupt_cached_file_is_not_left_when_the_fetch_fails(server, tmp_path
     assert files_under(tmp_path) == []
 
 
-def test_404_names_the_log_the_url_and_what_to_do(server, tmp_path):
-    log = row("data/missing")
+@pytest.mark.parametrize(
+    "name, says, requests",
+    [
+        # a 404 is not retried
+        ("missing", ["HTTP 404", "moved file", "published_logs.mirrors"], 1),
+        ("drop", ["dropped", "after 3 tries", "check the network", "published_logs.mirrors"], 3),
+    ],
+)
+def test_a_failed_fetch_names_the_log_the_url_and_what_to_do(server, tmp_path, name, says, requests):
+    log = row(f"data/{name}")
     with pytest.raises(FetchError) as caught:
         fetch_log(log, tmp_path, base_url=server, tries=3, backoff=0)
     message = str(caught.value)
-    assert f"{REPOSITORY}:data/missing" in message and log_url(log, server) in message
-    assert "HTTP 404" in message and "moved file" in message and "published_logs.mirrors" in message
-    assert Handler.requests["missing"] == 1  # a 404 is not retried
-    assert files_under(tmp_path) == []
-
-
-def test_a_dropped_connection_is_retried_then_reported(server, tmp_path):
-    log = row("data/drop")
-    with pytest.raises(FetchError) as caught:
-        fetch_log(log, tmp_path, base_url=server, tries=3, backoff=0)
-    message = str(caught.value)
-    assert f"{REPOSITORY}:data/drop" in message and log_url(log, server) in message
-    assert "dropped" in message and "after 3 tries" in message
-    assert "check the network" in message and "published_logs.mirrors" in message
-    assert Handler.requests["drop"] == 3
+    assert f"{REPOSITORY}:data/{name}" in message and log_url(log, server) in message
+    assert all(phrase in message for phrase in says), message
+    assert Handler.requests[name] == requests
     assert files_under(tmp_path) == []
 
 

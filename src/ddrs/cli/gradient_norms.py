@@ -22,12 +22,12 @@ from ddrs.methods import METHODS, get_method
 RUN_COLUMNS = ("method", "sigma", "split", "draws")
 
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "mean per-input loss-gradient norm of easy (p_A > 0.5) and hard training inputs (Sun et al. Table 1)"
+
+
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "gradient-norms",
-        help="mean per-input loss-gradient norm of easy (p_A > 0.5) and hard training inputs (Sun et al. Table 1)",
-        description=__doc__,
-    )
+    parser = subparsers.add_parser("gradient-norms", help=COMMAND_HELP, description=__doc__)
     parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the trained base classifier")
     parser.add_argument("--dataset", required=True, help="dataset the model was trained on")
     parser.add_argument("--sigma", type=float, required=True, help="σ of the noise in the loss and in p_A")

@@ -10,12 +10,12 @@ from ddrs.methods import METHODS
 FORMATS = sorted({method.published_format for method in METHODS.values()} - {None})
 
 
+#: the command's line in ``ddrs --help``
+COMMAND_HELP = "convert a published checkpoint (Cohen / SmoothAdv / MACER / rs4a) to a ddrs checkpoint"
+
+
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "import-checkpoint",
-        help="convert a published checkpoint (Cohen / SmoothAdv / MACER / rs4a) to a ddrs checkpoint",
-        description=__doc__,
-    )
+    parser = subparsers.add_parser("import-checkpoint", help=COMMAND_HELP, description=__doc__)
     parser.add_argument("--published", required=True, help="the published checkpoint file")
     parser.add_argument("--arch", required=True, help="our architecture name, e.g. resnet110 or resnet50")
     parser.add_argument("--dataset", required=True, help="dataset the model was trained on, e.g. cifar10")

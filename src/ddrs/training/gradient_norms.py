@@ -134,41 +134,20 @@ def gradient_norm_table(
     indices: Sequence[int],
     scale: float,
     *,
+    draws: int,
+    noise: str,
+    batch_size: int,
     loss: TrainingLoss,
     params: Any,
     epoch: int,
-    draws: int,
-    noise: str,
     seed: int,
-    batch_size: int,
     device: torch.device,
     precision: str = "fp32",
 ) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """Per-input ``idx, label, p_correct, grad_norm`` and the :func:`summarize` row of those inputs."""
-    p_a = p_correct(
-        model,
-        dataset,
-        indices,
-        scale,
-        draws=draws,
-        noise=noise,
-        seed=seed,
-        batch_size=batch_size,
-        device=device,
-        precision=precision,
-    )
-    norms = per_input_gradient_norms(
-        model,
-        dataset,
-        indices,
-        scale,
-        loss=loss,
-        params=params,
-        epoch=epoch,
-        seed=seed,
-        device=device,
-        precision=precision,
-    )
+    inputs, run = (model, dataset, indices, scale), {"seed": seed, "device": device, "precision": precision}
+    p_a = p_correct(*inputs, draws=draws, noise=noise, batch_size=batch_size, **run)
+    norms = per_input_gradient_norms(*inputs, loss=loss, params=params, epoch=epoch, **run)
     per_input = pd.DataFrame(
         {
             "idx": list(indices),
