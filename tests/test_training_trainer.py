@@ -189,9 +189,9 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("feed", ["device", "loader"])
 def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch, feed):
-    """Sun et al.'s training with discarding, reweighing and the attack all on from epoch E_t = 2
-    (counted from 1), the weights re-estimated at epochs 2 and 4: the run killed in epoch 3 resumes
-    from the saved mask and weights (epoch 3 re-estimates nothing) and ends bit-identical to the
+    """Sun et al.'s training as their code runs it, with discarding, reweighing and the attack all on
+    after E_t = 2 plain epochs (0-based epoch 2 discards and re-estimates the weights): the run killed
+    in that epoch resumes from the saved mask and weights and ends bit-identical to the
     uninterrupted one."""
     params = dict(m=2, start_epoch=2, threshold=0.1, discard_draws=20, reweigh_every=2, steps=2)
     config = _config(method="easy_focus", params=params, train_mode="ds", epochs=4, lr_step=3, sigma_lr=0.05, feed=feed)
@@ -203,7 +203,7 @@ def test_easy_focus_resume_equals_uninterrupted(tmp_path, monkeypatch, feed):
     assert 0 < int(plan_whole["kept"].sum()) < TRAIN_SIZE  # some inputs were discarded, not all
     assert (plan_whole["weights"] > 1).any()  # and some weigh more than others
     distinct = [row["distinct_inputs"] for row in _state(whole)[1]["history"]]
-    assert distinct[0] == TRAIN_SIZE and all(d <= plan_whole["kept"].sum() for d in distinct[1:])
+    assert distinct[:2] == [TRAIN_SIZE] * 2 and all(d <= plan_whole["kept"].sum() for d in distinct[2:])
 
 
 def test_resume_with_other_options_fails_naming_them_and_how_to_start_over(tmp_path):
