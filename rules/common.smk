@@ -8,7 +8,10 @@ from snakemake.exceptions import WorkflowError
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.layout import run_file
-from ddrs.pipeline.missing_inputs import missing_checkpoints_message, missing_logs_message
+from ddrs.pipeline.missing_inputs import (
+    missing_checkpoints_message,
+    missing_logs_message,
+)
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
     check_integers,
@@ -127,7 +130,9 @@ def certify_args(wildcards):
 
 
 def scale(wildcards):
-    return EXP.grid.smoothing_scale(wildcards.dataset, wildcards.method, wildcards.sigma)
+    return EXP.grid.smoothing_scale(
+        wildcards.dataset, wildcards.method, wildcards.sigma
+    )
 
 
 def fixed_certify_args(wildcards):

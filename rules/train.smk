@@ -42,7 +42,8 @@ rule import_checkpoint:
     benchmark:
         LAYOUT.benchmark("import", "{dataset}_{method}_sigma{sigma}")
     wildcard_constraints:
-        dataset="|".join(d for d in EXP.grid.datasets if EXP.grid.is_published(d)) or "(?!)",
+        dataset="|".join(d for d in EXP.grid.datasets if EXP.grid.is_published(d))
+        or "(?!)",
     conda:
         "../envs/ddrs.yaml"
     threads: 1
