@@ -165,3 +165,12 @@ def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
         assert (figures / f"{name}.png").stat().st_size > 0 and (figures / f"{name}.pdf").is_file()
     again = snakemake(tmp_path, "-n", config=made["config"])
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("name", ["published_logs_audit", "published_seed_verdicts"])
+def test_a_published_table_asked_of_a_config_without_published_logs_says_what_builds_it(name):
+    from ddrs.pipeline.catalogue import CATALOGUE
+
+    exp = Experiment(load_config("digits.yaml"))
+    with pytest.raises(ValueError, match=f"{name} tabulates published logs: it needs a published_logs section"):
+        CATALOGUE[name].inputs(exp, {})

@@ -302,8 +302,18 @@ def _published_overrides(exp: Experiment, *keys: str) -> dict[str, Any]:
     return {key: exp.published.section[key] for key in keys if exp.published.section.get(key)}
 
 
+def _published(exp: Experiment, target: Target):
+    """The config's ``published_logs`` section; asked for without one, an error saying what builds it."""
+    if exp.published is None:
+        raise ValueError(
+            f"{target.name} tabulates published logs: it needs a published_logs section "
+            "(snakemake --configfile config/published.yaml)"
+        )
+    return exp.published
+
+
 def published_audit_files(exp: Experiment, target: Target) -> dict[str, Any]:
-    return {"manifests": exp.published.manifests(), **_published_overrides(exp, "registry")}
+    return {"manifests": _published(exp, target).manifests(), **_published_overrides(exp, "registry")}
 
 
 def published_seed_files(exp: Experiment, target: Target, seed_table: str) -> dict[str, Any]:
@@ -320,7 +330,7 @@ def published_seed_params(exp: Experiment, target: Target, seed_table: str) -> d
 
 def published_seed_diffs(exp: Experiment, target: Target) -> dict[str, Any]:
     """The verdict summary reads every seed table's diff (the tables the seed-table entry writes)."""
-    return {"diffs": [exp.layout.table(f"published_{slug}") for slug in exp.published.seed_tables()]}
+    return {"diffs": [exp.layout.table(f"published_{slug}") for slug in _published(exp, target).seed_tables()]}
 
 
 def published_leaderboard_files(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
