@@ -13,7 +13,7 @@ and the whole published config (``config/published.yaml``) run from local mirror
 
 Prints the figures side by side and writes them as JSON (``--json``); asserts nothing.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/published_logs.py --mirrors /work/.mirror [--cores 2]
+    PYTHONPATH=src .venv/bin/python benchmarks/published_logs.py --mirrors ~/mirrors [--cores 2]
 """
 
 from __future__ import annotations

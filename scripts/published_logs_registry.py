@@ -5,7 +5,7 @@ its ``HEAD`` commit is the one the registry pins. Every file whose first line is
 header is a log, whatever its name; the per-repository rules of ``ddrs.published.rules`` say what
 each is. The same mirrors give a byte-identical file::
 
-    python scripts/published_logs_registry.py --mirrors /work/.mirror
+    python scripts/published_logs_registry.py --mirrors ~/mirrors
     python scripts/published_logs_registry.py --mirror locuslab/smoothing=/path/smoothing/.git --out /tmp/logs.csv
 
 ``--mirrors DIR`` takes ``DIR/<owner>+<name>`` for every repository with parse rules that is there:

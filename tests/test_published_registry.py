@@ -3,7 +3,7 @@
 The regeneration tests build small git repositories of their own (no network, no fetched logs).
 ``test_real_mirrors_regenerate_the_shipped_registry`` runs only when ``DDRS_LOG_MIRRORS`` names a
 folder of mirrors laid out as ``<owner>+<name>/repo[/.git]`` (what ``scripts/published_logs_registry.py
---mirrors`` takes), e.g. ``DDRS_LOG_MIRRORS=/work/.mirror``: then the shipped file must come out byte for byte.
+--mirrors`` takes), e.g. ``DDRS_LOG_MIRRORS=~/mirrors``: then the shipped file must come out byte for byte.
 """
 
 from __future__ import annotations
