@@ -71,18 +71,24 @@ from ddrs.analysis.tables import LogRecords, Radii, envelope, radii_for, row_mod
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
 
 
+def radius_comparison(variant: Evidence, baseline: Evidence) -> tuple[dict, np.ndarray]:
+    """Per radius of two rows on the same test inputs: the difference in certified accuracy (points)
+    and the discordant counts, as a comparison row's cells, and the exact McNemar p-values."""
+    better, worse, p = mcnemar(variant.certified, baseline.certified)
+    difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
+    cells = {}
+    for i, r in enumerate(variant.radii):
+        column = radius_column(r)
+        cells |= {column: difference[i], f"{column}_better": int(better[i]), f"{column}_worse": int(worse[i])}
+    return cells, p
+
+
 def compare(variant: Evidence, baseline: Evidence, inference: Inference) -> dict:
     """One comparison row's values (module docstring) but its tests: differences, discordant counts
     and intervals; :func:`_table` adds the p-values of the table's family."""
     if variant.radii != baseline.radii or variant.inputs != baseline.inputs:
         raise ValueError("compared rows must share their radius grid and test inputs")
-    row = {"tested": variant.tested and baseline.tested}
-    better, worse, _ = mcnemar(variant.certified, baseline.certified)
-    difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
-    for i, r in enumerate(variant.radii):
-        column = radius_column(r)
-        row[column] = difference[i]
-        row |= {f"{column}_better": int(better[i]), f"{column}_worse": int(worse[i])}
+    row = {"tested": variant.tested and baseline.tested, **radius_comparison(variant, baseline)[0]}
     columns = [c for c in variant.acr if c in baseline.acr]
     values = np.stack([variant.acr[c] - baseline.acr[c] for c in columns], axis=1)
     means = bootstrap_means(values, n_boot=inference.n_boot, seed=inference.seed, dataset=variant.dataset)

@@ -44,6 +44,7 @@ import pandas as pd
 
 from ddrs.analysis import stats
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, radius_column
+from ddrs.analysis.comparisons import radius_comparison
 from ddrs.analysis.evidence import SINGLE_ACR, Evidence, row_evidence
 from ddrs.published.leaderboard import GAUSSIAN, Entry
 
@@ -157,17 +158,9 @@ def gaussian_comparisons_table(
     p = np.full((len(rows), len(columns)), np.nan)
     can_reject = np.zeros((len(rows), len(columns)), dtype=bool)
     for k in tested:
-        variant, baseline = evidence[k]
-        better, worse, p_radii = stats.mcnemar(variant.certified, baseline.certified)
-        difference = 100 * (variant.certified.mean(axis=1) - baseline.certified.mean(axis=1))
-        for i, column in enumerate(columns[:-1]):
-            rows[k] |= {
-                column: float(difference[i]),
-                f"{column}_better": int(better[i]),
-                f"{column}_worse": int(worse[i]),
-            }
-        p[k, :-1] = p_radii
-        can_reject[k, :-1] = better + worse >= 2
+        cells, p[k, :-1] = radius_comparison(*evidence[k])
+        rows[k] |= {column: float(value) if column in columns else value for column, value in cells.items()}
+        can_reject[k, :-1] = [cells[f"{c}_better"] + cells[f"{c}_worse"] >= 2 for c in columns[:-1]]
     family_of = {k: (pairs[k].variant.method, round(pairs[k].variant.sigma, 9)) for k in tested}
     family_size = {}
     for family in family_of.values():
