@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake.utils import update_config
 
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
@@ -142,7 +143,8 @@ def _renamed(mapping: dict, old: str, new: str) -> None:
         (
             "seed_papers.yaml",
             lambda c: c.update(methods=["cohen", "consistency"]),
-            r"datasets.cifar10.train_by_method: \['macer'\] not among the config's \['cohen', 'consistency'\]",
+            r"datasets.cifar10.train_by_method: \['macer', 'easy_focus'\] not among the config's "
+            r"\['cohen', 'consistency'\]",
         ),
     ],
     ids=["train-by-sigma-key", "checkpoint-key", "study-sigma", "empty-grid-interval", "train-by-method-key"],
@@ -201,6 +203,48 @@ def test_paper_config_follows_what_produced_the_papers_numbers():
     assert exp.training.train_options(Run("imagenet", "cohen", "ds", 1.0))["lr"] == 0.001
     assert exp.training.train_options(Run("cifar10", "cohen", "ds", 1.0))["sigma_objective"] == "released"
     assert "paper_comparison" in {Path(p).stem for p in exp.tables()}
+
+
+def _optimiser(options: dict) -> tuple:
+    keys = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "lr_step", "lr_milestones", "lr_drop")
+    return tuple(TrainConfig.from_mapping(options).to_dict()[key] for key in keys)
+
+
+def test_paper_config_trains_cifar10_with_the_releases_optimiser_and_macer_with_macers_schedule():
+    """docs/protocol.md, "Training (`train`)": the DDRS release's CIFAR-10 defaults (lr 0.01, weight decay
+    5e-4, batch 128, StepLR(30)); MACER's 440 epochs × 0.1 at 200 and 400 (§4.3); the baselines' optimiser
+    as the overlay config/paper_baselines_optimiser.yaml; ImageNet unchanged by either."""
+    release, baselines = config("paper.yaml"), config("paper.yaml")
+    update_config(baselines, yaml.safe_load((REPO / "config" / "paper_baselines_optimiser.yaml").read_text()))
+    cohen, macer = Run("cifar10", "cohen", "fs", 0.25), Run("cifar10", "macer", "ds", 0.25)
+    smoothadv_ds, imagenet = Run("cifar10", "smoothadv", "ds", 0.5), Run("imagenet", "cohen", "ds", 0.5)
+    plan, overlaid = Experiment(release).training, Experiment(baselines).training
+    assert _optimiser(plan.train_options(cohen)) == (200, 128, 0.01, 0.9, 0.0005, 30, [], "paper")
+    assert _optimiser(overlaid.train_options(cohen)) == (200, 256, 0.1, 0.9, 0.0001, 50, [], "paper")
+    assert _optimiser(plan.train_options(macer)) == (440, 128, 0.01, 0.9, 0.0005, 30, [200, 400], "paper")
+    assert _optimiser(overlaid.train_options(macer)) == (440, 256, 0.01, 0.9, 0.0005, 50, [200, 400], "paper")
+    assert plan.train_options(smoothadv_ds)["lr"] == 0.01 and overlaid.train_options(smoothadv_ds)["lr"] == 0.0001
+    assert _optimiser(plan.train_options(imagenet)) == _optimiser(overlaid.train_options(imagenet))
+    assert _optimiser(plan.train_options(imagenet)) == (30, 128, 0.001, 0.9, 0.0001, 30, [], "paper")
+
+
+def test_seed_papers_drop_the_lr_when_each_authors_code_does():
+    """Jeong & Shin's scheduler.step(epoch) after each epoch: one epoch late; MACER's main.py steps before
+    each epoch: one early; Sun et al.'s after each epoch: at the milestones."""
+    plan = Experiment(config("seed_papers.yaml")).training
+    drops = {
+        method: TrainConfig.from_mapping(plan.train_options(Run("cifar10", method, "fs", 0.5))).lr_drop
+        for method in ("cohen", "smoothadv", "consistency", "smoothadv_consistency", "stability", "macer", "easy_focus")
+    }
+    assert drops == {
+        "cohen": "late",
+        "smoothadv": "late",
+        "consistency": "late",
+        "smoothadv_consistency": "late",
+        "stability": "late",
+        "macer": "early",
+        "easy_focus": "paper",
+    }
 
 
 def test_k_grid_groups_give_every_model_exactly_one_certification_rule():
@@ -359,19 +403,20 @@ def test_smoothadv_ds2_on_cifar10_fine_tunes_the_fixed_sigma_model_with_its_own_
     ds, fs = Run("cifar10", "smoothadv", "ds", 0.25), Run("cifar10", "smoothadv", "fs", 0.25)
     assert exp.training.init_run(ds) == fs and exp.training.init_run(fs) is None
     options = exp.training.train_options(ds)
-    # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at lr 1e-4, ζ at full size
-    assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.0001, 1)
+    # docs/protocol.md, "DS² on CIFAR-10": 30 epochs of Algorithm 2 (K = 1) at the release's lr 0.01, ζ at full size
+    assert (options["epochs"], options["warmup_epochs"], options["lr"], options["k"]) == (30, 0, 0.01, 1)
     assert options["smoothadv"] == {"steps": 2, "epsilon": 0.25, "m": 1, "warmup": 0, "attack": "released"}
     assert (exp.training.train_options(fs)["epochs"], exp.training.train_options(fs)["smoothadv"]["warmup"]) == (
         200,
         10,
     )
-    # Cohen-DS² and MACER-DS² train from scratch (§4.1, §4.3); the published ImageNet models are fine-tuned
-    for method in ("cohen", "macer"):
+    # Cohen-DS² and MACER-DS² train from scratch (§4.1, §4.3), MACER for MACER's 440 epochs; the published
+    # ImageNet models are fine-tuned
+    for method, epochs in (("cohen", 200), ("macer", 440)):
         run = Run("cifar10", method, "ds", 0.25)
         assert exp.training.init_run(run) is None
         assert (exp.training.train_options(run)["epochs"], exp.training.train_options(run)["warmup_epochs"]) == (
-            200,
+            epochs,
             50,
         )
     assert exp.training.init_run(Run("imagenet", "cohen", "ds", 0.5)) == Run("imagenet", "cohen", "fs", 0.5)

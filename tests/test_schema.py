@@ -305,11 +305,17 @@ def test_the_overrides_of_the_train_section_get_no_defaults():
 
 #: the workflow's configs under config/
 SHIPPED = ("config.yaml", "digits.yaml", "paper.yaml", "seed_papers.yaml", "published_logs.yaml")
+#: the overlays under config/, each with the config it is given after (``--configfile A B``)
+SHIPPED_OVERLAYS = {"paper_baselines_optimiser.yaml": "paper.yaml"}
 
 
 def test_every_shipped_config_validates_and_a_logs_only_one_needs_no_computing_section():
     for name in SHIPPED:
         validated(load_config(name))
+    for overlay, base in SHIPPED_OVERLAYS.items():
+        config = load_config(base)
+        update_config(config, yaml.safe_load((REPO / "config" / overlay).read_text()))
+        validated(config)
     for path in sorted((REPO / "tests" / "configs").glob("*.yaml")):
         config = load_config()
         update_config(config, yaml.safe_load(path.read_text()))  # an overlay, merged as --configfile merges it

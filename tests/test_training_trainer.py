@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pandas as pd
 import pytest
 import torch
@@ -80,6 +82,86 @@ def test_lr_milestones_decay_the_learning_rate_at_those_epochs_instead_of_every_
     log = tmp_path / "train.csv"
     train(_config(batch_size=512, lr_step=100, lr_milestones=[1]), tmp_path / "m.pt", log=log, progress=False)
     assert pd.read_csv(log)["lr"].tolist() == pytest.approx([0.05, 0.025], rel=1e-12)
+
+
+def _lr_per_epoch(config: TrainConfig) -> list[float]:
+    """The lr each 0-based epoch of ``config`` trains at, from the trainer's optimiser and schedule."""
+    optimizer, scheduler = trainer_module.build_optimizer(torch.nn.Linear(1, 1), config)
+    rates = []
+    for epoch in range(config.epochs):
+        trainer_module.advance_schedule(scheduler, config, epoch)
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+    return rates
+
+
+def _jeong_and_shin_lr_per_epoch(epochs: int, lr: float, step: int, gamma: float) -> list[float]:
+    """Their loop (``code/train_consistency.py`` lines 89–105, ``code/train_utils.py`` line 123):
+    StepLR(step), ``scheduler.step(epoch)`` after each epoch."""
+    optimizer = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=step, gamma=gamma)
+    rates = []
+    for epoch in range(epochs):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        with pytest.warns(UserWarning, match="epoch parameter"):
+            scheduler.step(epoch)
+    return rates
+
+
+def _macer_lr_per_epoch(epochs: int, lr: float, milestones: list[int], gamma: float) -> list[float]:
+    """MACER's loop (``main.py`` lines 135–161): MultiStepLR, ``scheduler.step()`` before each epoch."""
+    optimizer = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=gamma)
+    rates = []
+    for _ in range(epochs):
+        with pytest.warns(UserWarning) if not rates else contextlib.nullcontext():  # stepped before optimizer.step
+            scheduler.step()
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+    return rates
+
+
+@pytest.mark.parametrize(
+    ("schedule", "lr_drop", "first_epochs"),
+    [
+        # Jeong & Shin A.1: lr 0.1 × 0.1 at 50 and 100 of 150 epochs
+        ({"epochs": 150, "lr": 0.1, "lr_step": 50}, "paper", (0, 50, 100)),
+        ({"epochs": 150, "lr": 0.1, "lr_step": 50}, "late", (0, 51, 101)),
+        ({"epochs": 150, "lr": 0.1, "lr_milestones": [50, 100]}, "late", (0, 51, 101)),
+        # MACER: lr 0.01 × 0.1 at 200 and 400 of 440 epochs
+        ({"epochs": 440, "lr": 0.01, "lr_milestones": [200, 400]}, "paper", (0, 200, 400)),
+        ({"epochs": 440, "lr": 0.01, "lr_milestones": [200, 400]}, "late", (0, 201, 401)),
+        ({"epochs": 440, "lr": 0.01, "lr_milestones": [200, 400]}, "early", (0, 199, 399)),
+    ],
+)
+def test_lr_drop_puts_each_decay_in_the_epoch_it_names(schedule, lr_drop, first_epochs):
+    """``paper``: every decay in its milestone's (0-based) epoch; ``late``: one epoch after it;
+    ``early``: one epoch before it."""
+    config = _config(lr_gamma=0.1, lr_drop=lr_drop, **schedule)
+    rates = _lr_per_epoch(config)
+    bounds = (*first_epochs, config.epochs)
+    expected = [config.lr * 0.1**level for level in range(3) for _ in range(bounds[level], bounds[level + 1])]
+    assert rates == pytest.approx(expected, rel=1e-12)
+
+
+def test_lr_drop_late_is_jeong_and_shins_schedule_and_early_macers():
+    late = _config(epochs=150, lr=0.1, lr_step=50, lr_gamma=0.1, lr_drop="late")
+    assert _lr_per_epoch(late) == pytest.approx(_jeong_and_shin_lr_per_epoch(150, 0.1, 50, 0.1), rel=1e-12)
+    early = _config(epochs=440, lr=0.01, lr_milestones=[200, 400], lr_gamma=0.1, lr_drop="early")
+    assert _lr_per_epoch(early) == pytest.approx(_macer_lr_per_epoch(440, 0.01, [200, 400], 0.1), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("lr_drop", "rates"), [("late", [0.05, 0.05, 0.05, 0.025]), ("early", [0.05, 0.025, 0.025, 0.0125])]
+)
+def test_a_shifted_drop_survives_an_interruption(tmp_path, monkeypatch, lr_drop, rates):
+    """StepLR(2) over 4 epochs, killed in epoch 3 (0-based 2) and resumed: each run's lr per epoch is
+    its schedule's, and the resumed run ends with the uninterrupted one's weights."""
+    config = _config(epochs=4, lr_step=2, lr_drop=lr_drop)
+    whole, resumed = _killed_in_epoch_3_then_resumed(config, tmp_path, monkeypatch)
+    _assert_same_weights(whole, resumed)
+    assert [row["lr"] for row in _state(resumed)[1]["history"]] == pytest.approx(rates, rel=1e-12)
 
 
 def test_warmup_epochs_keep_sigma_fixed(tmp_path):
@@ -358,6 +440,7 @@ def test_split_needs_a_batch_size_that_m_divides():
         ({"seed": 2**32}, r"seed must be an integer in \[0, 2\*\*32\), got 4294967296"),
         ({"feed": "gpu"}, r"unknown feed 'gpu'; choose one of \['auto', 'loader', 'device'\]"),
         ({"sigma_model_mode": "batch"}, r"unknown sigma_model_mode 'batch'; choose one of \['eval', 'train'\]"),
+        ({"lr_drop": "code"}, r"unknown lr_drop 'code'; choose one of \['paper', 'late', 'early'\]"),
         (
             {"dataset": "imagenet", "arch": "resnet50", "feed": "device"},
             "feed 'device' holds the training split on the training device, which imagenet does not fit",

@@ -25,6 +25,9 @@ HELP = {
     "sigma": "σ₀: the fixed σ (fs) or every example's initial σ (ds); the half-width λ for uniform noise",
     "train_mode": "fs = fixed σ, ds = data-dependent σ per example (DDRS Algorithm 2)",
     "lr_milestones": "epochs at which the lr is multiplied by --lr-gamma (replaces --lr-step)",
+    "lr_drop": "the epoch a decay takes effect in: paper = at its milestone; late = one epoch after it "
+    "(Jeong & Shin's scheduler.step(epoch) after each epoch); early = one epoch before it (MACER's "
+    "scheduler.step() before each epoch, since torch 1.1)",
     "warmup_epochs": "ds: epochs with K = 0 (fixed σ) before Algorithm 1 runs (paper CIFAR-10: 50)",
     "k": "ds: Algorithm 1 steps per batch (paper: 1)",
     "n": "ds: Monte Carlo draws per Algorithm 1 step (paper: 1; MACER: 8)",

@@ -57,7 +57,7 @@ def name_lists() -> dict[str, dict[str, Any]]:
     from ddrs.methods import METHODS, TRAIN_MODES
     from ddrs.models import ARCHS
     from ddrs.pipeline.grid import SOURCES
-    from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
+    from ddrs.training.config import C_A_RULES, FEEDS, LR_DROP_DELAYS, NOISE_BATCHINGS, SIGMA_MODEL_MODES
 
     def methods(keep) -> list[str]:
         return [name for name, method in METHODS.items() if keep(method)]
@@ -81,6 +81,7 @@ def name_lists() -> dict[str, dict[str, Any]]:
         "noise_batching": _enum(NOISE_BATCHINGS, "ddrs.training.config.NOISE_BATCHINGS"),
         "feed": _enum(FEEDS, "ddrs.training.config.FEEDS"),
         "sigma_model_mode": _enum(SIGMA_MODEL_MODES, "ddrs.training.config.SIGMA_MODEL_MODES"),
+        "lr_drop": _enum(LR_DROP_DELAYS, "ddrs.training.config.LR_DROP_DELAYS"),
         "selection": _enum(SELECTIONS, "ddrs.analysis.evidence.SELECTIONS"),
     }
 

@@ -6,6 +6,15 @@ Jeong & Shin's supplement (A.1) trains CIFAR-10 for 150 epochs with decays at 50
 uses lr 0.01 with decays at 200 and 400 (``lr_milestones``). DDRS §4 trains CIFAR-10 for 200 epochs,
 the first 50 with fixed σ (``warmup_epochs``) then Algorithm 2 with K = 1, n = 1, α = 1e-4.
 
+``lr_drop`` says in which epoch a decay takes effect (:data:`LR_DROP_DELAYS`): ``paper``, at its
+milestone, as the papers state and as Cohen et al.'s and Salman et al.'s ``scheduler.step(epoch)``
+before epoch ``epoch`` and Sun et al.'s and the DDRS scripts' ``scheduler.step()`` after it do;
+``late``, one epoch after it, as Jeong & Shin's ``scheduler.step(epoch)`` after epoch ``epoch``
+(``code/train_consistency.py`` line 105): their decays at 50 and 100 take effect in the 0-based
+epochs 51 and 101; ``early``, one epoch before it, as MACER's ``main.py`` calls ``scheduler.step()`` at the top of each epoch (line 158), which since
+torch 1.1 "will skip the first value of the learning rate schedule" (torch's documentation; MACER's
+``requirements.txt`` asks for torch ≥ 1.2): its decays at 200 and 400 take effect in 199 and 399.
+
 ``noise_batching`` says what one SGD step sees for a method with m noise draws per input:
 ``whole`` = ``batch_size`` inputs, each with its m noisy copies (batch_size·m samples);
 ``split`` = what Salman et al.'s ``train_pgd.py``, Jeong & Shin's ``train_consistency.py`` and
@@ -61,6 +70,8 @@ NOISE_BATCHINGS = ("whole", "split")
 FEEDS = ("auto", "loader", "device")
 #: the model's mode while Algorithm 2 optimises σ (``TrainConfig.sigma_model_mode``)
 SIGMA_MODEL_MODES = ("eval", "train")
+#: epochs a decay of the learning rate takes effect after its milestone, by ``lr_drop`` (module docstring)
+LR_DROP_DELAYS = {"paper": 0, "late": 1, "early": -1}
 #: the allowed values of the fields that name a choice
 CHOICES = {
     "train_mode": TRAIN_MODES,
@@ -72,6 +83,7 @@ CHOICES = {
     "precision": tuple(PRECISIONS),
     "memory_format": MEMORY_FORMATS,
     "feed": FEEDS,
+    "lr_drop": tuple(LR_DROP_DELAYS),
 }
 #: the numeric fields' bounds: (fields, the check, what it says)
 BOUNDS = (
@@ -105,6 +117,9 @@ class TrainConfig:
     lr_gamma: float = 0.1
     #: epochs at which the lr is multiplied by ``lr_gamma``; replaces ``lr_step`` when non-empty
     lr_milestones: list[int] = field(default_factory=list)
+    #: the epoch a decay takes effect in: ``paper`` = at its milestone, ``late`` = one epoch after
+    #: it (Jeong & Shin's code), ``early`` = one before it (MACER's) (:data:`LR_DROP_DELAYS`, module docstring)
+    lr_drop: str = "paper"
     #: ``whole`` or ``split`` (:data:`NOISE_BATCHINGS`, module docstring)
     noise_batching: str = "whole"
     #: a ddrs checkpoint (same arch and dataset) whose weights training starts from; ``None`` = a fresh model

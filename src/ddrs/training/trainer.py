@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from ddrs.io import atomic_path, partial_path
 from ddrs.methods import get_method
 from ddrs.models import build_model, load_checkpoint
 from ddrs.training.checkpointing import RunState, initial_weights, resume_source
-from ddrs.training.config import TrainConfig
+from ddrs.training.config import LR_DROP_DELAYS, TrainConfig
 from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
 from ddrs.training.device_feed import DeviceFeed, training_feed
 from ddrs.training.recompute import with_recomputation
@@ -58,7 +59,8 @@ LOG_COLUMNS = (
 
 
 def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
-    """SGD with momentum and weight decay, and a StepLR (or MultiStepLR for ``lr_milestones``)."""
+    """SGD with momentum and weight decay, and a StepLR (or MultiStepLR for ``lr_milestones``),
+    brought to each epoch's position by :func:`advance_schedule`."""
     optimizer = torch.optim.SGD(
         model.parameters(),
         lr=config.lr,
@@ -71,6 +73,27 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.
     else:
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=config.lr_step, gamma=config.lr_gamma)
     return optimizer, scheduler
+
+
+def advance_schedule(scheduler: Any, config: TrainConfig, epoch: int) -> None:
+    """Bring the lr schedule to where it stands while the 0-based ``epoch`` trains, so that each decay
+    takes effect in the epoch ``config.lr_drop`` says (:data:`~ddrs.training.config.LR_DROP_DELAYS`).
+
+    The scheduler stands at ``epoch − delay`` (at least 0). ``paper``: at ``epoch``, as after a
+    ``scheduler.step()`` at the end of every epoch; ``late``: at ``epoch − 1``, as after Jeong &
+    Shin's ``scheduler.step(epoch)`` at the end of every epoch (their
+    ``code/train_consistency.py`` line 105); ``early``: at ``epoch + 1``, as after MACER's
+    ``scheduler.step()`` at the top of every epoch (its ``main.py`` line 158) since torch 1.1. The
+    position depends on the epoch alone, so a resumed run (whose checkpoint holds the scheduler's
+    state) continues the same schedule. Torch's warning against stepping a scheduler before its
+    optimizer, due here before the first epoch of an ``early`` run, is silenced: the position, not
+    the order of calls, sets the lr.
+    """
+    position = max(0, epoch - LR_DROP_DELAYS[config.lr_drop])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+        while scheduler.last_epoch < position:
+            scheduler.step()
 
 
 @torch.no_grad()
@@ -172,12 +195,12 @@ class Trainer:
 
         for epoch in range(state.epoch, config.epochs):
             began = time.perf_counter()
+            advance_schedule(state.scheduler, config, epoch)
             visits = self._plan_epoch(model, epoch_view, state.table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
                 torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
                 loss = self.train_epoch(model, batches, state.table, state.optimizer, state.scaler, epoch, visits)
             lr = state.optimizer.param_groups[0]["lr"]
-            state.scheduler.step()
             clean, noisy = evaluate(
                 model,
                 eval_set,
