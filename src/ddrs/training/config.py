@@ -11,9 +11,10 @@ milestone, as the papers state and as Cohen et al.'s and Salman et al.'s ``sched
 before epoch ``epoch`` and Sun et al.'s and the DDRS scripts' ``scheduler.step()`` after it do;
 ``late``, one epoch after it, as Jeong & Shin's ``scheduler.step(epoch)`` after epoch ``epoch``
 (``code/train_consistency.py`` line 105): their decays at 50 and 100 take effect in the 0-based
-epochs 51 and 101; ``early``, one epoch before it, as MACER's ``main.py`` calls ``scheduler.step()`` at the top of each epoch (line 158), which since
-torch 1.1 "will skip the first value of the learning rate schedule" (torch's documentation; MACER's
-``requirements.txt`` asks for torch ≥ 1.2): its decays at 200 and 400 take effect in 199 and 399.
+epochs 51 and 101; ``early``, one epoch before it, as MACER's ``main.py`` calls
+``scheduler.step()`` at the top of each epoch (line 158), which since torch 1.1 "will skip the
+first value of the learning rate schedule" (torch's documentation; MACER's ``requirements.txt``
+asks for torch ≥ 1.2): its decays at 200 and 400 take effect in 199 and 399.
 
 ``noise_batching`` says what one SGD step sees for a method with m noise draws per input:
 ``whole`` = ``batch_size`` inputs, each with its m noisy copies (batch_size·m samples);
