@@ -740,6 +740,7 @@ def test_device_feed_augmented_resume_equals_uninterrupted(tmp_path, monkeypatch
     ("method", "option", "old", "other"),
     [
         (None, "sigma_model_mode", "eval", "train"),
+        (None, "lr_drop", "paper", "late"),
         ("macer", "form", "zhai", "released"),
         ("stability", "divergence", "kl", "cross_entropy"),
     ],
