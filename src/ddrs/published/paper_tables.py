@@ -408,9 +408,10 @@ def _identify(row: _PrintedRow, convention: str) -> tuple[int, list[str], str]:
     best = int(np.argmax(counts))
     judged = len(cells) - sum(row.trivial)
     ties = counts.count(counts[best]) - 1
+    tied = f" (tied with {ties} other{'s' * (ties > 1)})" if ties else ""
     log_choice = (
         f"identified by matching among {len(counts)} candidate runs under {convention}: {counts[best]}/{judged} "
-        f"cells exact{f' (tied with {ties} other)' if ties else ''}; the run fixed in advance (the mapping's first, "
+        f"cells exact{tied}; the run fixed in advance (the mapping's first, "
         f"{row.runs[0][0].path}) {counts[0]}/{judged}; over the candidates best {max(counts)}, average "
         f"{np.mean(counts):.1f}, worst {min(counts)}"
     )
