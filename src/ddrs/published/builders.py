@@ -66,37 +66,24 @@ def seed_table_verdicts(diffs: Paths) -> pd.DataFrame:
     """Per seed table (their diff CSVs), its rounding convention and why, its cells per verdict, its
     identified cells under the run fixed in advance and over the candidate runs, and its mismatched
     cells named; the total over every table first (:func:`ddrs.published.paper_tables.table_counts`)."""
-    from ddrs.published.paper_tables import fixed_in_advance, table_convention, table_counts
+    from ddrs.published.paper_tables import table_counts
 
     diff = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in diffs], ignore_index=True)
-    tables = []
-    for (paper, table), cells in diff.groupby(["paper", "table"], sort=False):
-        convention, evidence = table_convention(fixed_in_advance(cells))
-        if set(cells["convention"]) != {convention}:
-            raise ValueError(
-                f"{paper} {table}: its diff states {', '.join(set(cells['convention']))} where its cells show "
-                f"{convention}; rebuild the diff"
-            )
-        tables.append(
-            {
-                "paper": paper,
-                "table": table,
-                "convention": convention,
-                **table_counts(cells),
-                "convention_evidence": evidence,
-                "mismatched": _named_cells(cells[cells["verdict"] == "mismatch"]),
-            }
-        )
+    tables = [
+        {
+            "paper": paper,
+            "table": table,
+            "convention": cells["convention"].iloc[0],
+            **table_counts(cells),
+            "convention_evidence": cells["convention_evidence"].iloc[0],
+            "mismatched": _named_cells(cells[cells["verdict"] == "mismatch"]),
+        }
+        for (paper, table), cells in diff.groupby(["paper", "table"], sort=False)
+    ]
     frame = pd.DataFrame(tables)
-    numbers = frame.columns[3:-2]
-    total = {
-        "paper": "all",
-        "table": "",
-        "convention": "",
-        **{c: frame[c].sum() for c in numbers},
-        "convention_evidence": "",
-    }
-    frame = pd.concat([pd.DataFrame([{**total, "mismatched": ""}]), frame], ignore_index=True)
+    words = ("paper", "table", "convention", "convention_evidence", "mismatched")
+    total = {column: "" if column in words else frame[column].sum() for column in frame.columns} | {"paper": "all"}
+    frame = pd.concat([pd.DataFrame([total]), frame], ignore_index=True)
     return frame.round({"identified_average": 1})
 
 

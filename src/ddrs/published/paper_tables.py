@@ -503,6 +503,7 @@ DIFF_COLUMNS = (
     "difference",
     "verdict",
     "convention",
+    "convention_evidence",
     "identified_as",
     "recomputed_fixed",
     "fixed_verdict",
@@ -539,7 +540,8 @@ def recompute_tables(
 ) -> pd.DataFrame:
     """One row per printed cell: printed and recomputed value and the verdict, under one rounding
     convention per table (:func:`table_convention`, chosen from the table's cells whose log was fixed
-    in advance: a row's mapped logs, or for a ``one_of`` row its first candidate).
+    in advance: a row's mapped logs, or for a ``one_of`` row its first candidate; ``convention`` and
+    ``convention_evidence`` state it on every cell).
 
     Verdicts (:data:`VERDICTS`): ``trivial``, a certified accuracy printed 0 beyond the radius cap of
     the row's logs (:func:`_trivial_cells`); ``identified``, a cell of a ``one_of`` row, whose run
@@ -570,16 +572,17 @@ def recompute_tables(
         ]
         cells = cells.drop(columns="_key")
         rows.append(((paper, table), cells if entries.empty else _computed_row(cells, entries, read, settings)))
-    conventions = {
-        table: table_convention(
-            [cell for key, row in rows if key == table and isinstance(row, _PrintedRow) for cell in row.fixed_cells()]
-        )[0]
-        for table in dict.fromkeys(key for key, _ in rows)
-    }
-    frames = [
-        _diff_rows(row, conventions[table], read) if isinstance(row, _PrintedRow) else _no_log(row, conventions[table])
-        for table, row in rows
-    ]
+    frames = []
+    for table in dict.fromkeys(key for key, _ in rows):
+        printed = [row for key, row in rows if key == table]
+        fixed = [cell for row in printed if isinstance(row, _PrintedRow) for cell in row.fixed_cells()]
+        convention, evidence = table_convention(fixed)
+        frames += [
+            (_diff_rows(row, convention, read) if isinstance(row, _PrintedRow) else _no_log(row, convention)).assign(
+                convention_evidence=evidence
+            )
+            for row in printed
+        ]
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DIFF_COLUMNS))
 
 
@@ -591,17 +594,6 @@ def _no_log(cells: pd.DataFrame, convention: str) -> pd.DataFrame:
         convention=convention,
         tried="no published log backs this row",
     )
-
-
-def fixed_in_advance(diff: pd.DataFrame) -> list[tuple[float, str, str]]:
-    """``(value, printed, unit)`` of a diff's non-trivial cells under the logs fixed in advance (a
-    ``one_of`` row's first candidate): what :func:`table_convention` chose the table's convention from."""
-    cells = diff[diff["verdict"].isin(("exact", "mismatch", "identified"))]
-    values = np.where(cells["verdict"] == "identified", cells["recomputed_fixed"], cells["recomputed"])
-    return [
-        (float(value), printed, unit)
-        for value, printed, unit in zip(values, cells["printed"], cells["unit"], strict=True)
-    ]
 
 
 def table_counts(cells: pd.DataFrame) -> dict[str, int | float]:
