@@ -2,8 +2,9 @@
 
 Each mirror is a git directory of one repository (the ``.git`` folder of a clone, or a bare clone);
 its ``HEAD`` commit is the one the registry pins. Every file whose first line is Cohen et al.'s
-header is a log, whatever its name; the per-repository rules of ``ddrs.published.rules`` say what
-each is. The same mirrors give a byte-identical file::
+header is a log, whatever its name; the per-repository rules of ``published_registry.rules`` (the
+package beside this script, whose ``scan`` reads the mirrors) say what each is. The same mirrors give
+a byte-identical file::
 
     python scripts/published_logs_registry.py --mirrors ~/mirrors
     python scripts/published_logs_registry.py --mirror locuslab/smoothing=/path/smoothing/.git --out /tmp/logs.csv
@@ -19,10 +20,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from published_registry.rules import REPOSITORIES
+from published_registry.scan import build_registry
+
 from ddrs.errors import DDRSError
 from ddrs.published.registry import REGISTRY_PATH
-from ddrs.published.rules import REPOSITORIES
-from ddrs.published.scan import build_registry
 
 
 def git_dir_in(folder: Path) -> Path | None:

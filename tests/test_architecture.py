@@ -82,3 +82,17 @@ def test_every_layer_is_a_package_of_the_tree():
     packages = {path.parent.name for path in (SRC / "ddrs").glob("*/__init__.py")}
     top = {path.stem for path in (SRC / "ddrs").glob("*.py")} - {"__init__"}
     assert packages == set(LAYERS) and top == FLOOR
+
+
+def test_the_runtime_package_never_imports_the_maintainers_tools():
+    """scripts/ holds what only maintainers run (the published-log registry's parse rules and scan of
+    mirrors, scripts/published_registry/): nothing in src/ddrs imports it, so a user's run never needs it."""
+    tools = {path.stem for path in (SRC.parent / "scripts").iterdir() if path.suffix == ".py" or path.is_dir()}
+    assert "published_registry" in tools
+    found = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            found += [f"{module} -> {name}" for name in names if name.split(".")[0] in tools]
+    assert not found, f"the runtime package imports the maintainers' tools: {found}"

@@ -151,6 +151,32 @@ def test_a_path_leaving_the_cache_is_refused(tmp_path):
         cache_path(tmp_path, row("../../etc/passwd"))
 
 
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("commit", "--output=OUTSIDE", "is not 40 hex digits"),  # git show would write OUTSIDE
+        ("commit", COMMIT[:39], "is not 40 hex digits"),
+        ("commit", f"{COMMIT}/../..", "is not 40 hex digits"),
+        ("path", "../../OUTSIDE", "leaves the cache"),
+        ("path", "data/../../../OUTSIDE", "leaves the cache"),
+        ("repository", "someone/../..", "is not owner/name"),
+    ],
+)
+def test_a_log_that_would_write_outside_the_cache_or_pass_git_an_option_is_refused(
+    git_mirror, tmp_path, field, value, says
+):
+    """Through the public function, from a git mirror: a clear error, and nothing written anywhere."""
+    repo, commit = git_mirror
+    outside = tmp_path / "outside"
+    log = row("data/sigma_0.25", commit=commit) | {field: value.replace("OUTSIDE", str(outside))}
+    before = set(files_under(tmp_path))
+    with pytest.raises(FetchError, match=says) as caught:
+        fetch_log(log, tmp_path / "cache", mirror=repo / ".git", base_url=None)
+    assert f"{log['repository']}:{log['path']}" in str(caught.value)
+    assert not outside.exists()
+    assert set(files_under(tmp_path)) == before
+
+
 def git(*args: str, cwd: Path) -> str:
     command = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main", *args]
     return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()

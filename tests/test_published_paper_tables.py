@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from ddrs.errors import FetchError
+from ddrs.published import builders
 from ddrs.published import paper_tables as pt
 from ddrs.published.registry import REGISTRY_PATH, load_registry
 
@@ -59,22 +60,47 @@ def frames(cells, entries):
 
 
 @pytest.mark.parametrize(
-    ("recomputed", "printed", "unit", "expected"),
+    ("recomputed", "printed", "unit", "convention", "expected"),
     [
-        (42.8, "0.43", "fraction", "exact"),  # 0.428 printed as a share
-        (42.8, "0.42", "fraction", "rounding"),  # truncated
-        (13 / 40 * 100, "33", "percent", "exact"),  # 32.5 half-up, despite the binary noise of 13/40·100
-        (32.5, "32", "percent", "rounding"),  # half-even
-        (64.6, "64.7", "percent", "mismatch"),  # one unit off, but no rounding of 64.60 gives 64.7
-        (0.5, "0.50", "sigma", "exact"),
-        (1.0, "0.50", "sigma", "mismatch"),
+        (42.8, "0.43", "fraction", "half-up", "exact"),  # 0.428 printed as a share
+        (42.8, "0.42", "fraction", "half-up", "mismatch"),  # truncated: not the table's convention
+        (42.8, "0.42", "fraction", "truncation", "exact"),  # ... unless it is
+        (13 / 40 * 100, "33", "percent", "half-up", "exact"),  # 32.5 half-up, despite the binary noise of 13/40·100
+        (32.5, "32", "percent", "half-even", "exact"),
+        (64.6, "64.7", "percent", "ceiling", "mismatch"),  # one unit off, but no rounding of 64.60 gives 64.7
+        (0.5, "0.50", "sigma", "half-up", "exact"),
+        (1.0, "0.50", "sigma", "half-up", "mismatch"),
     ],
 )
-def test_verdict_follows_the_printed_precision(recomputed, printed, unit, expected):
-    assert pt.verdict(recomputed, printed, unit)[0] == expected
+def test_verdict_follows_the_printed_precision_and_the_convention(recomputed, printed, unit, convention, expected):
+    assert pt.verdict(recomputed, printed, unit, convention) == expected
 
 
-def test_single_log_cells_exact_rounding_and_mismatch(tmp_path):
+def test_a_table_keeps_half_up_unless_its_cells_show_one_other_convention():
+    truncated = [(37.5, "37", "percent"), (12.8, "12", "percent"), (50.0, "50", "percent"), (61.2, "61", "percent")]
+    assert pt.table_convention(truncated) == (
+        "truncation",
+        "exact of 4 cells fixed in advance: half-up 2, half-even 2, half-down 3, truncation 4, ceiling 1; "
+        "truncation keeps every half-up cell, adds 2, and covers half-down",
+    )
+    # one cell truncated, one rounded up: no single convention explains both, so half-up
+    mixed = [(37.5, "37", "percent"), (12.2, "13", "percent"), (50.0, "50", "percent")]
+    assert pt.table_convention(mixed)[0] == "half-up"
+    # truncation gives more cells (3 against 2) but loses one that half-up gives: half-up
+    losing = [(37.2, "37", "percent"), (12.8, "12", "percent"), (13.9, "13", "percent"), (61.6, "62", "percent")]
+    convention, evidence = pt.table_convention(losing)
+    assert convention == "half-up" and "truncation 3" in evidence and "no other convention keeps" in evidence
+    # half-even and half-down both keep and add the same tie: neither is shown alone
+    tie = [(32.5, "32", "percent"), (50.0, "50", "percent")]
+    assert pt.table_convention(tie) == (
+        "half-up",
+        "exact of 2 cells fixed in advance: half-up 1, half-even 2, half-down 2, truncation 2, ceiling 1; "
+        "half-even, half-down, truncation each keep every half-up cell, none covers the others",
+    )
+    assert pt.table_convention([])[0] == "half-up"
+
+
+def test_single_log_cells_are_exact_or_mismatch_under_the_tables_convention(tmp_path):
     # 8 inputs: 5 correct with radii 0.1, 0.6, 0.7, 0.9, 0.0 → accuracy 62.5 at r=0, 37.5 at r=0.5, ACR 0.2875
     log = write_log(tmp_path / "a.tsv", [(1, 0.1), (1, 0.6), (1, 0.7), (1, 0.9), (1, 0.0), (0, 0.0), (0, 0.0), (0, 0)])
     transcription, mapping = frames(
@@ -86,13 +112,69 @@ def test_single_log_cells_exact_rounding_and_mismatch(tmp_path):
         ],
         [entry("Gaussian", "0.25", "a.tsv")],
     )
-    diff = pt.recompute_tables({(REPO, "a.tsv"): log}, transcription, mapping)
-    assert diff["verdict"].tolist() == ["exact", "rounding", "mismatch", "exact"]
+    diff = pt.recompute_tables({(REPO, "a.tsv"): log}, transcription, mapping, settings={})
+    assert (diff["convention"] == "half-up").all()  # truncation would lose the ACR cell
+    assert diff["verdict"].tolist() == ["exact", "mismatch", "mismatch", "exact"]
     assert diff["recomputed"].tolist() == [62.5, 37.5, 12.5, 0.2875]
-    assert diff.loc[1, "tried"].startswith("half-up gives 38; half-down, truncation")
+    assert diff["recomputed_rounded"].tolist() == ["62.5", "38", "12.5", "0.288"]
+    assert diff.loc[1, "tried"].startswith("half-down, truncation would give the printed value (the table's convention")
     assert "radius > r (strict) → 12.5" in diff.loc[2, "tried"]
     assert diff.loc[2, "difference"] == pytest.approx(12.5 - 30.0)
     assert (diff["logs"] == f"{REPO}:a.tsv").all() and (diff["source"] != "").all()
+    assert diff["identified_as"].eq("").all() and diff["log_choice"].eq("as mapped").all()
+
+
+def test_a_table_whose_cells_show_truncation_is_judged_by_truncation(tmp_path):
+    # two logs of 7 inputs: 3/7 = 42.86 % and 6/7 = 85.71 % at r = 0, both truncated in print
+    files = {
+        (REPO, "a"): write_log(tmp_path / "a", [(1, 0.3)] * 3 + [(0, 0.0)] * 4),
+        (REPO, "b"): write_log(tmp_path / "b", [(1, 0.3)] * 6 + [(0, 0.0)]),
+    }
+    transcription, mapping = frames(
+        [
+            cell("A", "0.25", "0.0", "certified_accuracy", "42"),
+            cell("A", "0.25", "0.5", "certified_accuracy", "0.0"),
+            cell("B", "0.25", "0.0", "certified_accuracy", "85"),
+            cell("B", "0.25", "0.25", "certified_accuracy", "80"),  # no rounding of 85.71 gives it
+        ],
+        [entry("A", "0.25", "a"), entry("B", "0.25", "b")],
+    )
+    diff = pt.recompute_tables(files, transcription, mapping, settings={})
+    assert (diff["convention"] == "truncation").all()
+    assert diff["verdict"].tolist() == ["exact", "exact", "exact", "mismatch"]
+    assert diff["recomputed_rounded"].tolist() == ["42", "0.0", "85", "85"]
+    assert diff.loc[3, "tried"] == "radius > r (strict) → 85.7143"
+    # the same cells under half-up: the truncated ones are mismatches
+    assert [pt.verdict(v, p, "percent") for v, p in zip(diff["recomputed"], diff["printed"], strict=True)] == [
+        "mismatch",
+        "exact",
+        "mismatch",
+        "mismatch",
+    ]
+
+
+def test_a_zero_beyond_the_radius_cap_is_trivial(tmp_path):
+    # σ = 0.25, n = 100,000, α = 0.001: no radius above 0.25·Φ⁻¹(0.001^(1/100,000)) = 0.9529
+    files = {
+        (REPO, "capped"): write_log(tmp_path / "capped", [(1, 0.95), (1, 0.4), (0, 0.0), (0, 0.0)]),
+        (REPO, "beyond"): write_log(tmp_path / "beyond", [(1, 1.2), (1, 0.4), (0, 0.0), (0, 0.0)]),  # breaks its cap
+    }
+    transcription, mapping = frames(
+        [
+            cell("capped", "0.25", "0.5", "certified_accuracy", "25.0"),
+            cell("capped", "0.25", "0.75", "certified_accuracy", "25.0"),
+            cell("capped", "0.25", "1.0", "certified_accuracy", "0.0"),  # beyond the cap: cannot miss
+            cell("capped", "0.25", "1.25", "certified_accuracy", "0.0"),
+            cell("beyond", "0.25", "1.0", "certified_accuracy", "0.0"),  # its log gives 25: judged as usual
+        ],
+        [entry("capped", "0.25", "capped"), entry("beyond", "0.25", "beyond")],
+    )
+    settings = {(REPO, "capped"): (100_000, 0.001), (REPO, "beyond"): (100_000, 0.001)}
+    diff = pt.recompute_tables(files, transcription, mapping, settings=settings)
+    assert diff["verdict"].tolist() == ["exact", "exact", "trivial", "trivial", "mismatch"]
+    # without the logs' n and α there is no cap, and a 0 is judged like any other cell
+    unknown = pt.recompute_tables(files, transcription, mapping, settings={})
+    assert unknown["verdict"].tolist() == ["exact", "exact", "exact", "exact", "mismatch"]
 
 
 def test_mean_and_std_over_seeds_use_sample_std_and_report_ddof0(tmp_path):
@@ -114,24 +196,75 @@ def test_mean_and_std_over_seeds_use_sample_std_and_report_ddof0(tmp_path):
     assert "ddof=0 → 0.163299" in diff.loc[2, "tried"]
 
 
-def test_one_of_identifies_the_printed_run_and_lists_the_others(tmp_path):
+def test_one_of_cells_are_identified_and_judged_under_the_run_fixed_in_advance_too(tmp_path):
     files = {
         (REPO, "run_a"): write_log(tmp_path / "run_a", [(1, 0.3), (0, 0.0)]),  # 50 % at r=0, ACR 0.15
         (REPO, "run_b"): write_log(tmp_path / "run_b", [(1, 0.3), (1, 0.1)]),  # 100 % at r=0, ACR 0.2
+        (REPO, "run_c"): write_log(tmp_path / "run_c", [(1, 0.3), (1, 0.0)]),  # 100 % at r=0, ACR 0.15
     }
     transcription, mapping = frames(
         [
             cell("Gaussian", "1.0", "", "ACR", "0.200", unit="radius"),
             cell("Gaussian", "1.0", "0.0", "certified_accuracy", "100.0"),
             cell("Gaussian", "1.0", "0.25", "certified_accuracy", "75.0"),  # no run has this
+            cell("Gaussian", "1.0", "5.0", "certified_accuracy", "0.0"),  # beyond the cap: trivial
         ],
-        [entry("Gaussian", "1.0", p, "one_of") for p in ("run_a", "run_b")],
+        [entry("Gaussian", "1.0", p, "one_of") for p in ("run_a", "run_b", "run_c")],
     )
-    diff = pt.recompute_tables(files, transcription, mapping)
+    settings = {(REPO, p): (100_000, 0.001) for p in ("run_a", "run_b", "run_c")}
+    diff = pt.recompute_tables(files, transcription, mapping, settings=settings)
     assert (diff["logs"] == f"{REPO}:run_b").all()
-    assert diff["log_choice"].iloc[0] == "identified among 2 candidate runs: 2/3 cells exact"
-    assert diff["verdict"].tolist() == ["exact", "exact", "mismatch"]
-    assert "candidate run_a → 50" in diff.loc[2, "tried"]
+    assert diff["verdict"].tolist() == ["identified", "identified", "identified", "trivial"]
+    assert diff["identified_as"].tolist() == ["exact", "exact", "mismatch", ""]
+    assert diff["recomputed_fixed"].tolist()[:3] == [0.15, 50.0, 50.0]  # run_a: the mapping's first
+    assert diff["fixed_verdict"].tolist() == ["mismatch", "mismatch", "mismatch", ""]
+    assert diff["candidates_exact"].tolist() == ["010", "011", "000", ""]
+    assert diff["log_choice"].iloc[0] == (
+        "identified by matching among 3 candidate runs under half-up: 2/3 cells exact; the run fixed in advance "
+        "(the mapping's first, run_a) 0/3; over the candidates best 2, average 1.0, worst 0"
+    )
+    assert "candidate run_a → 50; candidate run_c → 50" in diff.loc[2, "tried"]
+    path = tmp_path / "diff.csv"
+    pt.write_diff(diff, path)
+    summary = builders.seed_table_verdicts([path])
+    assert summary.iloc[0][["paper", "exact", "mismatch", "trivial", "identified", "cells"]].tolist() == [
+        "all",
+        0,
+        0,
+        1,
+        3,
+        4,
+    ]
+    assert summary.iloc[1][
+        ["convention", "identified_fixed_exact", "identified_best", "identified_average", "identified_worst"]
+    ].tolist() == ["half-up", 0, 2, 1.0, 0]
+
+
+def test_the_summary_counts_cells_fixed_in_advance_first_and_names_the_mismatches(tmp_path):
+    log = write_log(tmp_path / "a.tsv", [(1, 0.6), (1, 0.2), (0, 0.0), (0, 0.0)])  # 50 % at r=0, 25 % at r=0.5
+    transcription, mapping = frames(
+        [
+            cell("G", "0.25", "0.0", "certified_accuracy", "50.0"),
+            cell("G", "0.25", "0.5", "certified_accuracy", "30.0", table="U"),
+            cell("G", "0.25", "0.25", "certified_accuracy", "25.0", table="U"),
+            cell("Stability", "0.25", "0.0", "certified_accuracy", "60.0", table="U"),
+        ],
+        [entry("G", "0.25", "a.tsv"), entry("G", "0.25", "a.tsv", table="U")],
+    )
+    paths = []
+    for table in ("T", "U"):
+        diff = pt.recompute_tables(
+            {(REPO, "a.tsv"): log}, transcription[transcription["table"] == table], mapping, settings={}
+        )
+        pt.write_diff(diff, tmp_path / f"{table}.csv")
+        paths.append(tmp_path / f"{table}.csv")
+    summary = builders.seed_table_verdicts(paths).set_index("table")
+    assert list(summary.columns[:8]) == ["paper", "convention", *pt.VERDICTS, "cells"]
+    assert summary.iloc[0]["paper"] == "all" and summary.index[0] == ""
+    assert summary.loc["", ["exact", "mismatch", "no_log", "cells"]].tolist() == [2, 1, 1, 4]
+    assert summary.loc["U", ["exact", "mismatch", "no_log"]].tolist() == [1, 1, 1]
+    assert summary.loc["U", "mismatched"] == "G σ=0.25 r=0.5: printed 30.0 → 25.0"
+    assert summary.loc["U", "convention_evidence"].startswith("exact of 2 cells fixed in advance: half-up 1")
 
 
 def test_envelope_gives_best_sigma_and_its_standard_accuracy(tmp_path):

@@ -319,7 +319,7 @@ def published_audit_files(exp: Experiment, target: Target) -> dict[str, Any]:
 def published_seed_files(exp: Experiment, target: Target, seed_table: str) -> dict[str, Any]:
     return {
         "manifests": exp.published.seed_table_manifests(seed_table),
-        **_published_overrides(exp, "transcription", "mapping"),
+        **_published_overrides(exp, "transcription", "mapping", "registry"),
     }
 
 

@@ -47,10 +47,11 @@ def seed_table(
     table: str,
     transcription: str | os.PathLike | None = None,
     mapping: str | os.PathLike | None = None,
+    registry: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """One seed paper's table recomputed from its authors' logs, cell by cell against the printed numbers
-    (:func:`ddrs.published.paper_tables.recompute_tables`)."""
-    from ddrs.published.paper_tables import load_mapping, load_transcription, recompute_tables
+    (:func:`ddrs.published.paper_tables.recompute_tables`; the registry gives each log's n and α)."""
+    from ddrs.published.paper_tables import load_mapping, load_transcription, recompute_tables, registry_settings
 
     printed = load_transcription(transcription)
     logs = load_mapping(mapping, transcription=printed)
@@ -58,24 +59,32 @@ def seed_table(
     if printed.empty:
         raise ValueError(f"the transcription has no cell of {paper} {table}")
     logs = logs[(logs["paper"] == paper) & (logs["table"] == table)]
-    return recompute_tables(local_files(manifests), printed, logs)
+    return recompute_tables(local_files(manifests), printed, logs, settings=registry_settings(_registry(registry)))
 
 
 def seed_table_verdicts(diffs: Paths) -> pd.DataFrame:
-    """Cells per verdict of every seed table (their diff CSVs), a total row, and the mismatched cells named."""
-    from ddrs.published.paper_tables import VERDICTS, verdict_counts
+    """Per seed table (their diff CSVs), its rounding convention and why, its cells per verdict, its
+    identified cells under the run fixed in advance and over the candidate runs, and its mismatched
+    cells named; the total over every table first (:func:`ddrs.published.paper_tables.table_counts`)."""
+    from ddrs.published.paper_tables import table_counts
 
     diff = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in diffs], ignore_index=True)
-    counts = verdict_counts(diff).reindex(columns=list(VERDICTS), fill_value=0).reset_index()
-    counts.columns.name = None
-    mismatched = diff[diff["verdict"] == "mismatch"]
-    named = {key: _named_cells(cells) for key, cells in mismatched.groupby(["paper", "table"], sort=False)}
-    keys = zip(counts["paper"], counts["table"], strict=True)
-    counts["mismatched"] = [named.get(key, "") for key in keys]
-    total = {"paper": "all", "table": "", **counts[list(VERDICTS)].sum().to_dict(), "mismatched": ""}
-    counts = pd.concat([counts, pd.DataFrame([total])], ignore_index=True)
-    counts.insert(2 + len(VERDICTS), "cells", counts[list(VERDICTS)].sum(axis=1))
-    return counts
+    tables = [
+        {
+            "paper": paper,
+            "table": table,
+            "convention": cells["convention"].iloc[0],
+            **table_counts(cells),
+            "convention_evidence": cells["convention_evidence"].iloc[0],
+            "mismatched": _named_cells(cells[cells["verdict"] == "mismatch"]),
+        }
+        for (paper, table), cells in diff.groupby(["paper", "table"], sort=False)
+    ]
+    frame = pd.DataFrame(tables)
+    words = ("paper", "table", "convention", "convention_evidence", "mismatched")
+    total = {column: "" if column in words else frame[column].sum() for column in frame.columns} | {"paper": "all"}
+    frame = pd.concat([pd.DataFrame([total]), frame], ignore_index=True)
+    return frame.round({"identified_average": 1})
 
 
 def _named_cells(cells: pd.DataFrame) -> str:

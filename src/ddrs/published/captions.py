@@ -30,18 +30,33 @@ def seed_table_caption() -> str:
         "ddrs/reference/seed_papers.csv; source names the page, row, column and line of the text copy), "
         "recomputed the same cell from the logs named in logs (ddrs/reference/seed_paper_logs.csv; " + SOURCE + ") "
         "as the paper defines it: certified accuracy the share of rows with correct = 1 and radius ≥ r, ACR the "
-        "mean of radius · correct. verdict: exact (half-up rounding at the printed precision gives the printed "
-        "value), rounding (only another rounding convention does), mismatch (none does; tried says what else "
-        "was computed: a strict radius > r, ddof 0, other runs, others' re-certification), no_log (no published "
-        "log backs the row). Nothing is tuned toward the printed number."
+        "mean of radius · correct. convention: the table's one rounding convention, half-up unless its cells "
+        "whose log was fixed in advance show one other (one that keeps every cell half-up makes exact, adds "
+        "some, and covers every other such convention; convention_evidence counts the cells each convention "
+        "makes exact). verdict: "
+        "exact (the convention at the printed precision gives the printed value), mismatch (it does not; "
+        "tried says what else was computed: other conventions, a strict radius > r, ddof 0, other runs, "
+        "others' re-certification), trivial (a certified accuracy printed 0 beyond σ·Φ⁻¹(α^(1/n)), the largest "
+        "radius the logs' n and α allow: no log could miss it), identified (the row's run was chosen among "
+        "several published runs by matching, log_choice: identified_as is its verdict with that run, "
+        "recomputed_fixed and fixed_verdict those with the run fixed in advance, the mapping's first, and "
+        "candidates_exact one digit per candidate run, 1 where it gives the printed value), no_log (no "
+        "published log backs the row). Nothing is tuned toward the printed number."
     )
 
 
 def seed_verdicts_caption() -> str:
     return (
         "Cells per verdict of every seed table recomputed from its authors' published logs (the "
-        "published_<paper>_<table> tables, which give every cell, its logs and what was tried), and the "
-        "mismatched cells by row, σ and radius: printed → recomputed, rounded half-up at the printed precision."
+        "published_<paper>_<table> tables, which give every cell, its logs and what was tried). The first "
+        "line is the total: exact and mismatch count only cells whose log was fixed in advance, under each "
+        "table's one rounding convention (convention, with convention_evidence: the cells fixed in advance "
+        "that each convention makes exact); trivial cells (0 beyond the radius cap) and identified cells "
+        "(a run chosen among several by matching) are counted apart. For the identified cells: "
+        "identified_fixed_exact, exact with the run fixed in advance (the mapping's first candidate); "
+        "identified_best, _average and _worst, each row's exact count over its candidate runs, summed. "
+        "mismatched: the mismatched cells by row, σ and radius: printed → recomputed, rounded by the "
+        "table's convention at the printed precision."
     )
 
 

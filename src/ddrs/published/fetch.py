@@ -9,13 +9,17 @@ half-written or altered log, and a checksum mismatch is refused, never used. A f
 the cache with the right sha256 is not fetched again; one with another is removed and fetched anew.
 
 A log is a :class:`~ddrs.published.registry.PublishedLog` or any mapping with the registry's
-columns (``repository``, ``commit``, ``path``, ``sha256``, ``size``).
+columns (``repository``, ``commit``, ``path``, ``sha256``, ``size``). Its fields are checked before
+anything is read or written: ``repository`` is ``owner/name``, ``commit`` 40 hex digits, ``path`` a
+relative path inside the repository, so a log can neither place a file outside the cache nor pass
+git an option (every git call also ends its options with ``--end-of-options``).
 """
 
 from __future__ import annotations
 
 import http.client
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -58,12 +62,18 @@ def log_name(log) -> str:
 
 
 def cache_path(cache: str | os.PathLike, log) -> Path:
-    """``<cache>/<repository>/<commit>/<path>``; refuses a path that would leave that directory."""
-    parts = [str(log_field(log, key)) for key in ("repository", "commit", "path")]
-    relative = PurePosixPath(*parts)
-    if relative.is_absolute() or ".." in relative.parts:
+    """``<cache>/<repository>/<commit>/<path>``; refuses a log whose fields would leave that directory
+    (or reach git as options): a repository other than ``owner/name``, a commit other than 40 hex
+    digits, an absolute path or one with a ``..`` part."""
+    repository, commit, path = (str(log_field(log, key)) for key in ("repository", "commit", "path"))
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository) or ".." in repository.split("/"):
+        raise FetchError(f"{log_name(log)}: repository {repository!r} is not owner/name; correct its row")
+    if not re.fullmatch(r"[0-9a-fA-F]{40}", commit):
+        raise FetchError(f"{log_name(log)}: commit {commit!r} is not 40 hex digits (a full git hash); correct its row")
+    relative = PurePosixPath(path)
+    if not path or relative.is_absolute() or ".." in relative.parts:
         raise FetchError(f"{log_name(log)}: the registry path leaves the cache directory; correct its row")
-    return Path(cache).joinpath(*relative.parts)
+    return Path(cache, *repository.split("/"), commit).joinpath(*relative.parts)
 
 
 def log_url(log, base_url: str = DEFAULT_BASE_URL) -> str:
@@ -242,7 +252,9 @@ def _mirror_reader(log, mirror: Path):
             )
         with tmp.open("wb") as handle:
             result = subprocess.run(
-                ["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], stdout=handle, stderr=subprocess.PIPE
+                ["git", "--git-dir", str(git_dir), "show", "--end-of-options", f"{commit}:{path}"],
+                stdout=handle,
+                stderr=subprocess.PIPE,
             )
         if result.returncode != 0:
             message = result.stderr.decode(errors="replace").strip().splitlines()

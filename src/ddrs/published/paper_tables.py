@@ -19,7 +19,9 @@ behind it, by the registry's ``repository, path``, and how the row is computed f
 * ``one_of``: the row prints one run and the authors publish several runs of its configuration
   without saying which; each candidate is computed and the row is compared with the candidate
   that reproduces most of its cells (``log_choice`` says which, and how many cells it matched):
-  this identifies a log, it does not change how any value is computed;
+  this identifies a log, it does not change how any value is computed, and its cells are counted
+  apart (``identified``), with the verdicts under the run fixed in advance (the mapping's first
+  candidate, in the repository's path order) and the best, average and worst over the candidates;
 * ``mean_std``: ``ACR`` is the mean over the logs (seeds), ``ACR_std`` their standard deviation
   with :data:`STD_DDOF` (the paper does not state its convention);
 * ``envelope``: the best certified accuracy over the logs at each radius, the σ that attains it
@@ -31,6 +33,11 @@ the stated seeds) never enter the recomputed value; they are reported in ``tried
 Certified accuracy at r is the percentage of the log's rows with ``correct == 1`` and
 ``radius >= r``; ACR the mean of ``radius · correct`` (Cohen et al. 2019, §4;
 :mod:`ddrs.analysis.metrics`).
+
+A recomputed cell is compared with the printed one under one rounding convention per table
+(:func:`table_convention`: half-up unless the table's cells show exactly one other); a certified
+accuracy printed 0 beyond the largest radius its logs' n and α allow (σΦ⁻¹(α^(1/n)), Cohen et al.
+§3.2.2) cannot miss and is counted apart (``trivial``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, ROUND_UP, Decimal
 from importlib import resources
 from pathlib import Path
@@ -59,22 +67,26 @@ METRICS = ("certified_accuracy", "ACR", "ACR_std", "best_sigma", "standard_accur
 UNITS = ("percent", "fraction", "radius", "sigma")
 COMBINES = ("single", "one_of", "mean_std", "envelope")
 ROLES = ("primary", "alternative")
-VERDICTS = ("exact", "rounding", "mismatch", "no_log")
+#: a cell's verdict (:func:`recompute_tables`): the first two only for cells whose log was fixed in advance
+VERDICTS = ("exact", "mismatch", "trivial", "identified", "no_log")
 #: ddof of the standard deviation over seeds (sample standard deviation); the papers do not say
 STD_DDOF = 1
-#: The convention an ``exact`` cell is rounded by (half away from zero; all values are ≥ 0) ...
-EXACT_ROUNDING = "half-up"
-#: ... and the others that make a cell ``rounding`` rather than ``mismatch``
-OTHER_ROUNDINGS = {
+#: the rounding conventions a table may print by (all values are ≥ 0, so "up" is away from zero) ...
+ROUNDINGS = {
+    "half-up": ROUND_HALF_UP,
     "half-even": ROUND_HALF_EVEN,
     "half-down": ROUND_HALF_DOWN,
     "truncation": ROUND_DOWN,
     "ceiling": ROUND_UP,
 }
+#: ... and the one a table keeps unless its cells show another (:func:`table_convention`)
+DEFAULT_ROUNDING = "half-up"
 #: Row key of a printed row, shared by the transcription and the mapping
 KEY = ("paper", "table", "row", "sigma")
 #: (repository, path) of a published log → its file on this machine
 LocalFiles = Mapping[tuple[str, str], str | os.PathLike]
+#: (repository, path) of a published log → the (n, α) it was certified with
+Settings = Mapping[tuple[str, str], tuple[int, float]]
 
 
 class TranscriptionError(DDRSError):
@@ -185,30 +197,57 @@ def _decimal(value: float) -> Decimal:
     return Decimal(f"{value:.12f}")
 
 
-def _rounded(value: float, decimals: int, mode: str = ROUND_HALF_UP) -> Decimal:
-    return _decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=mode)
+def _rounded(value: float, decimals: int, convention: str = DEFAULT_ROUNDING) -> Decimal:
+    return _decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUNDINGS[convention])
 
 
-def _as_printed(value: float, printed: str, unit: str) -> str:
-    """``value`` rounded half-up and written as the cell is printed (a share where it prints one)."""
-    rounded = _rounded(value, printed_decimals(printed, unit))
+def _as_printed(value: float, printed: str, unit: str, convention: str = DEFAULT_ROUNDING) -> str:
+    """``value`` rounded by ``convention`` and written as the cell is printed (a share where it prints one)."""
+    rounded = _rounded(value, printed_decimals(printed, unit), convention)
     return str((rounded / 100).quantize(Decimal(printed))) if unit == "fraction" else str(rounded)
 
 
-def verdict(recomputed: float, printed: str, unit: str) -> tuple[str, str]:
-    """``exact`` when ``recomputed`` rounded half-up at the printed precision is the printed value;
-    ``rounding`` when another convention (half-even, half-down, truncation, ceiling) gives it;
-    ``mismatch`` otherwise. Returns the verdict and, for ``rounding``, the conventions that agree.
-
-    A cell one unit off that no rounding of the recomputed value explains is a ``mismatch``: it is
-    a difference in the data (e.g. 64.60 printed as 64.7), not in how it was rounded.
-    """
-    decimals = printed_decimals(printed, unit)
+def verdict(recomputed: float, printed: str, unit: str, convention: str = DEFAULT_ROUNDING) -> str:
+    """``exact`` when ``recomputed`` rounded by ``convention`` at the printed precision is the printed
+    value, else ``mismatch``. A cell one unit off is a mismatch like any other: the convention is the
+    table's (:func:`table_convention`), never chosen per cell."""
     target = Decimal(printed) * (100 if unit == "fraction" else 1)
-    if _rounded(recomputed, decimals) == target:
-        return "exact", ""
-    agreeing = [name for name, mode in OTHER_ROUNDINGS.items() if _rounded(recomputed, decimals, mode) == target]
-    return ("rounding", ", ".join(agreeing)) if agreeing else ("mismatch", "")
+    return "exact" if _rounded(recomputed, printed_decimals(printed, unit), convention) == target else "mismatch"
+
+
+def table_convention(cells: list[tuple[float, str, str]]) -> tuple[str, str]:
+    """The rounding convention of one table, from its ``(recomputed, printed, unit)`` cells, and the
+    evidence in words.
+
+    Half-up, unless the cells show one other convention of :data:`ROUNDINGS`: among those that make
+    exact every cell half-up makes exact and at least one more, the one that makes exact every cell
+    any of them does (a table truncated throughout is judged by truncation, though half-down agrees
+    with it on the ties). Where none keeps every half-up cell (e.g. some cells truncated and others
+    rounded up), or two explain the same cells or different ones, the cells show no single
+    convention and half-up stays.
+    """
+    exact = {
+        name: {i for i, (value, printed, unit) in enumerate(cells) if verdict(value, printed, unit, name) == "exact"}
+        for name in ROUNDINGS
+    }
+    default = exact[DEFAULT_ROUNDING]
+    keeping = [name for name in ROUNDINGS if name != DEFAULT_ROUNDING and exact[name] > default]
+    widest = [name for name in keeping if all(exact[name] > exact[other] for other in keeping if other != name)]
+    counts = ", ".join(f"{name} {len(found)}" for name, found in exact.items())
+    evidence = f"exact of {len(cells)} cells fixed in advance: {counts}"
+    if widest:
+        (shown,) = widest
+        return shown, f"{evidence}; {shown} keeps every half-up cell, adds {len(exact[shown] - default)}, and " + (
+            "no other convention does"
+            if keeping == [shown]
+            else f"covers {', '.join(n for n in keeping if n != shown)}"
+        )
+    if keeping:
+        return (
+            DEFAULT_ROUNDING,
+            f"{evidence}; {', '.join(keeping)} each keep every half-up cell, none covers the others",
+        )
+    return DEFAULT_ROUNDING, f"{evidence}; no other convention keeps every half-up cell and adds one"
 
 
 def _percent_at(log: pd.DataFrame, radius: float, strict: bool = False) -> float:
@@ -278,105 +317,197 @@ def _row_values(cells: pd.DataFrame, logs: list[tuple[float, pd.DataFrame]], com
     return [_cell(cell.metric, _radius(cell), logs, combine, **options) for cell in cells.itertuples(index=False)]
 
 
-def _exact_count(cells: pd.DataFrame, values: list[float]) -> int:
-    return sum(
-        verdict(v, c.printed, c.unit)[0] == "exact" for c, v in zip(cells.itertuples(index=False), values, strict=True)
-    )
+def _label(entry) -> str:
+    return f"{entry.repository}:{entry.path}"
 
 
-def _recompute_row(cells: pd.DataFrame, entries: pd.DataFrame, read: _Logs) -> pd.DataFrame:
-    """The diff rows of one printed row from its mapping ``entries``."""
-    combine = entries["combine"].iloc[0]
-    primary = entries[entries["role"] == "primary"]
-    alternative = entries[entries["role"] == "alternative"]
+def _pairs(entries: list, read: _Logs) -> list[tuple[float, pd.DataFrame]]:
+    """``(log_sigma, log)`` of each mapping entry, as :func:`_cell` takes them."""
+    return [(float(e.log_sigma), read(e.repository, e.path)) for e in entries]
 
-    def pairs(subset: pd.DataFrame) -> list[tuple[float, pd.DataFrame]]:
-        return [(float(e.log_sigma), read(e.repository, e.path)) for e in subset.itertuples(index=False)]
 
-    def label(entry) -> str:
-        return f"{entry.repository}:{entry.path}"
+@dataclass
+class _PrintedRow:
+    """One printed row with its runs computed: a ``one_of`` row has one run per candidate log (in the
+    mapping's order; the first is the run fixed in advance), any other row the one its mapping names."""
 
-    tried_by_cell: list[list[str]] = [[] for _ in range(len(cells))]
-    if combine == "one_of":
-        candidates = list(primary.itertuples(index=False))
-        computed = [_row_values(cells, pairs(primary.iloc[[i]]), "single") for i in range(len(candidates))]
-        matched = [_exact_count(cells, values) for values in computed]
-        best = int(np.argmax(matched))  # ties go to the first candidate, in the mapping's order
-        values, used, chosen = computed[best], [label(candidates[best])], pairs(primary.iloc[[best]])
-        log_choice = f"identified among {len(candidates)} candidate runs: {matched[best]}/{len(cells)} cells exact" + (
-            "" if matched.count(matched[best]) == 1 else f" (tied with {matched.count(matched[best]) - 1} other)"
-        )
-        for i, candidate in enumerate(candidates):
-            if i != best:
-                for k, value in enumerate(computed[i]):
-                    tried_by_cell[k].append(f"candidate {candidate.path} → {_fmt(value)}")
-    else:
-        chosen = pairs(primary)
-        values, used = _row_values(cells, chosen, combine), [label(e) for e in primary.itertuples(index=False)]
-        log_choice = "as mapped"
-    single = "single" if combine == "one_of" else combine
-    alternatives = [e for e in alternative.itertuples(index=False) if read.available(e.repository, e.path)]
-    rows = []
-    for k, (cell, value) in enumerate(zip(cells.itertuples(index=False), values, strict=True)):
-        result, agreeing = verdict(value, cell.printed, cell.unit)
-        tried = []
-        if result == "rounding":
-            tried.append(
-                f"half-up gives {_as_printed(value, cell.printed, cell.unit)}; {agreeing} give the printed value"
+    cells: pd.DataFrame
+    combine: str
+    runs: list[list]  # per run: its mapping entries
+    values: list[list[float]]  # per run: one value per cell
+    trivial: list[bool]  # per cell (see _trivial_cells)
+    alternatives: list  # the alternative entries whose logs are here
+
+    def fixed_cells(self) -> list[tuple[float, str, str]]:
+        """``(value, printed, unit)`` of the non-trivial cells under the run fixed in advance."""
+        return [
+            (value, cell.printed, cell.unit)
+            for cell, value, trivial in zip(
+                self.cells.itertuples(index=False), self.values[0], self.trivial, strict=True
             )
-        elif result == "mismatch":
-            tried.append("no rounding (half-up, half-even, half-down, truncation, ceiling) gives the printed value")
-            radius = _radius(cell)
-            if cell.metric in ("certified_accuracy", "standard_accuracy"):
-                tried.append(f"radius > r (strict) → {_fmt(_cell(cell.metric, radius, chosen, single, strict=True))}")
-            if cell.metric == "ACR_std":
-                tried.append(f"ddof=0 → {_fmt(_cell(cell.metric, radius, chosen, single, ddof=0))}")
-            tried += tried_by_cell[k]
-            if alternatives:
-                if combine == "mean_std":
-                    logs_all = chosen + [(float(e.log_sigma), read(e.repository, e.path)) for e in alternatives]
-                    tried.append(
-                        f"with the alternative run(s) added ({len(logs_all)} logs) → "
-                        f"{_fmt(_cell(cell.metric, radius, logs_all, combine))}"
-                    )
-                else:
-                    logs_alt = [(float(e.log_sigma), read(e.repository, e.path)) for e in alternatives]
-                    alt_value = _cell(cell.metric, radius, logs_alt, combine)
-                    tried.append(
-                        f"alternative {', '.join(label(e) for e in alternatives)} → {_fmt(alt_value)} "
-                        f"({verdict(alt_value, cell.printed, cell.unit)[0]})"
-                    )
-        rows.append(
+            if not trivial
+        ]
+
+
+def _radius_cap(entries: list, settings: Settings) -> float | None:
+    """The largest radius any of ``entries``' logs can certify, σ·Φ⁻¹(α^(1/n)) with the n and α it was
+    certified with (Cohen et al. §3.2.2; :func:`ddrs.published.audit.radius_bound`); None where one's
+    n or α is unknown."""
+    from ddrs.published.audit import radius_bound
+
+    caps = []
+    for entry in entries:
+        stated = settings.get((entry.repository, entry.path))
+        if stated is None:
+            return None
+        caps.append(radius_bound(float(entry.log_sigma), *stated))
+    return max(caps)
+
+
+def _trivial_cells(cells: pd.DataFrame, values: list[list[float]], cap: float | None) -> list[bool]:
+    """A cell no log of its n and α could miss: certified accuracy printed 0 at a radius beyond the
+    row's cap, where every run gives 0 (a log that certifies beyond its stated cap is judged as usual)."""
+    return [
+        cap is not None
+        and cell.metric == "certified_accuracy"
+        and _radius(cell) > cap
+        and Decimal(cell.printed) == 0
+        and all(run[k] == 0 for run in values)
+        for k, cell in enumerate(cells.itertuples(index=False))
+    ]
+
+
+def _computed_row(cells: pd.DataFrame, entries: pd.DataFrame, read: _Logs, settings: Settings) -> _PrintedRow:
+    combine = entries["combine"].iloc[0]
+    primary = list(entries[entries["role"] == "primary"].itertuples(index=False))
+    runs = [[entry] for entry in primary] if combine == "one_of" else [primary]
+    single = "single" if combine == "one_of" else combine
+    values = [_row_values(cells, _pairs(run, read), single) for run in runs]
+    alternatives = [
+        e
+        for e in entries[entries["role"] == "alternative"].itertuples(index=False)
+        if read.available(e.repository, e.path)
+    ]
+    trivial = _trivial_cells(cells, values, _radius_cap(primary, settings))
+    return _PrintedRow(cells, combine, runs, values, trivial, alternatives)
+
+
+def _identify(row: _PrintedRow, convention: str) -> tuple[int, list[str], str]:
+    """A ``one_of`` row's run that gives most non-trivial cells exact under ``convention`` (ties go to the
+    first, in the mapping's order), each cell's digits of :data:`DIFF_COLUMNS`' ``candidates_exact``,
+    and the row's ``log_choice``."""
+    cells = list(row.cells.itertuples(index=False))
+    exact = [
+        [
+            not trivial and verdict(value, c.printed, c.unit, convention) == "exact"
+            for c, value, trivial in zip(cells, values, row.trivial, strict=True)
+        ]
+        for values in row.values
+    ]
+    counts = [sum(run) for run in exact]
+    best = int(np.argmax(counts))
+    judged = len(cells) - sum(row.trivial)
+    ties = counts.count(counts[best]) - 1
+    tied = f" (tied with {ties} other{'s' * (ties > 1)})" if ties else ""
+    log_choice = (
+        f"identified by matching among {len(counts)} candidate runs under {convention}: {counts[best]}/{judged} "
+        f"cells exact{tied}; the run fixed in advance (the mapping's first, "
+        f"{row.runs[0][0].path}) {counts[0]}/{judged}; over the candidates best {max(counts)}, average "
+        f"{np.mean(counts):.1f}, worst {min(counts)}"
+    )
+    digits = ["".join("1" if run[k] else "0" for run in exact) for k in range(len(cells))]
+    return best, digits, log_choice
+
+
+def _diff_rows(row: _PrintedRow, convention: str, read: _Logs) -> pd.DataFrame:
+    """The diff rows of one printed row under its table's ``convention``."""
+    if row.combine == "one_of":
+        chosen, digits, log_choice = _identify(row, convention)
+    else:
+        chosen, digits, log_choice = 0, [""] * len(row.cells), "as mapped"
+    records = []
+    for k, cell in enumerate(row.cells.itertuples(index=False)):
+        value = row.values[chosen][k]
+        result = verdict(value, cell.printed, cell.unit, convention)
+        identified = row.combine == "one_of" and not row.trivial[k]
+        fixed = row.values[0][k] if identified else float("nan")
+        tried = _tried(row, k, chosen, convention, read) if result == "mismatch" and not row.trivial[k] else []
+        records.append(
             {
-                **{
-                    column: getattr(cell, column)
-                    for column in ("paper", "table", "dataset", "row", "sigma", "radius", "metric", "printed")
-                },
+                **{column: getattr(cell, column) for column in (*CELL_COLUMNS, "printed", "unit")},
                 "value": float(cell.value),
                 "decimals": printed_decimals(cell.printed, cell.unit),
                 "recomputed": float(_decimal(value)),
-                "recomputed_rounded": _as_printed(value, cell.printed, cell.unit),
+                "recomputed_rounded": _as_printed(value, cell.printed, cell.unit, convention),
                 "difference": value - float(cell.value),
-                "verdict": result,
-                "combine": combine,
-                "logs": "; ".join(used),
+                "verdict": "trivial" if row.trivial[k] else "identified" if identified else result,
+                "convention": convention,
+                "identified_as": result if identified else "",
+                "recomputed_fixed": float(_decimal(fixed)) if identified else fixed,
+                "fixed_verdict": verdict(fixed, cell.printed, cell.unit, convention) if identified else "",
+                "candidates_exact": digits[k] if identified else "",
+                "combine": row.combine,
+                "logs": "; ".join(_label(e) for e in row.runs[chosen]),
                 "log_choice": log_choice,
                 "tried": "; ".join(tried),
                 "source": cell.source,
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame.from_records(records, columns=list(DIFF_COLUMNS))
+
+
+def _tried(row: _PrintedRow, k: int, chosen: int, convention: str, read: _Logs) -> list[str]:
+    """What else was computed for cell ``k``, mismatched with run ``chosen``: reported, never a verdict."""
+    cell = row.cells.iloc[k]
+    value, radius, logs = row.values[chosen][k], _radius(cell), _pairs(row.runs[chosen], read)
+    single = "single" if row.combine == "one_of" else row.combine
+    tried = []
+    others = [
+        name for name in ROUNDINGS if name != convention and verdict(value, cell.printed, cell.unit, name) == "exact"
+    ]
+    if others:
+        tried.append(f"{', '.join(others)} would give the printed value (the table's convention is {convention})")
+    if cell.metric in ("certified_accuracy", "standard_accuracy"):
+        tried.append(f"radius > r (strict) → {_fmt(_cell(cell.metric, radius, logs, single, strict=True))}")
+    if cell.metric == "ACR_std":
+        tried.append(f"ddof=0 → {_fmt(_cell(cell.metric, radius, logs, single, ddof=0))}")
+    tried += [
+        f"candidate {run[0].path} → {_fmt(values[k])}"
+        for i, (run, values) in enumerate(zip(row.runs, row.values, strict=True))
+        if row.combine == "one_of" and i != chosen
+    ]
+    if row.alternatives:
+        alternative = _pairs(row.alternatives, read)
+        if row.combine == "mean_std":
+            tried.append(
+                f"with the alternative run(s) added ({len(logs) + len(alternative)} logs) → "
+                f"{_fmt(_cell(cell.metric, radius, logs + alternative, row.combine))}"
+            )
+        else:
+            alt_value = _cell(cell.metric, radius, alternative, row.combine)
+            tried.append(
+                f"alternative {', '.join(_label(e) for e in row.alternatives)} → {_fmt(alt_value)} "
+                f"({verdict(alt_value, cell.printed, cell.unit, convention)})"
+            )
+    return tried
 
 
 DIFF_COLUMNS = (
     *CELL_COLUMNS,
     "printed",
+    "unit",
     "value",
     "decimals",
     "recomputed",
     "recomputed_rounded",
     "difference",
     "verdict",
+    "convention",
+    "convention_evidence",
+    "identified_as",
+    "recomputed_fixed",
+    "fixed_verdict",
+    "candidates_exact",
     "combine",
     "logs",
     "log_choice",
@@ -385,24 +516,53 @@ DIFF_COLUMNS = (
 )
 
 
+def registry_settings(registry: pd.DataFrame | None = None) -> dict[tuple[str, str], tuple[int, float]]:
+    """``(repository, path)`` → ``(n, α)`` of every registry log that states both (the shipped registry
+    unless ``registry`` is given)."""
+    from ddrs.published.registry import load_registry
+
+    registry = load_registry() if registry is None else registry
+    stated = registry[registry["n"].notna() & registry["alpha"].notna()]
+    return {
+        (repository, path): (int(n), float(alpha))
+        for repository, path, n, alpha in zip(
+            stated["repository"], stated["path"], stated["n"], stated["alpha"], strict=True
+        )
+    }
+
+
 def recompute_tables(
     files: LocalFiles,
     transcription: pd.DataFrame | None = None,
     mapping: pd.DataFrame | None = None,
     progress: Callable | None = None,
+    settings: Settings | None = None,
 ) -> pd.DataFrame:
-    """One row per printed cell: printed and recomputed value and the verdict (see :func:`verdict`).
+    """One row per printed cell: printed and recomputed value and the verdict, under one rounding
+    convention per table (:func:`table_convention`, chosen from the table's cells whose log was fixed
+    in advance: a row's mapped logs, or for a ``one_of`` row its first candidate; ``convention`` and
+    ``convention_evidence`` state it on every cell).
+
+    Verdicts (:data:`VERDICTS`): ``trivial``, a certified accuracy printed 0 beyond the radius cap of
+    the row's logs (:func:`_trivial_cells`); ``identified``, a cell of a ``one_of`` row, whose run
+    was chosen by matching (:func:`_identify`): ``identified_as`` gives its verdict with the chosen
+    run, ``recomputed_fixed`` and ``fixed_verdict`` the value and verdict with the run fixed in
+    advance (the mapping's first candidate), ``candidates_exact`` one digit per candidate (1: exact);
+    ``exact`` or ``mismatch`` for every other cell with a log; ``no_log`` for a row without one.
 
     ``files`` maps each mapped log's ``(repository, path)`` to its local file (alternative logs may be
-    absent: they are then left out of ``tried``). Rows with no mapped log get the verdict ``no_log``.
+    absent: they are then left out of ``tried``); ``settings`` each log's ``(n, α)``, the shipped
+    registry's by default (:func:`registry_settings`; a log without them has no radius cap, so none
+    of its cells is trivial).
     """
     transcription = load_transcription() if transcription is None else transcription
     mapping = load_mapping(transcription=transcription) if mapping is None else mapping
+    settings = registry_settings() if settings is None else settings
     transcription = transcription.assign(_key=transcription["sigma"].map(_sigma_key))
     mapping = mapping.assign(_key=mapping["sigma"].map(_sigma_key))
     read = _Logs(files)
     groups = transcription.groupby(["paper", "table", "row", "_key"], sort=False)
-    frames = []
+    rows: list[tuple[tuple[str, str], pd.DataFrame | _PrintedRow]] = []
     for (paper, table, row, sigma), cells in progress(groups) if progress else groups:
         entries = mapping[
             (mapping["paper"] == paper)
@@ -410,26 +570,48 @@ def recompute_tables(
             & (mapping["row"] == row)
             & (mapping["_key"] == sigma)
         ]
-        if entries.empty:
-            frame = cells[[c for c in DIFF_COLUMNS if c in cells.columns]].assign(
-                value=cells["value"].astype(float),
-                decimals=[printed_decimals(p, u) for p, u in zip(cells["printed"], cells["unit"], strict=True)],
-                verdict="no_log",
-                combine="",
-                logs="",
-                log_choice="",
-                tried="no published log backs this row",
+        cells = cells.drop(columns="_key")
+        rows.append(((paper, table), cells if entries.empty else _computed_row(cells, entries, read, settings)))
+    frames = []
+    for table in dict.fromkeys(key for key, _ in rows):
+        printed = [row for key, row in rows if key == table]
+        fixed = [cell for row in printed if isinstance(row, _PrintedRow) for cell in row.fixed_cells()]
+        convention, evidence = table_convention(fixed)
+        frames += [
+            (_diff_rows(row, convention, read) if isinstance(row, _PrintedRow) else _no_log(row, convention)).assign(
+                convention_evidence=evidence
             )
-        else:
-            frame = _recompute_row(cells.drop(columns="_key"), entries, read)
-        frames.append(frame)
+            for row in printed
+        ]
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DIFF_COLUMNS))
 
 
-def verdict_counts(diff: pd.DataFrame) -> pd.DataFrame:
-    """Cells per verdict, per paper and table."""
-    counts = diff.groupby(["paper", "table", "verdict"]).size().unstack("verdict", fill_value=0)
-    return counts.reindex(columns=[v for v in VERDICTS if v in counts.columns], fill_value=0)
+def _no_log(cells: pd.DataFrame, convention: str) -> pd.DataFrame:
+    return cells[[c for c in DIFF_COLUMNS if c in cells.columns]].assign(
+        value=cells["value"].astype(float),
+        decimals=[printed_decimals(p, u) for p, u in zip(cells["printed"], cells["unit"], strict=True)],
+        verdict="no_log",
+        convention=convention,
+        tried="no published log backs this row",
+    )
+
+
+def table_counts(cells: pd.DataFrame) -> dict[str, int | float]:
+    """One table's diff in numbers: cells per verdict (:data:`VERDICTS`) and in all; for its identified
+    cells, how many are exact with the run fixed in advance (``identified_fixed_exact``) and, summing
+    each row's exact count per candidate run, the best, average and worst over the candidates."""
+    counts: dict[str, int | float] = {name: int((cells["verdict"] == name).sum()) for name in VERDICTS}
+    counts["cells"] = len(cells)
+    identified = cells[cells["verdict"] == "identified"]
+    per_row = [
+        np.array([[int(digit) for digit in digits] for digits in row["candidates_exact"]]).sum(axis=0)
+        for _, row in identified.groupby(["row", "sigma"], sort=False)
+    ]
+    counts["identified_fixed_exact"] = int((identified["fixed_verdict"] == "exact").sum())
+    counts["identified_best"] = int(sum(runs.max() for runs in per_row))
+    counts["identified_average"] = float(sum(runs.mean() for runs in per_row))
+    counts["identified_worst"] = int(sum(runs.min() for runs in per_row))
+    return counts
 
 
 def write_diff(diff: pd.DataFrame, path: str | os.PathLike) -> None:

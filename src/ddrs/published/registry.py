@@ -2,10 +2,11 @@
 
 One row per log in Cohen et al.'s format found in a public repository at a pinned commit: where it
 is (repository, commit, path, sha256, size, rows), what it is (dataset, σ, architecture, run, the
-method as its authors name it and as :data:`ddrs.methods.METHODS` names it, or ``external``, the
+method as its authors name it and as :data:`ddrs.methods.METHODS` names it, or :data:`EXTERNAL`, the
 training noise and the split), the certification settings the repository states (N, N0, α, skip;
 empty where it states none), the paper and tables it backs, and its licence.
-``scripts/published_logs_registry.py`` regenerates the file from local mirrors of the repositories.
+``scripts/published_logs_registry.py`` (the maintainers' tool, with its parse rules and scan in
+``scripts/published_registry/``) regenerates the file from local mirrors of the repositories.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ COLUMNS = (
 INTEGER_COLUMNS = ("size", "rows")
 OPTIONAL_INTEGER_COLUMNS = ("n", "n0", "skip")
 OPTIONAL_FLOAT_COLUMNS = ("sigma", "noise", "alpha")
+#: the ``method`` of a log whose method :data:`ddrs.methods.METHODS` does not train
+EXTERNAL = "external"
 #: the file shipped in the package
 REGISTRY_PATH = Path(__file__).with_name("logs.csv")
 #: where GitHub serves the raw files of a repository at a commit (a log: <base>/<repository>/<commit>/<path>)

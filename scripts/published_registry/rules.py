@@ -23,12 +23,12 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ddrs.published.registry import EXTERNAL
+
 #: the fields a path rule fills (the registry's "what it is" columns)
 PARSED_FIELDS = ("dataset", "sigma", "arch", "run", "method_authors", "noise", "split")
 #: the certification settings a settings rule fills
 SETTING_FIELDS = ("n", "n0", "alpha", "skip")
-#: our name for a method that our registry does not train
-EXTERNAL = "external"
 #: Cohen et al.'s certify.py defaults, kept by every repository below (``--N0 100 --N 100000 --alpha 0.001``)
 COHEN_DEFAULTS = {"n": 100000, "n0": 100, "alpha": 0.001}
 

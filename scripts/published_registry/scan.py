@@ -3,7 +3,7 @@
 A file is a log when its first line is Cohen et al.'s header (``idx label predict radius correct
 time``, tab-separated; a trailing CR is allowed): the header decides, not the name, so a log that
 holds only its header is listed too (the audit flags it). Everything is read at the repository's
-``HEAD`` commit, whose hash each row pins. The parse rules are :mod:`ddrs.published.rules`.
+``HEAD`` commit, whose hash each row pins. The parse rules are :mod:`published_registry.rules`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ddrs.errors import DDRSError
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import COHEN_COLUMNS
 from ddrs.published.registry import COLUMNS
-from ddrs.published.rules import REPOSITORIES, Repository, our_method, parse_path, settings_for, tables_for
+
+from .rules import REPOSITORIES, Repository, our_method, parse_path, settings_for, tables_for
 
 HEADER = "\t".join(COHEN_COLUMNS).encode()
 #: the licence of a repository without a LICENSE file
@@ -43,12 +44,12 @@ def _git(git_dir: Path, *args: str) -> bytes:
 
 def head_commit(git_dir: Path) -> str:
     """The hash of ``HEAD`` in ``git_dir``."""
-    return _git(git_dir, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+    return _git(git_dir, "rev-parse", "--verify", "--end-of-options", "HEAD^{commit}").decode().strip()
 
 
 def blobs(git_dir: Path, commit: str) -> Iterator[tuple[str, bytes]]:
     """Every file of ``commit`` as (path, bytes), in git's path order."""
-    listing = _git(git_dir, "ls-tree", "-r", "-z", "--full-tree", commit).split(b"\0")
+    listing = _git(git_dir, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit).split(b"\0")
     entries = []
     for entry in filter(None, listing):
         meta, path = entry.split(b"\t", 1)
