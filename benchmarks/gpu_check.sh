@@ -24,12 +24,12 @@
 #   certify_resnet50   gpu_throughput.py --sections imagenet_resnet50 --imagenet-n 5000 (scaled to n = 100,000)
 #
 # Options:
-#   --quick            on the CPU, about a minute: gpu_throughput.py --quick --device cpu --threads 1
+#   --quick            on the CPU (1–4 minutes): gpu_throughput.py --quick --device cpu --threads 1
 #                      and three fast tests of the same files (this is what tests/test_gpu_check_script.py
 #                      runs, so every step's code stays exercised). It checks that each step runs and
 #                      writes its record, not how fast: the visit's limits do not apply, each step runs
-#                      under a hang guard of QUICK_LIMIT (600 s; one quick step took 21 s on a busy
-#                      2-core machine) and the budget defaults to their sum
+#                      under a hang guard of QUICK_LIMIT (600 s; the quick steps took 28–53 s each on a
+#                      2-core machine at load 10) and the budget defaults to their sum
 #   --only A,B         run only these steps (a rerun of what failed)
 #   --fail STEP        STEP fails at once instead of running (tests the failure path and the summary)
 #   --prepare-wheels   on the CPU machine, with PyPI: fill wheels/ (below) and exit
