@@ -75,7 +75,8 @@ def _read(path: str, mtime_ns: int) -> Families:
         row = frame[twice].iloc[0]
         raise FamilyError(f"{path}: {row['repository']}:{row['method_authors']} has two rows")
     return {
-        (row.repository, row.method_authors): Family(row.family, row.extra_data) for row in frame.itertuples(index=False)
+        (row.repository, row.method_authors): Family(row.family, row.extra_data)
+        for row in frame.itertuples(index=False)
     }
 
 

@@ -55,8 +55,8 @@ from ddrs.analysis import stats
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, radius_column
 from ddrs.analysis.comparisons import radius_comparison
 from ddrs.analysis.evidence import SINGLE_ACR, Evidence, row_evidence
-from ddrs.published.leaderboard import Entry
 from ddrs.published.families import GAUSSIAN_FAMILY
+from ddrs.published.leaderboard import Entry
 from ddrs.published.own_logs import is_own, is_own_repository
 
 #: the comparisons table's key columns, in order
@@ -264,8 +264,8 @@ def gaussian_comparisons_table(
 
 def headline(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """The leaderboard's headline of a comparisons table (:func:`gaussian_comparisons_table`, or its
-    CSV read back), one row per Gaussian baseline (``against``), and the rule's baseline again on the
-    logs an alternative one applies to (``logs``: which): the published logs other than Gaussian ones
+    CSV read back), one row per Gaussian baseline (``against``) the table holds, and the rule's baseline
+    again on the logs an alternative one applies to (``logs``: which): the published logs other than Gaussian ones
     compared, and how many are significantly better / worse than their baseline on ACR and at some
     column (Holm over the whole table, p < ``alpha``). Gaussian logs and a user's own logs are not
     counted; the Gaussian logs compared are counted apart."""
@@ -273,8 +273,12 @@ def headline(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
     rows = [_headline_row(published, MATCHED, "all", alpha)]
     for against in ALTERNATIVE_GAUSSIANS.values():
         logs = set(published.loc[published["against"] == against, "log"])
+        if not logs:
+            continue
         rows.append(_headline_row(published, against, f"those {against} applies to", alpha))
-        rows.append(_headline_row(published[published["log"].isin(logs)], MATCHED, f"those {against} applies to", alpha))
+        rows.append(
+            _headline_row(published[published["log"].isin(logs)], MATCHED, f"those {against} applies to", alpha)
+        )
     return pd.DataFrame(rows)
 
 

@@ -144,7 +144,8 @@ def input_set(idx: np.ndarray) -> str:
     if len(idx) == 1 or (len(idx) > 1 and (steps == steps[0]).all()):
         step = int(steps[0]) if len(idx) > 1 else 1
         return f"{len(idx):,} inputs: idx {int(idx[0])}:{int(idx[-1])}:{step}"
-    return f"{len(idx):,} inputs: idx sha1 {hashlib.sha1(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:8]}"
+    digest = hashlib.sha1(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()
+    return f"{len(idx):,} inputs: idx sha1 {digest[:8]}"
 
 
 def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[PublishedLog, tuple[str, ...]]]:
@@ -191,7 +192,11 @@ def save_entries(entries: Sequence[Entry], path: str | os.PathLike) -> None:
         arrays[column] = values.astype(kind) if kind is np.float64 else _narrow(values, kind, column)
     meta = json.dumps(
         [
-            {"log": dataclasses.asdict(entry.log), "names": list(entry.names), "family": dataclasses.asdict(entry.family)}
+            {
+                "log": dataclasses.asdict(entry.log),
+                "names": list(entry.names),
+                "family": dataclasses.asdict(entry.family),
+            }
             for entry in entries
         ]
     )

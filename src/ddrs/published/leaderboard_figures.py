@@ -141,7 +141,7 @@ def recovered_p_a_lower(frame: pd.DataFrame, sigma: float) -> pd.DataFrame:
 def p_a_figure(entries: Sequence[Entry], dataset: str) -> Figure:
     """Sun et al.'s empirical distribution of p_A, recovered from radius and σ (module docstring)."""
     lines = family_lines(entries)
-    sigmas = sorted({entry.sigma for entry in lines.best_logs().values()})
+    sigmas = sorted({entry.sigma for members in lines.members.values() for entry in members})
     panels = {}
     for sigma in sigmas:
         drawn = {}
