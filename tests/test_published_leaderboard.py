@@ -149,7 +149,7 @@ def test_holm_adjusts_over_every_test_of_the_table_at_once(world):
 def test_the_baseline_never_is_the_log_itself_nor_one_of_other_labels(world):
     by_name = {entry.name: entry for entry in world}
     strong = by_name["someone/smoothing:data/strong/0.5"]
-    gaussians = [entry for entry in world if entry.gaussian]
+    gaussians = [entry for entry in world if entry.family.name == "Gaussian"]
     assert choose_baseline(strong, gaussians).baseline.name == "someone/smoothing:data/gaussian/0.5"
     gaussian = by_name["someone/smoothing:data/gaussian/0.5"]
     assert choose_baseline(gaussian, [gaussian]) is None  # never itself
@@ -180,7 +180,7 @@ def test_the_baseline_rule_takes_the_same_inputs_then_architecture_then_reposito
     }
     registry, files, families = build(tmp_path, logs)
     entries = {entry.name.split("data/")[1]: entry for entry in load_entries(registry, "cifar10", files, families)}
-    gaussians = [entry for entry in entries.values() if entry.gaussian]
+    gaussians = [entry for entry in entries.values() if entry.family.name == "Gaussian"]
     assert choose_baseline(entries["method"], gaussians).baseline is entries["elsewhere_same_arch"]
     no_arch = [entries["own_repository_other_arch"], entries["own_repository_half"]]
     assert choose_baseline(entries["method"], no_arch).baseline is entries["own_repository_other_arch"]

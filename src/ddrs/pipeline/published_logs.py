@@ -5,7 +5,8 @@ The section selects repositories of the registry (all by default; another regist
 for the shipped one, as the tests' does). Each selected repository is one fetch job that writes
 its manifest (:mod:`ddrs.published.manifest`); the audit reads every manifest, each seed table
 (:mod:`ddrs.published.paper_tables`) the manifests of the repositories its logs come from, each
-leaderboard those of the repositories that hold logs of its dataset.
+leaderboard those of the repositories that hold logs of its dataset, with the user's own logs of
+the dataset (``own``) and the families table (``families``, default the shipped one).
 """
 
 from __future__ import annotations

@@ -155,20 +155,26 @@ def best_of_family(entry: Entry, members: Sequence[Entry]) -> Pair | None:
     return best
 
 
-def comparisons(entry: Entry, entries: Sequence[Entry]) -> list[tuple[str, Pair | None]]:
-    """What ``entry`` is compared with: (``against``, pair) per baseline of the module docstring;
-    one row with no pair where no Gaussian log applies."""
-    gaussians = [other for other in entries if other.gaussian and not is_own(other)]
+def published_families(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """The published ``entries`` by family name, in registry order (a user's own logs left out)."""
+    families: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if not is_own(entry):
+            families.setdefault(entry.family.name, []).append(entry)
+    return families
+
+
+def comparisons(entry: Entry, families: dict[str, list[Entry]]) -> list[tuple[str, Pair | None]]:
+    """What ``entry`` is compared with, given the published logs by family (:func:`published_families`):
+    (``against``, pair) per baseline of the module docstring; one row with no pair where no Gaussian
+    log applies."""
+    gaussians = families.get(GAUSSIAN_FAMILY, [])
     rows: list[tuple[str, Pair | None]] = [(MATCHED, choose_baseline(entry, gaussians))]
     for paper, against in ALTERNATIVE_GAUSSIANS.items():
         pair = choose_baseline(entry, [other for other in gaussians if other.log.paper == paper])
         if pair is not None:
             rows.append((against, pair))
     if is_own(entry):
-        families: dict[str, list[Entry]] = {}
-        for other in entries:
-            if not is_own(other):
-                families.setdefault(other.family.name, []).append(other)
         for family, members in families.items():
             pair = best_of_family(entry, members)
             if pair is not None:
@@ -193,9 +199,10 @@ def gaussian_comparisons_table(
     ``worse_at``. Rows follow the leaderboard's registry order, a log's baselines in the order of
     :func:`comparisons`."""
     columns = [*map(radius_column, radii), SINGLE_ACR]
+    families = published_families(entries)
     rows, pairs = [], []
     for entry in entries:
-        for against, pair in comparisons(entry, entries):
+        for against, pair in comparisons(entry, families):
             rows.append(
                 {
                     "dataset": dataset,

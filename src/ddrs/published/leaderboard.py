@@ -49,7 +49,7 @@ from ddrs.analysis.evidence import PER_LOG, row_evidence
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import read_log
-from ddrs.published.families import GAUSSIAN_FAMILY, Families, Family, family_of, read_families
+from ddrs.published.families import Families, Family, family_of, read_families
 from ddrs.published.manifest import local_file
 from ddrs.published.registry import PublishedLog, select
 
@@ -104,11 +104,6 @@ class Entry:
     names: tuple[str, ...]
     frame: pd.DataFrame
     family: Family
-
-    @property
-    def gaussian(self) -> bool:
-        """Whether it is a log of Gaussian data augmentation (Cohen et al. 2019), the baseline."""
-        return self.family.name == GAUSSIAN_FAMILY
 
     @property
     def name(self) -> str:
