@@ -91,6 +91,17 @@ def family_lines(entries: Sequence[Entry]) -> FamilyLines:
     return FamilyLines(np.sort(sets[chosen]), members, tuple(f for f in families if f not in held))
 
 
+def line_styles(families: Sequence[Family]) -> dict[Family, dict]:
+    """One style per family in every figure: Gaussian black, the others a colour each in order,
+    dashed where they used extra training data."""
+    others = [family for family in families if family.name != GAUSSIAN_FAMILY]
+    colours = {family: f"C{number % 10}" for number, family in enumerate(others)}
+    return {
+        family: {"color": colours.get(family, "black"), **({"linestyle": "--"} if family.extra_data else {})}
+        for family in families
+    }
+
+
 def _line_label(family: Family, entry: Entry) -> str:
     arch = f" ({entry.log.arch})" if entry.log.arch else ""
     owner = entry.log.repository.split("/")[0]
@@ -99,7 +110,7 @@ def _line_label(family: Family, entry: Entry) -> str:
 
 def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None = 0.05) -> Figure:
     """The best log of each family on one common input set, extra-data families in a second panel
-    (module docstring). Gaussian is black in both; the other families take one colour each."""
+    (module docstring), styled by :func:`line_styles`."""
     lines = family_lines(entries)
     best = lines.best_logs()
     own_data = [family for family in best if not family.extra_data]
@@ -108,8 +119,7 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
     panels = [("trained on the dataset's training set only", own_data)]
     if extra:
         panels.append(("with extra training data (dashed; Gaussian for reference)", gaussian + extra))
-    others = [family for family in best if family.name != GAUSSIAN_FAMILY]
-    colours = {family: f"C{number % 10}" for number, family in enumerate(others)} | dict.fromkeys(gaussian, "black")
+    styles = line_styles(list(best))
     radii = radius_grid([lines.cut(entry) for entry in best.values()])
     figure = Figure(figsize=(PANEL_SIZE[0] * 1.9 * len(panels), PANEL_SIZE[1] * 2.6), layout="constrained")
     axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
@@ -117,9 +127,9 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
         for family in families:
             entry = best[family]
             curve = 100 * certified_accuracy(lines.cut(entry), radii)
-            style = {"linestyle": "--"} if family.extra_data else {}
-            line = dict(color=colours[family], label=_line_label(family, entry), **style)
-            accuracy_curve(ax, radii, curve, len(lines.idx), alpha=alpha, **line)
+            accuracy_curve(
+                ax, radii, curve, len(lines.idx), alpha=alpha, label=_line_label(family, entry), **styles[family]
+            )
         ax.set_title(title, fontsize="medium")
         ax.set_xlabel("ℓ2 radius")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="x-small", frameon=False)
@@ -152,11 +162,11 @@ def p_a_figure(entries: Sequence[Entry], dataset: str) -> Figure:
         panels[f"σ = {sigma:g}"] = drawn
     figure = p_a_cdf_figure(panels)
     # one colour per family in every panel, and one legend below them: long names would crowd the panels
-    colours = {family.label: f"C{number % 10}" for number, family in enumerate(lines.members)}
+    styles = {family.label: style for family, style in line_styles(list(lines.members)).items()}
     handles = {}
     for ax in figure.axes:
         for line in ax.get_lines():
-            line.set_color(colours[line.get_label()])
+            line.set(**styles[line.get_label()])
             handles.setdefault(line.get_label(), line)
         if ax.get_legend() is not None:
             ax.get_legend().remove()
