@@ -56,6 +56,7 @@ from ddrs.analysis import stats
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, radius_column
 from ddrs.analysis.comparisons import radius_comparison
 from ddrs.analysis.evidence import SINGLE_ACR, Evidence, row_evidence
+from ddrs.analysis.metrics import acr
 from ddrs.published.families import GAUSSIAN_FAMILY
 from ddrs.published.leaderboard import Entry
 from ddrs.published.own_logs import is_own, is_own_repository
@@ -113,7 +114,7 @@ def _trained_at(entry: Entry, sigma: float) -> bool:
 
 def same_architecture(a: str, b: str) -> bool:
     """Whether two registry ``arch`` values name one architecture (Cohen et al.'s ``cifar_`` prefix
-    aside); an unstated architecture is the same as none."""
+    aside); an unstated architecture matches none."""
     a, b = (arch.removeprefix("cifar_") for arch in (a, b))
     return bool(a) and a == b
 
@@ -148,9 +149,7 @@ def best_of_family(entry: Entry, members: Sequence[Entry]) -> Pair | None:
         shared = None if candidate is entry else shared_inputs(entry, candidate)
         if shared is None:
             continue
-        on_shared = candidate.frame[candidate.frame["idx"].isin(shared)]
-        score = float((on_shared["radius"] * (on_shared["correct"] == 1)).mean())
-        rank = (-len(shared), -score, position)
+        rank = (-len(shared), -acr(candidate.frame[candidate.frame["idx"].isin(shared)]), position)
         if best_rank is None or rank < best_rank:
             best, best_rank = Pair(entry, candidate, shared), rank
     return best
