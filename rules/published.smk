@@ -29,12 +29,13 @@ rule fetch_published_logs:
         "../workflow/scripts/fetch_published.py"
 
 
-# Each leaderboard dataset's logs read once (each validated), for its table, its comparisons with
-# Gaussian and its two figures: one read, not four.
+# Each leaderboard dataset's logs read once (each validated), with the user's own logs of the
+# dataset (published_logs.own), for its table, its comparisons with Gaussian and its two figures:
+# one read, not four.
 rule published_dataset_logs:
     input:
         manifests=lambda wc: EXP.published.leaderboard_manifests(wc.leaderboard),
-        registry=lambda wc: EXP.published.registry_file(),
+        others=lambda wc: EXP.published.leaderboard_inputs(wc.leaderboard),
     output:
         entries=LAYOUT.published_entries("{leaderboard}"),
     log:
@@ -52,5 +53,7 @@ rule published_dataset_logs:
     params:
         dataset=lambda wc: wc.leaderboard,
         registry=None if EXP.published is None else EXP.published.registry_path,
+        families=None if EXP.published is None else EXP.published.families,
+        own=lambda wc: EXP.published.own_logs(wc.leaderboard),
     script:
         "../workflow/scripts/published_entries.py"

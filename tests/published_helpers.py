@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from ddrs.published.families import COLUMNS as FAMILY_COLUMNS
 from ddrs.published.registry import COLUMNS
 
 HEADER = ("idx", "label", "predict", "radius", "correct", "time")
@@ -71,6 +72,18 @@ def registry_row(path: str, text: str, **fields) -> dict:
 
 def write_registry(path: Path, rows: list[dict]) -> Path:
     pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(path, index=False)
+    return path
+
+
+def write_families(
+    path: Path, rows: list[dict], families: dict[str, str], extra_data: dict[str, str] | None = None
+) -> Path:
+    """A families table (:mod:`ddrs.published.families`) of the registry ``rows``' methods: method_authors →
+    family, and → extra training data where some."""
+    extra_data = extra_data or {}
+    keys = dict.fromkeys((row["repository"], row["method_authors"]) for row in rows)
+    table = [[repository, method, families[method], extra_data.get(method, "")] for repository, method in keys]
+    pd.DataFrame(table, columns=list(FAMILY_COLUMNS)).to_csv(path, index=False)
     return path
 
 

@@ -1,26 +1,59 @@
-"""The leaderboard of published logs on logs built here: its rows and envelopes, the comparisons with
-Gaussian training (a method that beats it, one that does not, the Holm family), and p_A recovered."""
+"""The leaderboard of published logs on logs built here: its rows and envelopes, ranks within input
+sets, the comparisons with Gaussian training (a method that beats it, one that does not, the baseline
+rule, Sun et al.'s second baseline, one Holm family, the headline), the figure of each family's best
+log, p_A recovered, and a user's own log placed among them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from published_helpers import gaussian_like, log_text, registry_row, write_registry
+from published_helpers import (
+    REPOSITORY,
+    gaussian_like,
+    git_repository,
+    log_text,
+    registry_row,
+    write_families,
+    write_registry,
+)
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from ddrs.analysis.metrics import acr, true_class_p_a_lower
+from ddrs.analysis.metrics import true_class_p_a_lower
 from ddrs.analysis.stats import Inference
 from ddrs.jobs.logs import read_log
-from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table
+from ddrs.published.families import read_families
+from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table, headline
 from ddrs.published.leaderboard import ENVELOPE, leaderboard_table, load_entries, read_entries, save_entries
-from ddrs.published.leaderboard_figures import p_a_figure, recovered_p_a_lower, shown_methods
+from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
+from ddrs.published.own_logs import OwnLogError, own_entries
 from ddrs.published.registry import load_registry
 
 N = 600
 RADII = (0.0, 0.25, 0.5, 0.75)
 INFERENCE = Inference(n_boot=300, seed=0)
+
+
+FAMILIES = {"gaussian": "Gaussian", "strong": "Strong", "same": "consistency", "pretrained": "Strong", "half": "Strong"}
+
+
+def build(tmp_path, logs: dict, extra_rows=()) -> tuple:
+    """``logs`` (name → (text, registry fields)) written and registered, with their families; returns
+    the registry, the local files and the families table."""
+    rows, files = [], {}
+    for name, (text, fields) in logs.items():
+        path = tmp_path / name.replace("/", "_")
+        path.write_text(text)
+        rows.append(registry_row(f"data/{name}", text, **fields))
+        files[rows[-1]["repository"], rows[-1]["path"]] = path
+    for row, path in extra_rows:
+        rows.append(row)
+        files[row["repository"], row["path"]] = path
+    registry = load_registry(write_registry(tmp_path / "registry.csv", rows))
+    extra = {"pretrained": "ImageNet pre-training"}
+    families = read_families(write_families(tmp_path / "families.csv", rows, FAMILIES, extra))
+    return registry, files, families
 
 
 @pytest.fixture
@@ -39,17 +72,9 @@ def world(tmp_path):
     flip = np.arange(N) < 3  # three inputs changed: no test can tell it from Gaussian
     same = (correct ^ flip, np.where(flip, 0.1, radius))
     logs["same/0.5"] = (log_text(*same), {"method_authors": "same", "method": "consistency"})
-    rows, files = [], {}
-    for name, (text, fields) in logs.items():
-        path = tmp_path / name.replace("/", "_")
-        path.write_text(text)
-        rows.append(registry_row(f"data/{name}", text, **fields))
-        files[rows[-1]["repository"], rows[-1]["path"]] = path
     copy = registry_row("copy/gaussian_0.5", logs["gaussian/0.5"][0], repository="other/repo")
-    rows.append(copy)
-    files["other/repo", copy["path"]] = tmp_path / "gaussian_0.5"
-    registry = load_registry(write_registry(tmp_path / "registry.csv", rows))
-    return load_entries(registry, "cifar10", files)
+    registry, files, families = build(tmp_path, logs, [(copy, tmp_path / "gaussian_0.5")])
+    return load_entries(registry, "cifar10", files, families)
 
 
 def row_of(frame, method, sigma):
@@ -103,30 +128,187 @@ def test_a_stronger_method_beats_gaussian_significantly_and_one_within_noise_doe
     assert (strong.name, "ACR") in bold and not any(row == same.name for row, _ in bold)
 
 
-def test_holm_adjusts_over_one_method_at_one_sigma(world):
-    """The family of a (method, σ): its radii and ACR, less the tests that cannot reject (fewer than
-    two discordant inputs); statsmodels' Holm on the same p gives the same adjusted p."""
+def test_holm_adjusts_over_every_test_of_the_table_at_once(world):
+    """One family: every tested row × radius and ACR, less the tests that cannot reject (fewer than
+    two discordant or differing inputs); statsmodels' Holm on the same p gives the same adjusted p."""
     table = gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE)
-    strong = row_of(table, "strong", 0.25)
+    tested = table[table["tested"]]
     columns = ["0.00", "0.25", "0.50", "0.75", "ACR"]
-    p = strong[[f"{c}_p" for c in columns]].to_numpy(float)
-    discordant = [strong[f"{c}_better"] + strong[f"{c}_worse"] for c in columns[:-1]]
-    can_reject = np.array([d >= 2 for d in discordant] + [True])
+    p = tested[[f"{c}_p" for c in columns]].to_numpy(float)
+    discordant = (
+        tested[[f"{c}_better" for c in columns[:-1]]].to_numpy()
+        + tested[[f"{c}_worse" for c in columns[:-1]]].to_numpy()
+    )
+    can_reject = np.column_stack([discordant >= 2, np.ones(len(tested), dtype=bool)])
     expected = p.copy()
     expected[can_reject] = multipletests(p[can_reject], method="holm")[1]
-    assert strong[[f"{c}_p_holm" for c in columns]].to_numpy(float) == pytest.approx(expected)
-    assert (expected[can_reject] >= p[can_reject]).all() and (expected[can_reject] > p[can_reject]).any()
+    assert tested[[f"{c}_p_holm" for c in columns]].to_numpy(float) == pytest.approx(expected)
+    assert can_reject.sum() > 5  # more than one method × σ in the family
 
 
-def test_the_baseline_is_the_log_s_own_repository_s_gaussian_with_the_same_labels(world):
+def test_the_baseline_never_is_the_log_itself_nor_one_of_other_labels(world):
     by_name = {entry.name: entry for entry in world}
     strong = by_name["someone/smoothing:data/strong/0.5"]
-    gaussians = [entry for entry in world if entry.log.method == "cohen"]
+    gaussians = [entry for entry in world if entry.family.name == "Gaussian"]
     assert choose_baseline(strong, gaussians).baseline.name == "someone/smoothing:data/gaussian/0.5"
     gaussian = by_name["someone/smoothing:data/gaussian/0.5"]
     assert choose_baseline(gaussian, [gaussian]) is None  # never itself
-    relabelled = type(gaussian)(gaussian.log, gaussian.names, gaussian.frame.assign(label=gaussian.frame["label"] + 1))
+    relabelled = type(gaussian)(
+        gaussian.log, gaussian.names, gaussian.frame.assign(label=gaussian.frame["label"] + 1), gaussian.family
+    )
     assert choose_baseline(strong, [relabelled]) is None  # another order of the test set: no pairing
+
+
+def test_the_baseline_rule_takes_the_same_inputs_then_architecture_then_repository(tmp_path):
+    """A log of the full test set in repository A: its own repository's Gaussian of another architecture
+    and another Gaussian over half the inputs lose to one of the same inputs and architecture elsewhere."""
+    correct, radius = gaussian_like(N, 0.5, 0.6, 2.0, seed=1)
+    half = np.arange(N // 2)
+    text = log_text(correct, radius)
+    logs = {
+        "method": (
+            log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2)),
+            {"method_authors": "strong", "repository": "a/a"},
+        ),
+        "own_repository_other_arch": (text, {"repository": "a/a", "arch": "densenet40"}),
+        "own_repository_half": (log_text(correct[half], radius[half], idx=half), {"repository": "a/a"}),
+        # the same rows under another time stamp: another sha256, not a copy of the first
+        "elsewhere_same_arch": (
+            text.replace("0:00:01.250000", "0:00:01.250001"),
+            {"repository": "b/b", "arch": "cifar_resnet110"},
+        ),
+    }
+    registry, files, families = build(tmp_path, logs)
+    entries = {entry.name.split("data/")[1]: entry for entry in load_entries(registry, "cifar10", files, families)}
+    gaussians = [entry for entry in entries.values() if entry.family.name == "Gaussian"]
+    assert choose_baseline(entries["method"], gaussians).baseline is entries["elsewhere_same_arch"]
+    no_arch = [entries["own_repository_other_arch"], entries["own_repository_half"]]
+    assert choose_baseline(entries["method"], no_arch).baseline is entries["own_repository_other_arch"]
+
+
+def test_sun_et_al_s_gaussian_is_a_second_baseline_and_gaussian_logs_are_not_counted_as_winners(tmp_path):
+    sun = gaussian_like(N, 0.5, 0.7, 2.5, seed=5)
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {}),
+        "sun_gaussian": (log_text(*sun), {"repository": "eth-sri/acr-weakness", "paper": "sun2024"}),
+        "strong": (log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=2)), {"method_authors": "strong"}),
+    }
+    registry, files, families = build(tmp_path, logs)
+    entries = load_entries(registry, "cifar10", files, families)
+    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    strong = table[table["method"] == "strong"].set_index("against")
+    assert strong.loc["Gaussian", "baseline"] == "someone/smoothing:data/gaussian"  # its own repository's
+    assert strong.loc["Gaussian (Sun et al. 2024)", "baseline"] == "eth-sri/acr-weakness:data/sun_gaussian"
+    summary = headline(table, 0.05).set_index(["against", "logs"])
+    assert summary.loc[("Gaussian", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
+    assert summary.loc[("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to"), "compared"] == 1
+    assert summary.loc[("Gaussian", "all"), "gaussian_compared"] == 2  # each Gaussian log against the other
+
+
+def test_the_leaderboard_ranks_within_input_sets(tmp_path):
+    half = np.arange(0, N, 2)
+    strong = gaussian_like(len(half), 0.5, 0.95, 3.5, seed=3)
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {}),
+        "half": (log_text(*strong, idx=half), {"method_authors": "half"}),
+    }
+    registry, files, families = build(tmp_path, logs)
+    table = leaderboard_table(load_entries(registry, "cifar10", files, families), "cifar10", RADII, inference=INFERENCE)
+    envelopes = table[table["sigma"] == ENVELOPE].set_index("method")
+    assert envelopes.loc["gaussian", "input_set"] == f"{N} inputs: idx 0:{N - 1}:1"
+    assert envelopes.loc["half", "input_set"] == f"{N // 2} inputs: idx 0:{N - 2}:2"
+    assert envelopes["rank"].tolist() == [1, 1]  # each first of its input set, the larger set first
+    assert envelopes.loc["half", "family"] == "Strong"
+
+
+def test_the_figure_draws_each_family_s_best_log_on_inputs_common_to_its_lines(tmp_path):
+    """Strong's best on the full set is its weaker full log (its better log covers half the inputs);
+    the extra-data family goes to a second panel, dashed."""
+    half = np.arange(0, N, 2)
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {}),
+        "strong": (log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2)), {"method_authors": "strong"}),
+        "half": (log_text(*gaussian_like(len(half), 0.5, 0.95, 3.5, seed=3), idx=half), {"method_authors": "half"}),
+        "pretrained": (log_text(*gaussian_like(N, 0.5, 0.85, 3.0, seed=4)), {"method_authors": "pretrained"}),
+    }
+    registry, files, families = build(tmp_path, logs)
+    entries = load_entries(registry, "cifar10", files, families)
+    lines = family_lines(entries)
+    assert len(lines.idx) == N and lines.left_out == ()
+    best = {family.label: entry.log.method_authors for family, entry in lines.best_logs().items()}
+    assert best == {
+        "Gaussian": "gaussian",
+        "Strong": "strong",
+        "Strong + extra data (ImageNet pre-training)": "pretrained",
+    }
+    figure = curves_figure(entries, "cifar10")
+    left, right = figure.axes[:2]
+    assert [line.get_label().split(":")[0] for line in left.get_lines()] == ["Gaussian", "Strong"]
+    dashed = [line for line in right.get_lines() if line.get_linestyle() == "--"]
+    assert len(right.get_lines()) == 2 and dashed[0].get_label().startswith("Strong + extra data")
+
+
+def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s_best(world, tmp_path):
+    """The own log is an entry like the published ones (and survives the dataset's entries file), first
+    on the leaderboard, compared with the matched Gaussian log and the best log of every family."""
+    published = world
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=11)))
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}
+    save_entries([*published, *own_entries(own, "cifar10", published)], tmp_path / "entries.npz")
+    entries = read_entries(tmp_path / "entries.npz")
+    table = leaderboard_table(entries, "cifar10", RADII, inference=INFERENCE)
+    assert table.iloc[0]["method"] == "mine" and table.iloc[0]["rank"] == 1 and table.iloc[0]["family"] == "mine"
+    versus = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    mine = versus[versus["method"] == "mine"].set_index("against")
+    assert set(mine.index) == {"Gaussian", "best Gaussian", "best Strong", "best consistency"}
+    assert mine.loc["best Strong", "baseline"] == "someone/smoothing:data/strong/0.5"  # the better of its two logs
+    assert "ACR" in mine.loc["best Strong", "better_at"].split()
+    assert headline(versus, 0.05).loc[0, "compared"] == 3  # strong ×2 and same; not the user's log
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda idx, labels: (idx + 10_000, labels), r"mine\.tsv: 600 of its 600 inputs are not among cifar10"),
+        (lambda idx, labels: (idx, (labels + 1) % 10), r"mine\.tsv: 600 of its 600 labels differ"),
+    ],
+)
+def test_an_own_log_of_other_inputs_or_labels_is_refused_naming_the_file(world, tmp_path, change, message):
+    idx, labels = change(np.arange(N), np.arange(N) % 10)
+    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12), idx=idx, labels=labels)
+    (tmp_path / "mine.tsv").write_text(text)
+    with pytest.raises(OwnLogError, match=message):
+        own_entries(
+            {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}, "cifar10", world
+        )
+
+
+def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_of_other_labels(tmp_path, capsys):
+    from ddrs.cli import main
+
+    gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    strong = log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2))
+    commit = git_repository(tmp_path / "mirror", {"data/gaussian": gaussian, "data/strong": strong})
+    rows = [
+        registry_row("data/gaussian", gaussian, commit=commit),
+        registry_row("data/strong", strong, commit=commit, method_authors="strong", method="external"),
+    ]
+    registry = write_registry(tmp_path / "registry.csv", rows)
+    families = write_families(tmp_path / "families.csv", rows, FAMILIES)
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3)))
+    (tmp_path / "other.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=np.zeros(N, int)))
+    common = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
+    common += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
+    out = tmp_path / "ranked"
+    assert main([*common, "--own", "mine", "0.5", str(tmp_path / "mine.tsv"), "--out", str(out)]) == 0
+    assert "mine: rank 1 of 600 inputs" in capsys.readouterr().out
+    versus = pd.read_csv(out / "vs_gaussian.csv")
+    mine = versus[versus["method"] == "mine"].set_index("against")
+    assert set(mine.index) == {"Gaussian", "best Gaussian", "best Strong"}
+    assert mine.loc["best Strong", "baseline"] == f"{REPOSITORY}:data/strong"
+    assert pd.read_csv(out / "headline.csv").loc[0, "compared"] == 1  # strong, not the user's log
+    assert main([*common, "--own", "other", "0.5", str(tmp_path / "other.tsv"), "--out", str(out)]) == 2
+    assert "other.tsv: " in capsys.readouterr().err
 
 
 def test_p_a_is_recovered_from_radius_and_sigma_where_the_radius_is_positive(tmp_path):
@@ -144,12 +326,9 @@ def test_p_a_is_recovered_from_radius_and_sigma_where_the_radius_is_positive(tmp
 
 
 def test_the_p_a_figure_draws_one_panel_per_sigma_and_states_the_recovery_s_limits(world):
-    shown = shown_methods(world, top=1)
-    assert [key.method_authors for key in shown] == ["strong", "gaussian"]  # the best, and the best Gaussian
-    assert acr(shown[next(iter(shown))][0].frame) > 0
-    figure = p_a_figure(world, "cifar10", top=1)
+    figure = p_a_figure(world, "cifar10")
     panels = [ax for ax in figure.axes if ax.get_title()]
     assert [ax.get_title() for ax in panels] == ["σ = 0.25", "σ = 0.5"]
-    assert all(len(ax.get_lines()) == 2 for ax in panels)
+    assert [len(ax.get_lines()) for ax in panels] == [2, 3]  # Gaussian and Strong; and consistency at 0.5
     note = figure.legends[0].get_title().get_text()
     assert "lower bound" in note and "predicted" in note and "≤ ½" in note

@@ -8,7 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from published_helpers import REPOSITORY, gaussian_like, git_repository, log_text, registry_row, write_registry
+from published_helpers import (
+    REPOSITORY,
+    gaussian_like,
+    git_repository,
+    log_text,
+    registry_row,
+    write_families,
+    write_registry,
+)
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
@@ -38,6 +46,10 @@ def world(tmp_path) -> dict:
         registry_row("data/empty_0.5", header_only, commit=commit, method_authors="empty", method="external"),
     ]
     registry = write_registry(tmp_path / "registry.csv", rows)
+    families = write_families(
+        tmp_path / "families.csv", rows, {"gaussian": "Gaussian", "strong": "Strong", "empty": "Empty"}
+    )
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3)))  # a user's own log
     (tmp_path / "log.tsv").write_text(gaussian)
     log = read_log(tmp_path / "log.tsv")
     exact_accuracy = 100 * float(certified_accuracy(log, [0.0]).iloc[0])
@@ -81,7 +93,8 @@ def world(tmp_path) -> dict:
         "offline": True,
         "mirrors": {REPOSITORY: str(mirror / ".git")},
         "leaderboards": {"cifar10": RADII},
-        "figure_methods": 2,
+        "families": str(families),
+        "own": {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "arch": "resnet110"}},
     }
     config["statistics"] = {"n_boot": 200}
     return {"config": write_config(tmp_path, config), "commit": commit}
@@ -92,7 +105,7 @@ def test_a_published_only_config_needs_no_datasets_and_others_still_do():
     config = {"published_logs": {"leaderboards": {"cifar10": None}}}
     validate(config, schema, set_default=True)
     section = config["published_logs"]
-    assert (section["mirrors"], section["offline"], section["figure_methods"]) == ({}, False, 8)
+    assert (section["mirrors"], section["offline"], section["own"]) == ({}, False, {})
     experiment = Experiment(config)
     assert experiment.grid.datasets == {} and experiment.grid.methods == []
     assert experiment.published.repositories()[0] == "Hadisalman/smoothing-adversarial"
@@ -110,6 +123,7 @@ PUBLISHED_RULES = {
     "published_seed_verdicts": 1,
     "published_leaderboard": 1,
     "published_vs_gaussian": 1,
+    "published_headline": 1,
     "published_curves_figure": 1,
     "published_pa_figure": 1,
 }
@@ -132,7 +146,7 @@ def test_the_shipped_published_config_dry_runs_every_repository_and_table(tmp_pa
     assert counts["published_seed_table"] == 7  # Cohen Tables 1-3, Jeong & Shin's three, Sun Table 2
     assert counts["published_logs_audit"] == counts["published_seed_verdicts"] == 1
     boards = len(shipped["published_logs"]["leaderboards"])
-    assert counts["published_leaderboard"] == counts["published_vs_gaussian"] == boards
+    assert counts["published_leaderboard"] == counts["published_vs_gaussian"] == counts["published_headline"] == boards
     assert counts["published_curves_figure"] == counts["published_pa_figure"] == boards
     assert counts["published_dataset_logs"] == boards
     assert not {"train", "certify_fixed", "prepare_data"} & set(counts)
@@ -155,10 +169,20 @@ def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
     assert verdicts.loc[PAPER, ["exact", "mismatch", "cells"]].tolist() == [2, 1, 3]
     assert "r=0.25: printed" in verdicts.loc[PAPER, "mismatched"]
     board = pd.read_csv(tables / "published_leaderboard_cifar10.csv")
-    assert set(board["method"]) == {"gaussian", "strong"}  # the header-only log holds no result
-    versus = pd.read_csv(tables / "published_vs_gaussian_cifar10.csv", keep_default_na=False).set_index("method")
-    assert versus.loc["strong", "baseline"] == f"{REPOSITORY}:data/gaussian_0.5"
-    assert "ACR" in versus.loc["strong", "better_at"].split()
+    assert set(board["method"]) == {"gaussian", "strong", "mine"}  # the header-only log holds no result
+    assert board.loc[board["method"] == "mine", "rank"].iloc[0] == 1  # the user's own log, ranked among them
+    versus = pd.read_csv(tables / "published_vs_gaussian_cifar10.csv", keep_default_na=False)
+    strong = versus[versus["method"] == "strong"].iloc[0]
+    assert strong["baseline"] == f"{REPOSITORY}:data/gaussian_0.5"
+    assert "ACR" in strong["better_at"].split()
+    mine = versus[versus["method"] == "mine"].set_index("against")
+    assert (
+        mine.loc["Gaussian", "baseline"] == mine.loc["best Gaussian", "baseline"] == f"{REPOSITORY}:data/gaussian_0.5"
+    )
+    assert mine.loc["best Strong", "baseline"] == f"{REPOSITORY}:data/strong_0.5"
+    assert float(mine.loc["best Strong", "ACR"]) > 0 and 0 < float(mine.loc["best Strong", "ACR_p_holm"]) <= 1
+    headline = pd.read_csv(tables / "published_headline_cifar10.csv")
+    assert headline[["against", "logs", "compared", "better_ACR"]].values.tolist() == [["Gaussian", "all", 1, 1]]
     assert "**" in (tables / "published_vs_gaussian_cifar10.md").read_text()  # significant cells in bold
     figures = tmp_path / "results_published" / "figures"
     for name in ("published_curves_cifar10", "published_pa_cifar10"):

@@ -14,5 +14,7 @@ dataset_entries(
     snakemake.params.dataset,
     snakemake.output.entries,
     registry=snakemake.params.registry,
+    families=snakemake.params.families,
+    own=snakemake.params.own,
 )
 report_work(snakemake.rule, started)

@@ -1,10 +1,15 @@
-"""``ddrs logs``: bring published certification logs into a local cache, and audit them.
+"""``ddrs logs``: bring published certification logs into a local cache, audit them, and rank one's
+own logs among them.
 
 ``ddrs logs fetch`` fetches the registry's logs (all, or those selected by repository, paper,
 dataset, method) over HTTPS at their pinned commits, or from local mirrors (``--mirror
 REPO=PATH``: a git directory or a checkout), each checked against its sha256 before it appears
 in the cache. ``ddrs logs audit`` fetches the same way, then writes one row per log with its
 flags and findings (cut short, header-only, duplicates, label conflicts, impossible radii, ...).
+``ddrs logs rank`` fetches one dataset's logs the same way and places your own Cohen-format logs
+(``--own NAME SIGMA PATH``) on its leaderboard: ranked among the published ones, compared with the
+matched Gaussian log and the best log of every family (:mod:`ddrs.published.own_logs`; the
+config's ``published_logs.own`` does the same in the workflow).
 """
 
 from __future__ import annotations
@@ -24,6 +29,23 @@ def add_parser(subparsers) -> None:
     _add_source_options(audit)
     audit.add_argument("--out", required=True, help="audit CSV to write (atomically)")
     audit.set_defaults(run=run_audit)
+    rank = commands.add_parser(
+        "rank", help="place your own Cohen-format logs on one dataset's leaderboard of the selected published logs"
+    )
+    _add_source_options(rank)
+    rank.add_argument(
+        "--own",
+        nargs=3,
+        action="append",
+        required=True,
+        metavar=("NAME", "SIGMA", "PATH"),
+        help="your log: its name on the leaderboard, the σ it was certified at, the file (repeat for several)",
+    )
+    rank.add_argument("--families", default=None, help="families CSV (default: the one shipped in ddrs.published)")
+    rank.add_argument("--arch", default="", help="your model's architecture as the registry spells it (resnet110)")
+    rank.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+    rank.add_argument("--out", required=True, help="folder for leaderboard.csv, vs_gaussian.csv and headline.csv")
+    rank.set_defaults(run=run_rank)
     parser.set_defaults(compute="numpy")
 
 
@@ -94,3 +116,49 @@ def run_audit(args: argparse.Namespace) -> None:
     for flag, count in flags.sum().items():
         if count:
             print(f"  {flag}: {count} logs")
+
+
+def run_rank(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from ddrs.analysis.metrics import paper_radii
+    from ddrs.analysis.stats import Inference
+    from ddrs.io import atomic_path
+    from ddrs.published.families import read_families
+    from ddrs.published.gaussian_comparisons import gaussian_comparisons_table, headline
+    from ddrs.published.leaderboard import leaderboard_table, load_entries
+    from ddrs.published.own_logs import OWN_REPOSITORY, own_entries
+    from ddrs.published.registry import load_registry
+
+    if not args.dataset or len(args.dataset) != 1:
+        raise ValueError("ddrs logs rank: give exactly one --dataset, the leaderboard your logs join")
+    (dataset,) = args.dataset
+    logs, paths = _fetch(args)
+    files = {(log.repository, log.path): path for log, path in zip(logs, paths, strict=True)}
+    registry = load_registry(args.registry)
+    registry = registry[[key in files for key in zip(registry["repository"], registry["path"], strict=True)]]
+    published = load_entries(registry, dataset, files, read_families(args.families))
+    own = {
+        name: {"dataset": dataset, "sigma": float(sigma), "path": path, "arch": args.arch}
+        for name, sigma, path in args.own
+    }
+    entries = [*published, *own_entries(own, dataset, published)]
+    radii, inference = paper_radii(dataset), Inference(seed=args.seed)
+    board = leaderboard_table(entries, dataset, radii, inference=inference)
+    versus = gaussian_comparisons_table(entries, dataset, radii, inference=inference)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, table in (
+        ("leaderboard", board),
+        ("vs_gaussian", versus),
+        ("headline", headline(versus, inference.alpha)),
+    ):
+        with atomic_path(out / f"{name}.csv") as tmp:
+            table.to_csv(tmp, index=False)
+    mine = board[(board["repository"] == OWN_REPOSITORY) & (board["sigma"] == "envelope")]
+    for row in mine.itertuples(index=False):
+        print(f"{row.method}: rank {row.rank} of {row.input_set} (ACR {row.ACR_per_log:.3f})")
+    for row in versus[versus["repository"] == OWN_REPOSITORY].itertuples(index=False):
+        if row.tested:
+            print(f"  {row.method} vs {row.against} ({row.baseline}): ACR {row.ACR:+.3f}, Holm p {row.ACR_p_holm:.2g}")
+    print(f"written to {out}: leaderboard.csv, vs_gaussian.csv, headline.csv")

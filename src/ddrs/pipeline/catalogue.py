@@ -364,6 +364,15 @@ PUBLISHED_ENTRIES = (
         caption_of=q.published_caption(captions.vs_gaussian_caption, level=True),
         bold=True,
     ),
+    published(
+        "published_headline",
+        "leaderboard_headline",
+        pattern="published_headline_{leaderboard}",
+        instances=q.published_leaderboards,
+        files=q.published_headline_files,
+        params=q.published_headline_params,
+        caption_of=q.published_caption(captions.headline_caption, level=True),
+    ),
     *(
         leaderboard(f"{caption}_figure", builder, caption, outputs=FIGURE, params=q.published_figure_params)
         for builder, caption in (("leaderboard_curves", "published_curves"), ("leaderboard_p_a", "published_pa"))

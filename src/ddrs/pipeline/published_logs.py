@@ -5,7 +5,8 @@ The section selects repositories of the registry (all by default; another regist
 for the shipped one, as the tests' does). Each selected repository is one fetch job that writes
 its manifest (:mod:`ddrs.published.manifest`); the audit reads every manifest, each seed table
 (:mod:`ddrs.published.paper_tables`) the manifests of the repositories its logs come from, each
-leaderboard those of the repositories that hold logs of its dataset.
+leaderboard those of the repositories that hold logs of its dataset, with the user's own logs of
+the dataset (``own``) and the families table (``families``, default the shipped one).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class PublishedLogs:
         self.mirrors = {str(repository): str(path) for repository, path in (section.get("mirrors") or {}).items()}
         self.offline = bool(section.get("offline", False))
         self.base_url = section.get("base_url") or DEFAULT_BASE_URL
-        self.figure_methods = int(section.get("figure_methods", 8))
+        self.families = section.get("families")
+        self.own = {str(name): dict(spec) for name, spec in (section.get("own") or {}).items()}
 
     @functools.cached_property
     def registry(self):
@@ -137,13 +139,24 @@ class PublishedLogs:
         boards = self.section.get("leaderboards") or {}
         registry = self.registry
         held = set(registry.loc[(registry["split"] == "test") & registry["sigma"].notna(), "dataset"])
-        return {dataset: radii for dataset, radii in boards.items() if dataset in held}
+        chosen = {dataset: radii for dataset, radii in boards.items() if dataset in held}
+        for name, spec in self.own.items():
+            if spec["dataset"] not in chosen:
+                raise ValueError(
+                    f"published_logs.own.{name}: dataset {spec['dataset']!r} has no leaderboard here "
+                    f"(published_logs.leaderboards with logs in the selected repositories: {sorted(chosen)})"
+                )
+        return chosen
 
     def leaderboard_radii(self, dataset: str) -> list[float]:
         from ddrs.analysis.metrics import paper_radii
 
         radii = self.leaderboards()[dataset]
         return list(radii) if radii else list(paper_radii(dataset))
+
+    def own_logs(self, dataset: str) -> dict[str, dict]:
+        """The user's own logs of ``dataset`` (``own``: name → {dataset, sigma, path, ...})."""
+        return {name: spec for name, spec in self.own.items() if spec["dataset"] == dataset}
 
     def leaderboard_manifests(self, dataset: str) -> list[str]:
         registry = self.registry
@@ -152,3 +165,9 @@ class PublishedLogs:
     def registry_file(self) -> list[str]:
         """The registry CSV as an input file when the config names one (a changed registry reruns the tables)."""
         return [] if self.registry_path is None else [str(Path(self.registry_path))]
+
+    def leaderboard_inputs(self, dataset: str) -> list[str]:
+        """The files a leaderboard's logs are read from besides the manifests: the registry and the
+        families table the config names, and the user's own logs of ``dataset``."""
+        families = [] if self.families is None else [str(Path(self.families))]
+        return [*self.registry_file(), *families, *(str(spec["path"]) for spec in self.own_logs(dataset).values())]

@@ -345,9 +345,18 @@ def published_leaderboard_params(exp: Experiment, target: Target, leaderboard: s
 
 
 def published_figure_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
-    """A leaderboard figure's dataset and how many methods it shows (the p_A figure draws no band)."""
-    params = {"dataset": leaderboard, "top": exp.published.figure_methods}
+    """A leaderboard figure's dataset (and the curves' band level: the p_A figure draws no band)."""
+    params = {"dataset": leaderboard}
     return params | ({"alpha": exp.statistics.alpha} if target.name == "published_curves_figure" else {})
+
+
+def published_headline_files(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    """The headline reads the dataset's comparisons with Gaussian (the table ``published_vs_gaussian`` writes)."""
+    return {"comparisons": exp.layout.table(f"published_vs_gaussian_{leaderboard}")}
+
+
+def published_headline_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    return {"alpha": exp.statistics.alpha}
 
 
 def published_caption(caption: Callable[..., str], *, level: bool = False) -> Callable[[Experiment, list], str]:

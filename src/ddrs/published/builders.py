@@ -10,7 +10,8 @@ its leaderboard's four jobs (table, comparisons with Gaussian, two figures) read
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -106,13 +107,23 @@ def _named_cells(cells: pd.DataFrame) -> str:
 
 
 def dataset_entries(
-    manifests: Paths, dataset: str, out: str | os.PathLike, registry: str | os.PathLike | None = None
+    manifests: Paths,
+    dataset: str,
+    out: str | os.PathLike,
+    registry: str | os.PathLike | None = None,
+    families: str | os.PathLike | None = None,
+    own: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Read a leaderboard dataset's logs once (:func:`ddrs.published.leaderboard.load_entries`, each
-    validated by :func:`ddrs.jobs.logs.read_log`) into ``out``, which its four jobs read."""
+    validated by :func:`ddrs.jobs.logs.read_log`, with its family from ``families``, default the
+    shipped table), and the user's ``own`` logs of the dataset (:func:`ddrs.published.own_logs.own_entries`),
+    into ``out``, which its jobs read."""
+    from ddrs.published.families import read_families
     from ddrs.published.leaderboard import load_entries, save_entries
+    from ddrs.published.own_logs import own_entries
 
-    save_entries(load_entries(_registry(registry), dataset, local_files(manifests)), out)
+    entries = load_entries(_registry(registry), dataset, local_files(manifests), read_families(families))
+    save_entries([*entries, *own_entries(own or {}, dataset, entries)], out)
 
 
 def _entries(entries: str | os.PathLike):
@@ -139,15 +150,23 @@ def leaderboard_vs_gaussian(
     return gaussian_comparisons_table(_entries(entries), dataset, radii, inference=inference)
 
 
-def leaderboard_curves(entries: str | os.PathLike, dataset: str, top: int, alpha: float = 0.05) -> Figure:
+def leaderboard_headline(comparisons: str | os.PathLike, alpha: float = 0.05) -> pd.DataFrame:
+    """``published_headline_<dataset>`` from its ``published_vs_gaussian_<dataset>`` CSV
+    (:func:`ddrs.published.gaussian_comparisons.headline`)."""
+    from ddrs.published.gaussian_comparisons import headline
+
+    return headline(pd.read_csv(comparisons), alpha)
+
+
+def leaderboard_curves(entries: str | os.PathLike, dataset: str, alpha: float = 0.05) -> Figure:
     """``published_curves_<dataset>`` (:func:`ddrs.published.leaderboard_figures.curves_figure`)."""
     from ddrs.published.leaderboard_figures import curves_figure
 
-    return curves_figure(_entries(entries), dataset, top=top, alpha=alpha)
+    return curves_figure(_entries(entries), dataset, alpha=alpha)
 
 
-def leaderboard_p_a(entries: str | os.PathLike, dataset: str, top: int) -> Figure:
+def leaderboard_p_a(entries: str | os.PathLike, dataset: str) -> Figure:
     """``published_pa_<dataset>`` (:func:`ddrs.published.leaderboard_figures.p_a_figure`)."""
     from ddrs.published.leaderboard_figures import p_a_figure
 
-    return p_a_figure(_entries(entries), dataset, top=top)
+    return p_a_figure(_entries(entries), dataset)

@@ -62,16 +62,18 @@ def seed_verdicts_caption() -> str:
 
 def leaderboard_caption(alpha: float) -> str:
     return (
-        "Every published method × σ on this dataset's test inputs. "
+        "Every published method × σ on this dataset's test inputs, and the user's own logs (repository own). "
         + SOURCE
         + " Byte-identical logs count once, under their first name in registry order (also_at names the copies). "
-        "A method is its authors' name in one repository with one architecture on one set of test inputs; its "
-        "envelope row (sigma = envelope) is the best certified accuracy per radius over its logs (σ, and runs "
+        "A method is its authors' name in one repository with one architecture on one set of test inputs; family "
+        "and extra_data (training data beyond the dataset's training set) come from ddrs/published/families.csv. "
+        "Its envelope row (sigma = envelope) is the best certified accuracy per radius over its logs (σ, and runs "
         "where several), with ACR_per_log (the best ACR of one log) and ACR_per_input_best (each input's best "
         "radius: an oracle); its logs follow, one row each (ACR). Certified accuracy (%) is the share of inputs "
         "with correct = 1 and radius ≥ r (Cohen et al. 2019, §4). Cells: value [low, high], "
         f"{100 * (1 - alpha):g}% intervals: exact Clopper–Pearson over the row's inputs (an envelope cell: that "
-        "of the log that won it), seeded percentile bootstrap for ACR. Methods are ranked by the envelope's "
+        "of the log that won it), seeded percentile bootstrap for ACR. Methods are ranked within their input set "
+        "(input_set: the idx they certify; logs of other inputs are not in one ranking) by the envelope's "
         "ACR_per_log; nothing is bold: the claims are in published_vs_gaussian."
     )
 
@@ -79,13 +81,27 @@ def leaderboard_caption(alpha: float) -> str:
 def vs_gaussian_caption(alpha: float) -> str:
     return (
         "Every published log against Gaussian training (Cohen et al.) at the same σ, on the test inputs both "
-        "certify (inputs). "
+        "certify (inputs); a user's own log also against the best log of every family. "
         + SOURCE
-        + " Baseline: a Gaussian log certified at that σ from a model trained at it, with the same labels at every "
-        "shared idx; first one the log's own repository publishes, then of the same architecture, then the one "
-        "sharing the most inputs, then the first in registry order. Radius columns: difference of certified "
-        "accuracy (percentage points) with the exact McNemar p-value; ACR: difference with its "
-        f"{100 * (1 - alpha):g}% paired-bootstrap interval and the paired sign-flip permutation p-value. p: "
-        "Holm-adjusted over one method at one σ (its logs × every radius and ACR), not across the leaderboard's "
-        f"methods (the raw _p columns allow any other family). Bold, better_at, worse_at: Holm p < α = {alpha:g}."
+        + " Baseline rule (against = Gaussian), the same for every row: a Gaussian log certified at that σ from a "
+        "model trained at it, with the same labels at every shared idx; first of the same input set, then of the "
+        "same architecture, then of the log's own repository, then sharing the most inputs, then the first in "
+        "registry order; baseline names it. against = Gaussian (Sun et al. 2024): the same rule over Sun et al.'s "
+        "own Gaussian logs, where one applies. against = best <family>: the family's log sharing the most inputs, "
+        "then of the highest ACR on them. Radius columns: difference of certified accuracy (percentage points) "
+        "with the exact McNemar p-value; ACR: difference with its "
+        f"{100 * (1 - alpha):g}% paired-bootstrap interval and the paired sign-flip p-value bounded by Hoeffding's "
+        "inequality (valid at every n). p: Holm-adjusted over every test of the table (one family: every row, "
+        f"baseline, radius and ACR). Bold, better_at, worse_at: Holm p < α = {alpha:g}."
+    )
+
+
+def headline_caption(alpha: float) -> str:
+    return (
+        "The leaderboard's headline: per Gaussian baseline of published_vs_gaussian (against; the baseline rule's "
+        "again on the logs Sun et al.'s Gaussian applies to), the published logs other than Gaussian ones "
+        "compared (compared; not_compared: no Gaussian log at their σ and inputs), and how many are "
+        f"significantly better or worse on ACR (Holm over the whole table, p < α = {alpha:g}) and in some "
+        "column. Gaussian logs are not counted among the methods; gaussian_compared and gaussian_better_ACR count "
+        "them apart (a replication check). A user's own logs are not counted."
     )

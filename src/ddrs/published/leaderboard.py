@@ -11,6 +11,11 @@ test inputs: ``(repository, method_authors, arch, inputs)`` (:class:`MethodKey`)
 inputs (a full test set beside a 1-in-20 subset, a run split in halves) make another method row, so
 that every envelope compares its logs on the same inputs.
 
+**Input sets and families.** Methods are ranked within their input set (``input_set``: the
+``idx`` they certify), never across: a 500-input log and a 10,000-input log are not one ranking.
+Each row carries its method's family and extra training data (:mod:`ddrs.published.families`).
+A user's own logs (:mod:`ddrs.published.own_logs`) are entries like the published ones.
+
 **Rows.** Per method, its envelope row (``sigma`` = ``envelope``): the best certified accuracy at
 each radius over its logs, with both ACR conventions (``ACR_per_log``, the best ACR of any one of
 its logs; ``ACR_per_input_best``, each input's best radius, an oracle), then one row per log
@@ -28,6 +33,7 @@ and ``radius ≥ r``; the mean of ``radius · correct``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -43,18 +49,20 @@ from ddrs.analysis.evidence import PER_LOG, row_evidence
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import read_log
+from ddrs.published.families import Families, Family, family_of, read_families
 from ddrs.published.manifest import local_file
 from ddrs.published.registry import PublishedLog, select
 
-#: our method name of Gaussian data augmentation (Cohen et al. 2019), the baseline of every comparison
-GAUSSIAN = "cohen"
 #: the ``sigma`` of a method's envelope row
 ENVELOPE = "envelope"
 #: the leading (key) columns of the leaderboard, in order
 LEADING = (
     "dataset",
+    "input_set",
     "rank",
     "method",
+    "family",
+    "extra_data",
     "ours",
     "repository",
     "paper",
@@ -87,14 +95,15 @@ class MethodKey:
         return f"{self.method_authors}{arch} [{self.repository.split('/')[0]}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Entry:
-    """One distinct published log of the dataset: its registry row, the names of its byte-identical
-    copies (its own first), and its rows sorted by ``idx``."""
+    """One distinct published log of the dataset (or a user's own): its registry row, the names of its
+    byte-identical copies (its own first), its rows sorted by ``idx``, and its method's family."""
 
     log: PublishedLog
     names: tuple[str, ...]
     frame: pd.DataFrame
+    family: Family
 
     @property
     def name(self) -> str:
@@ -108,15 +117,30 @@ class Entry:
     def idx(self) -> np.ndarray:
         return self.frame["idx"].to_numpy()
 
+    @functools.cached_property
+    def inputs_digest(self) -> str:
+        """A digest of the ``idx`` it certifies: logs of one digest certify the same inputs."""
+        return hashlib.sha1(np.ascontiguousarray(self.idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+
     @property
     def method(self) -> MethodKey:
-        idx = np.ascontiguousarray(self.idx, dtype=np.int64)
-        digest = hashlib.sha1(idx.tobytes()).hexdigest()[:16]
-        return MethodKey(self.log.repository, self.log.method_authors, self.log.arch, len(idx), digest)
+        return MethodKey(self.log.repository, self.log.method_authors, self.log.arch, len(self.idx), self.inputs_digest)
 
     def shipped_by(self, repository: str) -> bool:
         """Whether ``repository`` publishes this log (under any of its names)."""
         return any(name.startswith(f"{repository}:") for name in self.names)
+
+
+def input_set(idx: np.ndarray) -> str:
+    """How tables name the test inputs a log certifies: ``10,000 inputs: idx 0:9999:1`` where evenly
+    spaced (first:last:step), else ``… inputs: idx sha1 <digest>``."""
+    idx = np.asarray(idx)
+    steps = np.diff(idx)
+    if len(idx) == 1 or (len(idx) > 1 and (steps == steps[0]).all()):
+        step = int(steps[0]) if len(idx) > 1 else 1
+        return f"{len(idx):,} inputs: idx {int(idx[0])}:{int(idx[-1])}:{step}"
+    digest = hashlib.sha1(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()
+    return f"{len(idx):,} inputs: idx sha1 {digest[:8]}"
 
 
 def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[PublishedLog, tuple[str, ...]]]:
@@ -130,13 +154,19 @@ def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[Publ
 
 
 def load_entries(
-    registry: pd.DataFrame | None, dataset: str, files: Mapping[tuple[str, str], str | Path]
+    registry: pd.DataFrame | None,
+    dataset: str,
+    files: Mapping[tuple[str, str], str | Path],
+    families: Families | None = None,
 ) -> list[Entry]:
-    """:func:`dataset_logs` read from their local ``files`` ((repository, path) → file; a manifest's)."""
+    """:func:`dataset_logs` read from their local ``files`` ((repository, path) → file; a manifest's),
+    each with its family in ``families`` (default: the shipped table)."""
+    families = read_families() if families is None else families
     entries = []
     for log, names in dataset_logs(registry, dataset):
         frame = read_log(local_file(files, log.repository, log.path))
-        entries.append(Entry(log, names, frame.sort_values("idx", kind="stable").reset_index(drop=True)))
+        family = family_of(families, log.repository, log.method_authors)
+        entries.append(Entry(log, names, frame.sort_values("idx", kind="stable").reset_index(drop=True), family))
     if not entries:
         raise ValueError(f"the registry holds no test-split log of {dataset!r} with a stated σ and rows")
     return entries
@@ -155,7 +185,16 @@ def save_entries(entries: Sequence[Entry], path: str | os.PathLike) -> None:
     for column, kind in ENTRY_COLUMNS.items():
         values = np.concatenate([entry.frame[column].to_numpy() for entry in entries])
         arrays[column] = values.astype(kind) if kind is np.float64 else _narrow(values, kind, column)
-    meta = json.dumps([{"log": dataclasses.asdict(entry.log), "names": list(entry.names)} for entry in entries])
+    meta = json.dumps(
+        [
+            {
+                "log": dataclasses.asdict(entry.log),
+                "names": list(entry.names),
+                "family": dataclasses.asdict(entry.family),
+            }
+            for entry in entries
+        ]
+    )
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         np.savez(handle, offsets=np.cumsum([0, *lengths]), meta=np.array(meta), **arrays)
 
@@ -181,6 +220,7 @@ def read_entries(path: str | os.PathLike) -> list[Entry]:
             PublishedLog(**item["log"]),
             tuple(item["names"]),
             pd.DataFrame({column: values[offsets[k] : offsets[k + 1]] for column, values in arrays.items()}),
+            Family(**item["family"]),
         )
         for k, item in enumerate(meta)
     ]
@@ -206,6 +246,9 @@ def _shared_keys(key: MethodKey, members: Sequence[Entry], dataset: str) -> dict
         "paper": log.paper,
         "arch": key.arch,
         "inputs": key.inputs,
+        "input_set": input_set(members[0].idx),
+        "family": members[0].family.name,
+        "extra_data": members[0].family.extra_data,
     }
 
 
@@ -223,8 +266,9 @@ def _log_keys(entry: Entry) -> dict:
 def leaderboard_table(
     entries: Sequence[Entry], dataset: str, radii: Sequence[float], *, inference: Inference = DEFAULT_INFERENCE
 ) -> pd.DataFrame:
-    """The leaderboard of one dataset's entries (module docstring): per method its envelope row, then
-    its logs, methods by their envelope's ``ACR_per_log``, best first."""
+    """The leaderboard of one dataset's entries (module docstring): per input set, largest first, its
+    methods ranked by their envelope's ``ACR_per_log``, best first; per method its envelope row, then
+    its logs."""
     grouped = methods(entries)
     rows = []
     for key, members in grouped.items():
@@ -239,12 +283,17 @@ def leaderboard_table(
         key["_row"] = number  # each row its own group: no pairwise test between rows (module docstring)
     frame = assemble(rows, ["dataset", "method", "_row"], groups=("_row",), inference=inference)
     best = frame.loc[frame["sigma"] == ENVELOPE].set_index("_key")[PER_LOG]
-    order = best.sort_values(ascending=False, kind="stable")
-    rank = {key: position + 1 for position, key in enumerate(order.index)}
+    score = best.to_dict()
+    order = sorted(score, key=lambda key: (-key.inputs, key.inputs_digest, -score[key]))
+    rank, position = {}, {}
+    for number, key in enumerate(order):
+        within = [other for other in order[:number] if other.inputs_digest == key.inputs_digest]
+        rank[key], position[key] = len(within) + 1, number
     frame["rank"] = frame["_key"].map(rank)
+    frame["_position"] = frame["_key"].map(position)
     frame["_envelope"] = frame["sigma"] != ENVELOPE
-    frame = frame.sort_values(["rank", "_envelope", "_row"], kind="stable")
-    frame = frame.drop(columns=["_key", "_row", "_envelope"])
+    frame = frame.sort_values(["_position", "_envelope", "_row"], kind="stable")
+    frame = frame.drop(columns=["_key", "_row", "_envelope", "_position"])
     leading = [column for column in LEADING if column in frame.columns]
     frame = frame[[*leading, *[c for c in frame.columns if c not in leading]]].reset_index(drop=True)
     frame.attrs.update(bold_cells=frozenset(), alpha=inference.alpha)
