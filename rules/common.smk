@@ -9,12 +9,12 @@ from snakemake.exceptions import WorkflowError
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.missing_inputs import (
+    missing_captions_message,
     missing_checkpoints_message,
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
-    check_integers,
     check_training_options,
 )
 from ddrs.methods import METHODS, get_method
@@ -23,16 +23,20 @@ from ddrs.pipeline.resources import job_minutes
 from ddrs.pipeline.target import REPORTED
 
 # What the schema cannot say (ddrs.pipeline.validation), before any job runs.
-check_integers(config, Path(workflow.basedir) / SCHEMA)
 EXP = Experiment(config)
 check_training_options(EXP)
 check_algorithm1_options(EXP)
-# Published checkpoints are downloaded by hand, given logs put in place by hand: name each missing
-# one before building the DAG.
-MISSING = missing_checkpoints_message(
-    EXP.grid,
-    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"],
-) or missing_logs_message(EXP.grid)
+# Published checkpoints are downloaded by hand, given logs put in place by hand, captions written by
+# hand: name each missing one before building the DAG.
+MISSING = (
+    missing_checkpoints_message(
+        EXP.grid,
+        [str(path) for path in workflow.overwrite_configfiles]
+        or ["config/config.yaml"],
+    )
+    or missing_logs_message(EXP.grid)
+    or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
+)
 if MISSING:
     raise WorkflowError(MISSING)
 LAYOUT = EXP.layout

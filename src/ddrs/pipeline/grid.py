@@ -111,9 +111,12 @@ class RunGrid:
         return [m for m in self.methods if get_method(m).train_modes == TRAIN_MODES]
 
     def radii(self, norm: int) -> dict[str, list[float]]:
-        """The radius grid of each configured dataset for ℓ2 (``radii``) or ℓ1 (``l1_radii``) tables."""
+        """The radius grid of each configured dataset for ℓ2 (``radii``) or ℓ1 (``l1_radii``) tables;
+        a dataset that gives none has the paper's grid (:func:`ddrs.analysis.metrics.paper_radii`)."""
+        from ddrs.analysis.metrics import paper_radii
+
         key = RADII_KEY[norm]
-        return {d: spec[key] for d, spec in self.datasets.items() if key in spec}
+        return {d: list(spec.get(key) or paper_radii(d, norm)) for d, spec in self.datasets.items()}
 
     def uniform_convention(self, dataset: str) -> str:
         """How a dataset's ``uniform_sigmas`` are read: the dataset's own key, else ``uniform.convention``."""
