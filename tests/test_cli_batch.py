@@ -69,7 +69,7 @@ def test_every_command_is_checked_before_the_first_runs(digits_checkpoint, tmp_p
 @pytest.mark.parametrize(
     ("later", "message"),
     [
-        (["certify", "--scale", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --scale writes one log, but --out"),
+        (["certify", "--scale", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --sigma writes one log, but --out"),
         (["certify", "--dataset", "svhn", "--scale", "0.5", "--out", "b2.tsv"], "certify: unknown dataset 'svhn'"),
         (["optimize-sigma", "--sigma0", "0", "--out", "s.tsv"], "optimize-sigma: sigma0 must be > 0, got 0.0"),
         (["memory", "--log", "b1.tsv", "--dataset", "digits", "--out", "m.tsv", "m2.tsv"], "memory: 1 --log files"),

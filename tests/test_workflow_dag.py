@@ -156,7 +156,7 @@ def test_a_config_of_only_datasets_and_methods_runs_on_the_schemas_defaults(tmp_
     assert counts["best_table"] == 1 and "mnist5k" not in output
     embedded = load_config("config.yaml")
     certify = embedded["certify"]
-    assert f"--n0 {certify['n0']} --n {certify['n']} --alpha {certify['alpha']} --batch auto" in output
+    assert f'"n0": {certify["n0"]}, "n": {certify["n"]}, "alpha": {certify["alpha"]}, "batch_size": null' in output
     assert f"{embedded['results']}/digits/cohen/fs/sigma0.25/model.pt" in output
 
 
@@ -182,11 +182,11 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert job_counts(output)["train"] == 2  # the fixed-σ model first, then its DS² fine-tuning
-    assert "--init results/cifar10/smoothadv/fs/sigma0.25/model.pt" in output
+    assert '"init": "results/cifar10/smoothadv/fs/sigma0.25/model.pt"' in output
     cohen = snakemake(
         tmp_path, "-n", "-p", target.replace("smoothadv", "cohen"), "--configfile", str(tmp_path / "config.yaml")
     )
-    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and "--init" not in cohen.stdout + cohen.stderr
+    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and '"init"' not in cohen.stdout + cohen.stderr
 
 
 @pytest.mark.parametrize(
