@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from ddrs.core.device import autocast
-from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
 from ddrs.core.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
 from ddrs.core.smoothing import sample_counts
 from ddrs.core.streams import Generators, as_streams
@@ -73,7 +73,7 @@ def _model_mode(model: nn.Module, training: bool = False) -> Iterator[None]:
 def expected_softmax(model: nn.Module, x: Tensor, scale: Tensor, unit: Tensor, precision: str) -> Tensor:
     """ψ(σ) = 1/n Σᵢ softmax f(x + σ ε̂ᵢ) per input: ``(B, C)`` from ``unit`` of shape ``(B, n, ...)``."""
     batch, n = unit.shape[:2]
-    noisy = x.unsqueeze(1) + scale.view(batch, 1, *([1] * (x.ndim - 1))) * unit
+    noisy = add_noise(x.unsqueeze(1), scale, unit)
     with autocast(x.device, precision):
         logits = model(noisy.flatten(0, 1))
     return torch.softmax(logits.float(), dim=1).view(batch, n, -1).mean(dim=1)

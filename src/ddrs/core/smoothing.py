@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import auto_batch_size, autocast, copy_to
-from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
 from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
 from ddrs.core.streams import Generators, as_streams
 
@@ -100,7 +100,6 @@ def sample_counts(
     streams = as_streams(generator, num_inputs)
     passes = _schedule(num_inputs, num, batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
-    shape = (-1, *([1] * (x.ndim - 1)))
     counts = None
     ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
     with torch.inference_mode(), autocast(x.device, precision):
@@ -109,11 +108,11 @@ def sample_counts(
             eps = streams.draw(noise, blocks, x)
             if len(blocks) == 1:
                 i = blocks[0][0]
-                batch = eps.mul_(scales[i]).add_(x[i])
+                batch = add_noise(x[i], scales[i], eps, in_place=True)
                 offset = i
             else:
                 rows = next(mixed_rows)
-                batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
+                batch = add_noise(x[rows], scales[rows], eps, in_place=True)
                 offset = rows
             if channels_last and batch.ndim == 4:
                 batch = batch.contiguous(memory_format=torch.channels_last)

@@ -6,7 +6,7 @@ A document holds every argument but the job's files, which the rule names on the
 
 - ``inputs``: the test inputs and where they come from (the keys of ``ddrs certify``'s test-input
   flags: ``dataset``, ``data_root``, ``skip``, ``max``, ``seed``, ``device``);
-- ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.smoothing_scale`);
+- ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.noise_sigma`);
 - ``algorithm1`` or ``grid_search``: how σ per input is found first (DDRS §3.4; Appendix B), the
   fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
   :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
@@ -39,7 +39,7 @@ class JobPlan:
 
     def sigma(self, run: Run) -> float:
         """σ of the run's noise as the library takes it (λ for uniform noise)."""
-        return self.grid.smoothing_scale(run.dataset, run.method, run.sigma)
+        return self.grid.noise_sigma(run.dataset, run.method, run.sigma)
 
     def inputs(self, run: Run) -> dict[str, Any]:
         """The test inputs every certification-side job of the run visits (Cohen's ``--skip/--max``)."""
