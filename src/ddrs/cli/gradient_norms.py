@@ -30,7 +30,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("gradient-norms", help=COMMAND_HELP, description=__doc__)
     parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the trained base classifier")
     parser.add_argument("--dataset", required=True, help="dataset the model was trained on")
-    parser.add_argument("--sigma", type=float, required=True, help="σ of the noise in the loss and in p_A")
+    parser.add_argument(
+        "--sigma", type=float, required=True, help="σ of the noise in the loss and in p_A (λ for uniform noise)"
+    )
     parser.add_argument("--out", required=True, metavar="FILE.tsv", help="the one-row summary to write")
     parser.add_argument("--per-input", metavar="FILE.tsv", help="also write idx, label, p_correct, grad_norm")
     parser.add_argument(
