@@ -1,7 +1,8 @@
 # Cohen's CERTIFY with a fixed σ; Algorithm 1 (one run, snapshots at every K) with CERTIFY at σ*ₓ;
 # the Appendix-B grid-search baseline with CERTIFY at its σ. A σ and the certification that reads
-# it form a strict chain, so one job runs both in one process (`ddrs batch`): the model, the data
-# and CUDA start once per chain, not once per step.
+# it form a strict chain, so one job runs both in one process (`ddrs job`): the model, the data
+# and CUDA start once per chain, not once per step. Each job reads its arguments as one JSON
+# document (ddrs.pipeline.job_plan) and takes its files as flags.
 
 
 rule certify_fixed:
@@ -23,9 +24,10 @@ rule certify_fixed:
         runtime=certify_runtime,
         gpu=GPUS,
     params:
-        args=fixed_certify_args,
+        document=job_document("fixed_certification"),
     shell:
-        "ddrs --threads {threads} certify --checkpoint {input.model} {params.args} --out {output} 2> {log}"
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+        "--out {output} 2> {log}"
 
 
 # One job per model runs Algorithm 1 to the largest K of its grid (the σ log, a snapshot at each K),
@@ -61,14 +63,10 @@ for group in EXP.grid.k_grid_groups():
             ),
             gpu=GPUS,
         params:
-            optimize=optimize_args,
-            certify=certify_args,
-            ks=" ".join(map(str, group.ks)),
+            document=job_document("data_dependent_certification"),
         shell:
-            "ddrs --threads {threads} batch "
-            "optimize-sigma --checkpoint {input.model} {params.optimize} --out {output.sigmas} "
-            "--then certify --checkpoint {input.model} {params.certify} --sigma-log {output.sigmas} "
-            "--k {params.ks} --out {output.certified} --memory-out {output.memory} 2> {log}"
+            "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+            "--sigma-log {output.sigmas} --out {output.certified} --memory-out {output.memory} 2> {log}"
 
 
 rule certify_grid_search:
@@ -93,10 +91,7 @@ rule certify_grid_search:
         runtime=lambda wc: certify_runtime(wc, passes=2),
         gpu=GPUS,
     params:
-        search=grid_search_args,
-        certify=certify_args,
+        document=job_document("grid_search_certification", n="n"),
     shell:
-        "ddrs --threads {threads} batch "
-        "optimize-sigma --checkpoint {input.model} {params.search} --out {output.sigmas} "
-        "--then certify --checkpoint {input.model} {params.certify} --sigma-log {output.sigmas} "
-        "--sigma-column sigma_grid_n{wildcards.n} --out {output.certified} --memory-out {output.memory} 2> {log}"
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+        "--sigma-log {output.sigmas} --out {output.certified} --memory-out {output.memory} 2> {log}"

@@ -1,5 +1,5 @@
-# Thin lookups into the experiment design (ddrs.pipeline, unit-tested) and the command-line
-# flags of each job. Nothing here decides what the paper needs.
+# Thin lookups into the experiment design and the job plan (ddrs.pipeline, unit-tested). Nothing
+# here decides what the paper needs or builds a command line.
 import json
 import re
 from pathlib import Path
@@ -7,32 +7,38 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.missing_inputs import (
+    missing_captions_message,
     missing_checkpoints_message,
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
-    check_integers,
     check_training_options,
 )
-from ddrs.methods import METHODS, get_method
+from ddrs.methods import METHODS
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.resources import job_minutes
 from ddrs.pipeline.target import REPORTED
 
 # What the schema cannot say (ddrs.pipeline.validation), before any job runs.
-check_integers(config, Path(workflow.basedir) / SCHEMA)
 EXP = Experiment(config)
+PLAN = JobPlan(EXP.grid)
 check_training_options(EXP)
 check_algorithm1_options(EXP)
-# Published checkpoints are downloaded by hand, given logs put in place by hand: name each missing
-# one before building the DAG.
-MISSING = missing_checkpoints_message(
-    EXP.grid,
-    [str(path) for path in workflow.overwrite_configfiles] or ["config/config.yaml"],
-) or missing_logs_message(EXP.grid)
+# Published checkpoints are downloaded by hand, given logs put in place by hand, captions written by
+# hand: name each missing one before building the DAG.
+MISSING = (
+    missing_checkpoints_message(
+        EXP.grid,
+        [str(path) for path in workflow.overwrite_configfiles]
+        or ["config/config.yaml"],
+    )
+    or missing_logs_message(EXP.grid)
+    or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
+)
 if MISSING:
     raise WorkflowError(MISSING)
 LAYOUT = EXP.layout
@@ -40,9 +46,6 @@ RESULTS = config["results"]
 # A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.
 GPUS = config.get("gpus_per_job", 0)
 THREADS = config.get("threads_per_job", 1)
-CERT = config.get("certify", {})
-OPT = config.get("optimize_sigma", {})
-GRID = config.get("grid_search", {})
 
 # Path patterns of one base classifier's directory and job name, from the one layout.
 RUN = LAYOUT.run_dir("{dataset}", "{method}", "{mode}", "{sigma}")
@@ -86,76 +89,24 @@ def train_inputs(wildcards):
     return inputs
 
 
-def train_options(wildcards):
-    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it)."""
-    return json.dumps(EXP.training.train_options(run_of(wildcards)), sort_keys=True)
+def train_options(wildcards, input):
+    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it), with the model
+    it fine-tunes (`init`) where it has one."""
+    options = EXP.training.train_options(run_of(wildcards))
+    if "init" in input.keys():
+        options["init"] = input.init
+    return json.dumps(options, sort_keys=True)
 
 
-def init_flag(wildcards, input):
-    return f"--init {input.init}" if "init" in input.keys() else ""
+# --- certification-side jobs: each hands `ddrs job --config -` its document (ddrs.pipeline.job_plan) ---
 
 
-# --- certification ---
-
-
-def objective_args():
-    """Algorithm 1's objective and clamp, the same for Algorithm 1 and the grid search."""
-    clamp = f" --clamp {OPT['clamp']}" if "clamp" in OPT else ""
-    return f"--objective {OPT['objective']}{clamp}"
-
-
-def job_args(wildcards):
-    """Flags every certification-side job shares: data, noise, test subset, seed, device."""
-    spec = EXP.grid.datasets[wildcards.dataset]
-    subset = f"--skip {spec.get('test_skip', 1)}" + (
-        f" --max {spec['test_max']}" if spec.get("test_max") else ""
-    )
-    return (
-        f"--dataset {wildcards.dataset} --data-root {config['data_root']} "
-        f"--noise {get_method(wildcards.method).noise} {subset} "
-        f"--seed {config['seed']} --device {config['device']} --precision {config['precision']}"
-    )
-
-
-def certify_args(wildcards):
-    """Cohen's CERTIFY statistics (n0, n, α), the forward batch (auto when none), layout and compilation."""
-    layout = (
-        f" --memory-format {CERT['memory_format']}" if "memory_format" in CERT else ""
-    )
-    compiled = " --compile" if CERT.get("compile") else ""
-    return (
-        f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} --alpha {CERT['alpha']} "
-        f"--batch {CERT.get('batch', 'auto')}{layout}{compiled}"
-    )
-
-
-def scale(wildcards):
-    return EXP.grid.smoothing_scale(
-        wildcards.dataset, wildcards.method, wildcards.sigma
-    )
-
-
-def fixed_certify_args(wildcards):
-    return f"{certify_args(wildcards)} --scale {scale(wildcards)}"
-
-
-def optimize_args(wildcards):
-    """Algorithm 1: σ₀ = the training σ, snapshots at every K of the model's grid."""
-    ks = EXP.grid.k_grid(wildcards.dataset, wildcards.method, wildcards.mode)
-    return (
-        f"{job_args(wildcards)} --sigma0 {scale(wildcards)} --k {' '.join(map(str, ks))} "
-        f"--n {EXP.grid.algorithm1_n(wildcards.method)} --lr {OPT['lr']} --n0 {OPT['n0']} "
-        f"--min-sigma {OPT['min_sigma']} --batch {OPT['batch']} {objective_args()}"
-    )
-
-
-def grid_search_args(wildcards):
-    """Appendix B: a σ grid at Algorithm 1's evaluation budget, n draws per grid point."""
-    return (
-        f"{job_args(wildcards)} --sigma0 {scale(wildcards)} "
-        f"--grid-search --grid-n {wildcards.n} --grid-budget {GRID['budget']} "
-        f"--grid-min {GRID['low']} --grid-max {GRID['high']} --n0 {OPT['n0']} --batch {OPT['batch']} "
-        f"{objective_args()}"
+def job_document(name, **given):
+    """The JSON document of one job of the plan (``JobPlan.<name>``), for `ddrs job --config -`."""
+    return lambda wildcards: json.dumps(
+        getattr(PLAN, name)(
+            run_of(wildcards), **{k: wildcards[v] for k, v in given.items()}
+        )
     )
 
 
@@ -165,12 +116,3 @@ def certify_runtime(wildcards, passes=1):
 
 def train_runtime(wildcards):
     return job_minutes(EXP.grid, "train", wildcards.dataset)
-
-
-def gradient_norm_args(wildcards):
-    """Sun et al. (2024) Table 1: each model's own loss, its noise at the training σ, 100 draws for p_A."""
-    return (
-        f"--dataset {wildcards.dataset} --data-root {config['data_root']} --sigma {scale(wildcards)} "
-        f"--method {wildcards.method} --seed {config['seed']} --device {config['device']} "
-        f"--precision {config['precision']} --skip {config['sun2024'].get('gradient_norm_skip', 1)}"
-    )

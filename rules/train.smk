@@ -25,9 +25,8 @@ rule train:
         gpu=GPUS,
     params:
         options=train_options,
-        init=init_flag,
     shell:
-        "echo {params.options:q} | ddrs --threads {threads} train --config - {params.init} "
+        "echo {params.options:q} | ddrs --threads {threads} train --config - "
         "--out {output.model} --log {output.log} --sigma-table {output.sigmas} 2> {log}"
 
 
@@ -77,6 +76,7 @@ rule gradient_norms:
         runtime=certify_runtime,
         gpu=GPUS,
     params:
-        args=gradient_norm_args,
+        document=job_document("gradient_norms"),
     shell:
-        "ddrs --threads {threads} gradient-norms --checkpoint {input.model} {params.args} --out {output} 2> {log}"
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+        "--out {output} 2> {log}"

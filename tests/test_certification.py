@@ -141,8 +141,8 @@ def test_per_input_scales_are_used_and_logged(tmp_path):
         (dict(n0=0), "n0 must be positive"),
         (dict(alpha=1.5), r"alpha must lie in \(0, 1\)"),
         (dict(noise="cauchy"), "unknown noise 'cauchy'"),
-        (dict(scales={0: 0.5}), "no scale for test input idx 1"),
-        (dict(scales=-1.0), "scale must be positive, got -1.0"),
+        (dict(scales={0: 0.5}), "no sigma for test input idx 1"),
+        (dict(scales=-1.0), "sigma must be positive, got -1.0"),
     ],
 )
 def test_bad_arguments_fail_before_any_file_is_written(tmp_path, changes, message):

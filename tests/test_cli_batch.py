@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import pandas as pd
 import pytest
 
@@ -69,7 +72,7 @@ def test_every_command_is_checked_before_the_first_runs(digits_checkpoint, tmp_p
 @pytest.mark.parametrize(
     ("later", "message"),
     [
-        (["certify", "--scale", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --scale writes one log, but --out"),
+        (["certify", "--scale", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --sigma writes one log, but --out"),
         (["certify", "--dataset", "svhn", "--scale", "0.5", "--out", "b2.tsv"], "certify: unknown dataset 'svhn'"),
         (["optimize-sigma", "--sigma0", "0", "--out", "s.tsv"], "optimize-sigma: sigma0 must be > 0, got 0.0"),
         (["memory", "--log", "b1.tsv", "--dataset", "digits", "--out", "m.tsv", "m2.tsv"], "memory: 1 --log files"),
@@ -113,3 +116,25 @@ def test_a_failing_command_keeps_the_earlier_commands_logs_for_the_rerun(digits_
     # the rerun published Algorithm 1's log from its kept rows, timings and all: nothing recomputed
     pd.testing.assert_frame_equal(pd.read_csv(sigmas, sep="\t"), first)
     assert len(read_log(outs[1])) == 6 and not list(tmp_path.glob("*.partial*"))
+
+
+def test_a_job_document_writes_what_the_commands_write_with_their_flags(digits_checkpoint, tmp_path, monkeypatch):
+    """`ddrs job --config -` (the workflow's door) and the commands' flags (a person's) reach one
+    settings object: the same σ log, certification and memory logs, the model loaded once."""
+    alone, job = tmp_path / "alone", tmp_path / "job"
+    alone.mkdir(), job.mkdir()
+    sigmas, outs, memory, words = chain(digits_checkpoint, alone)
+    assert main(["batch", *words]) == 0
+    inputs = {"dataset": "digits", "data_root": "data", "skip": 2, "max": 12, "seed": 0, "device": "cpu"}
+    shared = {"noise": "gaussian", "seed": 0, "precision": "fp32"}
+    document = {
+        "inputs": inputs,
+        "algorithm1": {**shared, "sigma0": 0.25, "steps": [0, 3], "n0": 20, "lr": 0.01},
+        "certify": {**shared, "n0": 20, "n": 200, "alpha": 0.01},
+    }
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(document)))
+    files = ["--sigma-log", str(job / sigmas.name), "--out", *(str(job / p.name) for p in outs)]
+    files += ["--memory-out", *(str(job / p.name) for p in memory)]
+    assert main(["job", "--config", "-", "--checkpoint", str(digits_checkpoint), *files]) == 0
+    for path in [sigmas, *outs, *memory]:
+        pd.testing.assert_frame_equal(without_time(job / path.name), without_time(path), obj=path.name)

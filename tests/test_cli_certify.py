@@ -111,8 +111,8 @@ def test_certify_with_per_input_scales_from_a_sigma_log(digits_checkpoint, tmp_p
         (["--scale", "0.25", "--noise", "laplace"], "unknown noise 'laplace'"),
         (["--scale", "0.25", "--n0", "0"], "n0 must be positive, got 0"),
         (["--scale", "0.25", "--alpha", "1.5"], r"alpha must lie in \(0, 1\), got 1.5"),
-        (["--scale", "0.0"], "--scale must be > 0, got 0.0"),
-        (["--scale", "0.25", "--k", "100"], "drop them with --scale"),
+        (["--scale", "0.0"], "--sigma must be > 0, got 0.0"),
+        (["--scale", "0.25", "--k", "100"], "drop them with --sigma"),
         (["--sigma-log", "SIGMA", "--k", "50"], r"sigma\.tsv: no column sigma_K50"),
         (["--sigma-log", "SIGMA"], "needs exactly one of --k and --sigma-column"),
     ],
@@ -225,7 +225,7 @@ def test_a_killed_multi_column_run_keeps_its_finished_logs_and_resumes(digits_ch
     [
         (["--sigma-log", "SIGMA", "--k", "0", "50"], 1, r"--k names 2 σ-log column\(s\) but --out names 1 log\(s\)"),
         (["--sigma-log", "SIGMA", "--sigma-column", "sigma_K0"], 2, r"--sigma-column names 1 .* --out names 2"),
-        (["--scale", "0.25"], 2, "--scale writes one log, but --out names 2"),
+        (["--scale", "0.25"], 2, "--sigma writes one log, but --out names 2"),
     ],
 )
 def test_mismatched_column_and_out_counts_exit_2_and_write_nothing(

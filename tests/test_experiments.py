@@ -53,13 +53,13 @@ def test_uniform_rows_are_yang_and_yang_ds_on_the_l1_grid_with_half_width_sqrt3_
     assert {r.norm for r in records} == {1}
     assert [r.sigma0 for r in records[:3]] == [0.25, 0.5, 1.0]
     assert exp.grid.radii(1) == {"digits": [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]}
-    assert exp.grid.smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
-    assert exp.grid.smoothing_scale("digits", "cohen", 0.5) == 0.5
+    assert exp.grid.noise_sigma("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert exp.grid.noise_sigma("digits", "cohen", 0.5) == 0.5
     half_width = copy.deepcopy(digits_config())
     half_width["uniform"]["convention"] = "half_width"
-    assert Experiment(half_width).grid.smoothing_scale("digits", "uniform", 0.5) == 0.5
+    assert Experiment(half_width).grid.noise_sigma("digits", "uniform", 0.5) == 0.5
     half_width["datasets"]["digits"]["uniform_convention"] = "yang_std"  # a dataset's own reading wins
-    assert Experiment(half_width).grid.smoothing_scale("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert Experiment(half_width).grid.noise_sigma("digits", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
 
 
 def test_without_uniform_in_methods_there_is_no_table4():
@@ -188,8 +188,8 @@ def test_paper_config_follows_what_produced_the_papers_numbers():
     # Appendix B: Algorithm 1 at the grid search's budget, 2·n·K = 200 → K = 100 only
     assert {r.K for r in exp.records.appendix_b_records() if r.certify_mode == "ds"} == {100}
     # Table 4's two conventions: Yang's σ on CIFAR-10, the half-width on ImageNet
-    assert exp.grid.smoothing_scale("cifar10", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
-    assert exp.grid.smoothing_scale("imagenet", "uniform", 0.5) == 0.5
+    assert exp.grid.noise_sigma("cifar10", "uniform", 0.5) == pytest.approx(0.5 * math.sqrt(3))
+    assert exp.grid.noise_sigma("imagenet", "uniform", 0.5) == 0.5
     # §4.2: the published SmoothAdv models' ζ per σ, continued in DS² fine-tuning
     assert exp.training.train_options(Run("imagenet", "smoothadv", "ds", 0.25))["smoothadv"]["epsilon"] == 0.5
     # the DDRS release's attack on its networks' softmax output (attacker.py), in fine-tuning too

@@ -42,8 +42,8 @@ def test_perturb_uses_one_scale_per_input(name):
     assert torch.allclose(noisy[2], 2 * unit[2])
 
 
-def test_perturb_rejects_a_scale_of_the_wrong_length():
-    with pytest.raises(ValueError, match=r"scale has shape \(2,\), expected \(3,\)"):
+def test_perturb_rejects_a_sigma_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"sigma has shape \(2,\), expected \(3,\)"):
         get_noise("gaussian").perturb(torch.zeros(3, 2), torch.ones(2))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -20,7 +21,7 @@ from ddrs.methods import METHODS, TRAIN_MODES
 from ddrs.models import ARCHS
 from ddrs.pipeline.grid import SOURCES
 from ddrs.pipeline.schema import COMMAND, REGISTRIES, SCHEMA, load_schema, main, render, stale
-from ddrs.pipeline.validation import check_integers
+from ddrs.pipeline.validation import schema_problems
 from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_MODES, TrainConfig
 
 SCHEMA_PATH = REPO / SCHEMA
@@ -34,8 +35,8 @@ NOT_IN_WORKFLOW = {"uniform_convention"}
 
 def validated(config: dict) -> dict:
     """``config`` after Snakemake's validation (defaults filled) and the strict-integer check."""
+    assert schema_problems(config, SCHEMA_PATH) == []
     validate(config, str(SCHEMA_PATH), set_default=True)
-    check_integers(config, SCHEMA_PATH)
     return config
 
 
@@ -186,8 +187,37 @@ def test_a_float_where_a_rendered_section_types_an_integer_is_refused_naming_the
     config = load_config()
     edit(config)
     validate(config, str(SCHEMA_PATH))  # JSON Schema counts 16.0 as an integer
-    with pytest.raises(ValueError, match=f"config key [a-z_.0-9]*{key}: .* is not of type 'integer'"):
-        check_integers(config, SCHEMA_PATH)
+    (problem,) = schema_problems(config, SCHEMA_PATH)
+    assert re.fullmatch(f"config key [a-z_.0-9]*{key}: .* is not of type 'integer' .*decimal point.*", problem)
+
+
+@pytest.mark.parametrize(
+    "edit,line",
+    [
+        (
+            lambda c: c["certify"].update(n00=100),
+            "config key certify.n00: unknown key; certify allows: n0, n, alpha, batch, memory_format, compile",
+        ),
+        (lambda c: c["datasets"]["digits"].pop("arch"), "config key datasets.digits: 'arch' is a required property"),
+        (lambda c: c["methods"].append("gauss2"), "config key methods.4: 'gauss2' is not one of: cohen, "),
+    ],
+    ids=["unknown-key", "missing-key", "unknown-name"],
+)
+def test_each_problem_is_one_line_naming_its_config_path_and_what_is_allowed(edit, line):
+    config = load_config()
+    edit(config)
+    (problem,) = schema_problems(config, SCHEMA_PATH)
+    assert problem.startswith(line) and len(problem) < 300, problem
+
+
+def test_a_name_refused_by_a_schema_older_than_the_registries_names_the_command_that_renders_it(tmp_path):
+    """A method added without regenerating the schema: the refusal says how to regenerate it."""
+    for path in (REPO / SCHEMA).parent.iterdir():
+        (tmp_path / path.name).write_text(path.read_text().replace('"macer", ', ""))
+    config = load_config()
+    (problem,) = schema_problems(config, tmp_path / SCHEMA.name)
+    assert problem.startswith("config key methods.2: 'macer' is not one of:") and COMMAND in problem, problem
+    assert schema_problems(config, SCHEMA_PATH) == []
 
 
 def test_the_relative_refs_resolve_beside_the_schema_from_any_directory(tmp_path, monkeypatch):

@@ -1,6 +1,8 @@
 """The workflow's wiring, from dry runs: the experiment design (tested in test_experiments.py)
 becomes these jobs; schema validation stops bad configs before any job runs."""
 
+import shutil
+
 import pytest
 from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
 
@@ -139,9 +141,10 @@ def test_paper_config_replaces_the_default_experiment_grid(tmp_path):
 
 def test_a_config_of_only_datasets_and_methods_runs_on_the_schemas_defaults(tmp_path):
     """Snakemake's validate fills every other key from the schema's defaults (the embedded config's
-    values; training options: TrainConfig's), and the default's datasets are not merged in."""
+    values; training options: TrainConfig's; the radii: the paper's grid), and the default's
+    datasets are not merged in."""
     config = {
-        "datasets": {"digits": {"source": "train", "arch": "mlp", "sigmas": [0.25], "radii": [0.0, 0.5, 1.0]}},
+        "datasets": {"digits": {"source": "train", "arch": "mlp", "sigmas": [0.25]}},
         "methods": ["cohen"],
     }
     result = snakemake(tmp_path, "-n", "-p", config=write_config(tmp_path, config))
@@ -153,8 +156,22 @@ def test_a_config_of_only_datasets_and_methods_runs_on_the_schemas_defaults(tmp_
     assert counts["best_table"] == 1 and "mnist5k" not in output
     embedded = load_config("config.yaml")
     certify = embedded["certify"]
-    assert f"--n0 {certify['n0']} --n {certify['n']} --alpha {certify['alpha']} --batch auto" in output
+    assert f'"n0": {certify["n0"]}, "n": {certify["n"]}, "alpha": {certify["alpha"]}, "batch_size": null' in output
     assert f"{embedded['results']}/digits/cohen/fs/sigma0.25/model.pt" in output
+
+
+def test_a_catalogue_entry_without_its_caption_stops_the_dry_run_naming_the_file(tmp_path):
+    """Snakemake reads a caption only when the report is built; the dry run names a missing one."""
+    workflow = tmp_path / "workflow"
+    workflow.mkdir()
+    for part in ("Snakefile", "rules", "report", "config", "workflow"):
+        source = REPO / part
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / part)
+    (workflow / "report" / "k_sweep.rst").unlink()
+    result = snakemake(tmp_path, "-n", snakefile=workflow / "Snakefile", config=write_config(tmp_path, load_config()))
+    assert result.returncode != 0
+    missing = f"catalogue entry k_sweep_figure: its caption {workflow}/report/k_sweep.rst does not exist"
+    assert missing in result.stdout + result.stderr
 
 
 def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
@@ -165,11 +182,11 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert job_counts(output)["train"] == 2  # the fixed-σ model first, then its DS² fine-tuning
-    assert "--init results/cifar10/smoothadv/fs/sigma0.25/model.pt" in output
+    assert '"init": "results/cifar10/smoothadv/fs/sigma0.25/model.pt"' in output
     cohen = snakemake(
         tmp_path, "-n", "-p", target.replace("smoothadv", "cohen"), "--configfile", str(tmp_path / "config.yaml")
     )
-    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and "--init" not in cohen.stdout + cohen.stderr
+    assert job_counts(cohen.stdout + cohen.stderr)["train"] == 1 and '"init"' not in cohen.stdout + cohen.stderr
 
 
 @pytest.mark.parametrize(
@@ -215,8 +232,9 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
     result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "Error validating config file" in output
-    assert message in output
+    problems = [line for line in output.splitlines() if line.startswith(("config key", "the config:"))]
+    assert problems and message in "\n".join(problems), output
+    assert len(output.splitlines()) <= 5, output  # one line per problem, never the schema
     assert not (tmp_path / "results").exists()
 
 

@@ -26,12 +26,12 @@ def write_config(directory: Path, config: dict, name: str = "config.yaml") -> Pa
 
 
 def snakemake(
-    workdir: Path, *args: str, config: Path | None = None, timeout: float = 3000
+    workdir: Path, *args: str, config: Path | None = None, timeout: float = 3000, snakefile: Path = SNAKEFILE
 ) -> subprocess.CompletedProcess:
     """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with this interpreter's venv on PATH."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir)]
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir)]
     if config is not None:
         command += ["--configfile", str(config)]
     return subprocess.run([*command, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=workdir)

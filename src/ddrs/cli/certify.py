@@ -33,7 +33,12 @@ COMMAND_HELP = "certify test inputs with a fixed smoothing scale or per-input sc
 def add_parser(subparsers) -> None:
     parser = _test_inputs.add_parser(subparsers, "certify", COMMAND_HELP, __doc__, verb="certified")
     scale = parser.add_mutually_exclusive_group(required=True)
-    scale.add_argument("--scale", type=float, help="one σ (or λ) for every input")
+    scale.add_argument(
+        "--sigma",
+        "--scale",
+        type=float,
+        help="one σ for every input (λ for uniform noise; --scale: its former name)",
+    )
     scale.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one scale per input")
     parser.add_argument(
         "--k",
@@ -91,7 +96,7 @@ def check(args: argparse.Namespace) -> CertifySettings:
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
-    """The σ-log columns to certify (None with ``--scale``), checked against the outputs."""
+    """The σ-log columns to certify (None with ``--sigma``), checked against the outputs."""
     outs = args.out
     if args.memory_out is not None and len(args.memory_out) != len(outs):
         raise ValueError(
@@ -101,13 +106,13 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
     repeated = sorted({out for out in written if written.count(out) > 1})
     if repeated:
         raise ValueError(f"--out (or --memory-out) names {repeated[0]} more than once")
-    if args.scale is not None:
+    if args.sigma is not None:
         if args.k is not None or args.sigma_column is not None:
-            raise ValueError("--k and --sigma-column select columns of --sigma-log; drop them with --scale")
-        if not args.scale > 0:
-            raise ValueError(f"--scale must be > 0, got {args.scale}")
+            raise ValueError("--k and --sigma-column select columns of --sigma-log; drop them with --sigma")
+        if not args.sigma > 0:
+            raise ValueError(f"--sigma must be > 0, got {args.sigma}")
         if len(outs) != 1:
-            raise ValueError(f"--scale writes one log, but --out names {len(outs)}")
+            raise ValueError(f"--sigma writes one log, but --out names {len(outs)}")
         return None
     if (args.k is None) == (args.sigma_column is None):
         raise ValueError("--sigma-log needs exactly one of --k and --sigma-column")
@@ -130,7 +135,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
     """
     columns = _columns(args)
     if columns is None:
-        return [(f"scale {args.scale}", args.scale, args.out[0])]
+        return [(f"sigma {args.sigma}", args.sigma, args.out[0])]
     from ddrs.jobs.sigma_log_format import read_sigma_log
 
     return [
@@ -140,22 +145,32 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
 
 
 def run(args: argparse.Namespace) -> None:
+    settings = check(args)
+    jobs = _jobs(args)
+    certify_logs(settings, jobs, _test_inputs.load(args), args.memory_out)
+
+
+def certify_logs(
+    settings: CertifySettings,
+    jobs: list[tuple[str, float | dict[int, float], str]],
+    inputs: _test_inputs.LoadedTestSet,
+    memory_outs: list[str] | None = None,
+) -> None:
+    """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
+    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given."""
     from ddrs.core.settings import resolve_memory_format
     from ddrs.jobs.certification import certify_dataset
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.memory_log import memory_certify_log
 
-    settings = check(args)
-    jobs = _jobs(args)
-    inputs = _test_inputs.load(args)
-    memory_outs = args.memory_out or [None] * len(jobs)
+    memory_outs = memory_outs or [None] * len(jobs)
     with kept_partials():
-        for (what, scales, out), memory_out in zip(jobs, memory_outs, strict=True):
+        for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
             path = certify_dataset(
                 inputs.model,
                 inputs.dataset,
                 inputs.indices,
-                scales,
+                sigmas,
                 out,
                 settings,
                 num_classes=inputs.num_classes,

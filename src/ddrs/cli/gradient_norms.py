@@ -30,7 +30,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("gradient-norms", help=COMMAND_HELP, description=__doc__)
     parser.add_argument("--checkpoint", required=True, help="ddrs checkpoint of the trained base classifier")
     parser.add_argument("--dataset", required=True, help="dataset the model was trained on")
-    parser.add_argument("--sigma", type=float, required=True, help="σ of the noise in the loss and in p_A")
+    parser.add_argument(
+        "--sigma", type=float, required=True, help="σ of the noise in the loss and in p_A (λ for uniform noise)"
+    )
     parser.add_argument("--out", required=True, metavar="FILE.tsv", help="the one-row summary to write")
     parser.add_argument("--per-input", metavar="FILE.tsv", help="also write idx, label, p_correct, grad_norm")
     parser.add_argument(
@@ -53,6 +55,31 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    flags = {key: value for key, value in vars(args).items() if key not in ("command", "threads", "run", "max")}
+    measure(**flags, max_index=args.max)
+
+
+def measure(
+    *,
+    checkpoint: str,
+    out: str,
+    dataset: str,
+    sigma: float,
+    method: str = "cohen",
+    epoch: int | None = None,
+    split: str = "train",
+    draws: int = 100,
+    skip: int = 1,
+    max_index: int | None = None,
+    batch: int = 400,
+    seed: int = 0,
+    data_root: str = "data",
+    device: str = "auto",
+    precision: str = "fp32",
+    per_input: str | None = None,
+) -> None:
+    """The command's work, its flags as keywords (``--max`` as ``max_index``; ``ddrs job`` passes a
+    job document's)."""
     import pandas as pd
 
     from ddrs.core.device import select_device
@@ -62,43 +89,43 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.models import load_checkpoint
     from ddrs.training.gradient_norms import gradient_norm_table
 
-    if not args.sigma > 0:
-        raise ValueError(f"--sigma must be > 0, got {args.sigma}")
-    if args.draws < 1 or args.batch < 1:
-        raise ValueError(f"--draws and --batch must be >= 1, got {args.draws}, {args.batch}")
-    if args.precision not in PRECISIONS:
-        raise ValueError(f"unknown --precision {args.precision!r}; choose one of {sorted(PRECISIONS)}")
-    method = get_method(args.method)
-    device = select_device(args.device)
-    model, meta = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
-    trained_with = meta.get("config") if meta.get("method") == method.name else None
-    params = method.make_params(trained_with["params"] if trained_with else None, source=str(args.checkpoint))
-    epoch = args.epoch if args.epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
-    dataset = load_dataset(args.dataset, args.split, root=args.data_root, seed=args.seed, augment=False)
-    indices = subsample_indices(len(dataset), args.skip, args.max)
-    per_input, summary = gradient_norm_table(
+    if not sigma > 0:
+        raise ValueError(f"--sigma must be > 0, got {sigma}")
+    if draws < 1 or batch < 1:
+        raise ValueError(f"--draws and --batch must be >= 1, got {draws}, {batch}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown --precision {precision!r}; choose one of {sorted(PRECISIONS)}")
+    trained_method = get_method(method)
+    device = select_device(device)
+    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=device)
+    trained_with = meta.get("config") if meta.get("method") == trained_method.name else None
+    params = trained_method.make_params(trained_with["params"] if trained_with else None, source=str(checkpoint))
+    epoch = epoch if epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
+    inputs = load_dataset(dataset, split, root=data_root, seed=seed, augment=False)
+    indices = subsample_indices(len(inputs), skip, max_index)
+    per_input_table, summary = gradient_norm_table(
         model,
-        dataset,
+        inputs,
         indices,
-        args.sigma,
-        loss=method.load_loss(),
+        sigma,
+        loss=trained_method.load_loss(),
         params=params,
         epoch=epoch,
-        draws=args.draws,
-        noise=method.noise,
-        seed=args.seed,
-        batch_size=args.batch,
+        draws=draws,
+        noise=trained_method.noise,
+        seed=seed,
+        batch_size=batch,
         device=device,
-        precision=args.precision,
+        precision=precision,
     )
-    row = dict(zip(RUN_COLUMNS, (args.method, args.sigma, args.split, args.draws), strict=True)) | summary
-    with atomic_path(args.out) as tmp:
+    row = dict(zip(RUN_COLUMNS, (method, sigma, split, draws), strict=True)) | summary
+    with atomic_path(out) as tmp:
         pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
-    if args.per_input:
-        with atomic_path(args.per_input) as tmp:
-            per_input.to_csv(tmp, sep="\t", index=False)
+    if per_input:
+        with atomic_path(per_input) as tmp:
+            per_input_table.to_csv(tmp, sep="\t", index=False)
     print(
-        f"gradient-norms: {summary['inputs']} {args.split} inputs, {method.name} loss at σ = {args.sigma}: "
+        f"gradient-norms: {summary['inputs']} {split} inputs, {trained_method.name} loss at σ = {sigma}: "
         f"easy {summary['easy_grad_norm']:.4g} ({summary['easy_inputs']}), hard {summary['hard_grad_norm']:.4g} "
-        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {args.out}"
+        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {out}"
     )

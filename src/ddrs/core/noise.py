@@ -16,14 +16,21 @@ from torch import Tensor
 from ddrs.core.philox import fine_unit_interval, open_unit_interval
 
 
-def _per_input(scale: Tensor | float, x: Tensor) -> Tensor:
-    """Broadcast a scalar or ``(B,)`` scale against a batch ``x`` of shape ``(B, ...)``."""
-    scale = torch.as_tensor(scale, dtype=x.dtype, device=x.device)
-    if scale.ndim == 0:
-        return scale
-    if scale.shape != x.shape[:1]:
-        raise ValueError(f"scale has shape {tuple(scale.shape)}, expected ({x.shape[0]},)")
-    return scale.view(-1, *([1] * (x.ndim - 1)))
+def scaled_noise(sigma: Tensor | float, unit: Tensor, *, in_place: bool = False) -> Tensor:
+    """ε = σ·ε̂ from draws ``unit`` of the scale-1 member, σ a number or one per row of ``unit``
+    (shape ``(B,)``, broadcast over the row's other dimensions); ``in_place`` overwrites ``unit``."""
+    sigma = torch.as_tensor(sigma, dtype=unit.dtype, device=unit.device)
+    if sigma.ndim:
+        if sigma.shape != unit.shape[:1]:
+            raise ValueError(f"sigma has shape {tuple(sigma.shape)}, expected ({unit.shape[0]},)")
+        sigma = sigma.view(-1, *([1] * (unit.ndim - 1)))
+    return unit.mul_(sigma) if in_place else unit * sigma
+
+
+def add_noise(x: Tensor, sigma: Tensor | float, unit: Tensor, *, in_place: bool = False) -> Tensor:
+    """The noisy inputs ``x + σ·ε̂`` (the reparameterisation of DDRS Eq. 3/4), ``x`` broadcast
+    against ``unit``: one definition for training, CERTIFY and Algorithm 1 (σ as in :func:`scaled_noise`)."""
+    return scaled_noise(sigma, unit, in_place=in_place).add_(x)
 
 
 class SmoothingNoise(ABC):
@@ -42,10 +49,9 @@ class SmoothingNoise(ABC):
         """ε̂ from uint32 words (in int64) of shape ``(..., 2m)``, one value each: the counter-based
         streams' transform (:class:`ddrs.core.streams.PhiloxStreams`)."""
 
-    def perturb(self, x: Tensor, scale: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
-        """Return ``x + scale · ε̂`` with one scale per input (the reparameterisation of DDRS Eq. 3)."""
-        eps = self.unit(x.shape, generator=generator, device=x.device, dtype=x.dtype)
-        return x + _per_input(scale, x) * eps
+    def perturb(self, x: Tensor, sigma: Tensor | float, generator: torch.Generator | None = None) -> Tensor:
+        """Return ``x + σ·ε̂`` with one σ per input (:func:`add_noise`)."""
+        return add_noise(x, sigma, self.unit(x.shape, generator=generator, device=x.device, dtype=x.dtype))
 
     @abstractmethod
     def radius(self, p_a_lower: Tensor, scale: Tensor | float) -> Tensor:

@@ -44,6 +44,14 @@ def uniform_half_width(scale: float, convention: str) -> float:
     return float(scale) * math.sqrt(3.0) if convention == "yang_std" else float(scale)
 
 
+def noise_sigma(noise: str, sigma: float, convention: str) -> float:
+    """The σ the library draws with (:mod:`ddrs.core.noise`) for a config's σ of ``noise``: σ itself
+    for Gaussian noise; for uniform noise the half-width λ (:func:`uniform_half_width`). The one
+    place a config's σ becomes λ, for the workflow (:meth:`ddrs.pipeline.grid.RunGrid.noise_sigma`)
+    and for ``ddrs train`` (:meth:`ddrs.training.TrainConfig.initial_scale`)."""
+    return uniform_half_width(sigma, convention) if noise == "uniform" else float(sigma)
+
+
 #: Appendix B: forward + backward over n samples for K steps = 2nK = 200 evaluations (K=100, n=1).
 GRID_BUDGET = 200
 

@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from ddrs.core.device import at_least_float32, autocast
-from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
 from ddrs.core.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
 from ddrs.core.smoothing import sample_counts
 from ddrs.core.streams import Generators, as_streams
@@ -70,10 +70,10 @@ def _model_mode(model: nn.Module, training: bool = False) -> Iterator[None]:
         model.train(was_training)
 
 
-def expected_softmax(model: nn.Module, x: Tensor, scale: Tensor, unit: Tensor, precision: str) -> Tensor:
+def expected_softmax(model: nn.Module, x: Tensor, sigma: Tensor, unit: Tensor, precision: str) -> Tensor:
     """ψ(σ) = 1/n Σᵢ softmax f(x + σ ε̂ᵢ) per input: ``(B, C)`` from ``unit`` of shape ``(B, n, ...)``."""
     batch, n = unit.shape[:2]
-    noisy = x.unsqueeze(1) + scale.view(batch, 1, *([1] * (x.ndim - 1))) * unit
+    noisy = add_noise(x.unsqueeze(1), sigma, unit)
     with autocast(x.device, precision):
         logits = model(noisy.flatten(0, 1))
     return torch.softmax(at_least_float32(logits), dim=1).view(batch, n, -1).mean(dim=1)
@@ -81,7 +81,7 @@ def expected_softmax(model: nn.Module, x: Tensor, scale: Tensor, unit: Tensor, p
 
 def radius_objective(
     psi: Tensor,
-    scale: Tensor,
+    sigma: Tensor,
     noise: SmoothingNoise,
     *,
     objective: str = "released",
@@ -102,7 +102,7 @@ def radius_objective(
     else:
         e_a = psi.gather(1, c_a.view(-1, 1)).squeeze(1)
         e_b = psi.masked_fill(nn.functional.one_hot(c_a, psi.shape[1]).bool(), -1.0).max(dim=1).values
-    return noise.objective(e_a, e_b, scale, clamp)
+    return noise.objective(e_a, e_b, sigma, clamp)
 
 
 def _check_c_a(objective: str, c_a: Tensor | None, batch: int) -> None:
@@ -172,22 +172,22 @@ def optimize_sigma(
     batch = len(x)
     _check_c_a(objective, c_a, batch)
     c_a = None if c_a is None else c_a.to(x.device)
-    scale = torch.as_tensor(sigma0, dtype=x.dtype, device=x.device).expand(batch).clone()
+    sigma = torch.as_tensor(sigma0, dtype=x.dtype, device=x.device).expand(batch).clone()
     snapshots = x.new_empty(len(steps), batch)
     streams = as_streams(generator, batch)
     # one autocast region around all K steps: its cache keeps the low-precision weights across steps
     with _model_mode(model, batch_statistics), autocast(x.device, settings.precision):
         for k in range(steps[-1] + 1):
             if k in steps:
-                snapshots[steps.index(k)] = scale
+                snapshots[steps.index(k)] = sigma
             if k == steps[-1]:
                 break
             unit = streams.draw_each(noise, settings.n, x)
-            scale_var = scale.detach().requires_grad_(True)
-            psi = expected_softmax(model, x, scale_var, unit, settings.precision)
-            radius = radius_objective(psi, scale_var, noise, objective=objective, clamp=clamp, c_a=c_a)
-            (gradient,) = torch.autograd.grad(radius.sum(), scale_var)
-            scale = (scale + settings.lr * gradient).clamp(min=settings.min_scale, max=settings.max_scale)
+            sigma_var = sigma.detach().requires_grad_(True)
+            psi = expected_softmax(model, x, sigma_var, unit, settings.precision)
+            radius = radius_objective(psi, sigma_var, noise, objective=objective, clamp=clamp, c_a=c_a)
+            (gradient,) = torch.autograd.grad(radius.sum(), sigma_var)
+            sigma = (sigma + settings.lr * gradient).clamp(min=settings.min_scale, max=settings.max_scale)
     return snapshots
 
 
@@ -227,9 +227,9 @@ def grid_search_sigma(
     streams = as_streams(generator, batch)
     with _model_mode(model), torch.no_grad():
         for index, value in enumerate(grid.to(x.dtype)):
-            scale = value.expand(batch)
-            psi = expected_softmax(model, x, scale, streams.draw_each(noise, n, x), settings.precision)
-            radius = radius_objective(psi, scale, noise, objective=objective, clamp=clamp, c_a=c_a).float()
+            sigma = value.expand(batch)
+            psi = expected_softmax(model, x, sigma, streams.draw_each(noise, n, x), settings.precision)
+            radius = radius_objective(psi, sigma, noise, objective=objective, clamp=clamp, c_a=c_a).float()
             better = radius > best_value
             best_value = torch.where(better, radius, best_value)
             best_index = torch.where(better, index, best_index)

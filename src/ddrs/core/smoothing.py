@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import auto_batch_size, autocast, copy_to
-from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
 from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
 from ddrs.core.streams import Generators, as_streams
 
@@ -36,17 +36,17 @@ class CertifyResult(NamedTuple):
     p_a_lower: Tensor
 
 
-def _scales(scale: Tensor | float, x: Tensor) -> Tensor:
-    """One positive scale per input, as a ``(B,)`` tensor on ``x``'s device."""
-    scales = torch.as_tensor(scale, dtype=x.dtype).to(x.device, non_blocking=True)
-    if scales.ndim == 0:
-        scales = scales.expand(x.shape[0])
-    if scales.shape != x.shape[:1]:
-        raise ValueError(f"scale has shape {tuple(scales.shape)}, expected ({x.shape[0]},)")
-    bad = ~(scales.detach().cpu() > 0)
+def _sigmas(sigma: Tensor | float, x: Tensor) -> Tensor:
+    """One positive σ per input, as a ``(B,)`` tensor on ``x``'s device."""
+    sigmas = torch.as_tensor(sigma, dtype=x.dtype).to(x.device, non_blocking=True)
+    if sigmas.ndim == 0:
+        sigmas = sigmas.expand(x.shape[0])
+    if sigmas.shape != x.shape[:1]:
+        raise ValueError(f"sigma has shape {tuple(sigmas.shape)}, expected ({x.shape[0]},)")
+    bad = ~(sigmas.detach().cpu() > 0)
     if bad.any():
-        raise ValueError(f"scale must be positive, got {scales.cpu()[bad][0].item()}")
-    return scales
+        raise ValueError(f"sigma must be positive, got {sigmas.cpu()[bad][0].item()}")
+    return sigmas
 
 
 def _schedule(num_inputs: int, num: int, batch_size: int) -> list[list[tuple[int, int]]]:
@@ -70,7 +70,7 @@ def _schedule(num_inputs: int, num: int, batch_size: int) -> list[list[tuple[int
 def sample_counts(
     model: nn.Module,
     x: Tensor,
-    scale: Tensor | float,
+    sigma: Tensor | float,
     num: int,
     noise: str | SmoothingNoise,
     batch_size: int,
@@ -93,14 +93,13 @@ def sample_counts(
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     noise = get_noise(noise) if isinstance(noise, str) else noise
-    scales = _scales(scale, x)
+    sigmas = _sigmas(sigma, x)
     num_inputs = x.shape[0]
     if num_inputs == 0:
         raise ValueError("x holds no inputs (batch dimension 0)")
     streams = as_streams(generator, num_inputs)
     passes = _schedule(num_inputs, num, batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
-    shape = (-1, *([1] * (x.ndim - 1)))
     counts = None
     ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
     with torch.inference_mode(), autocast(x.device, precision):
@@ -109,11 +108,11 @@ def sample_counts(
             eps = streams.draw(noise, blocks, x)
             if len(blocks) == 1:
                 i = blocks[0][0]
-                batch = eps.mul_(scales[i]).add_(x[i])
+                batch = add_noise(x[i], sigmas[i], eps, in_place=True)
                 offset = i
             else:
                 rows = next(mixed_rows)
-                batch = eps.mul_(scales[rows].view(shape)).add_(x[rows])
+                batch = add_noise(x[rows], sigmas[rows], eps, in_place=True)
                 offset = rows
             if channels_last and batch.ndim == 4:
                 batch = batch.contiguous(memory_format=torch.channels_last)
@@ -150,7 +149,7 @@ def lower_confidence_bound(count_a: Tensor, n: int, alpha: float) -> Tensor:
 def certify_batch(
     model: nn.Module,
     x: Tensor,
-    scale: Tensor | float,
+    sigma: Tensor | float,
     settings: CertifySettings,
     *,
     num_classes: int,
@@ -173,20 +172,20 @@ def certify_batch(
     batch_size = settings.batch_size or auto_batch_size(
         model, tuple(x.shape[1:]), x.device, precision=precision, memory_format=settings.memory_format, cap=max(n0, n)
     )
-    scales = _scales(scale, x)
+    sigmas = _sigmas(sigma, x)
     selection = sample_counts(
-        model, x, scales, n0, noise, batch_size, generator, precision, channels_last=channels_last
+        model, x, sigmas, n0, noise, batch_size, generator, precision, channels_last=channels_last
     )
     if selection.shape[1] != num_classes:
         raise ValueError(f"model has {selection.shape[1]} outputs, expected num_classes={num_classes}")
     top = selection.argmax(dim=1)
     estimation = sample_counts(
-        model, x, scales, n, noise, batch_size, generator, precision, channels_last=channels_last
+        model, x, sigmas, n, noise, batch_size, generator, precision, channels_last=channels_last
     )
     count_a = estimation.gather(1, top[:, None]).squeeze(1)
     p_a_lower = lower_confidence_bound(count_a, n, alpha)
     certified = p_a_lower >= 0.5
-    radius = torch.where(certified, noise.radius(p_a_lower, scales.double().cpu()), 0.0)
+    radius = torch.where(certified, noise.radius(p_a_lower, sigmas.double().cpu()), 0.0)
     predict = torch.where(certified, top.cpu(), ABSTAIN)
     return CertifyResult(predict=predict, radius=radius, p_a_lower=p_a_lower)
 
@@ -194,7 +193,7 @@ def certify_batch(
 def predict_batch(
     model: nn.Module,
     x: Tensor,
-    scale: Tensor | float,
+    sigma: Tensor | float,
     *,
     noise: str | SmoothingNoise,
     n: int,
@@ -208,7 +207,7 @@ def predict_batch(
     from scipy.stats import binomtest  # here, not at the top: scipy.stats takes a second to import
 
     validate_certify_args(n0=1, n=n, alpha=alpha, batch_size=batch_size)
-    counts = sample_counts(model, x, scale, n, noise, batch_size, generator, precision).cpu()
+    counts = sample_counts(model, x, sigma, n, noise, batch_size, generator, precision).cpu()
     top2 = counts.topk(2, dim=1)
     predictions = []
     for (count1, count2), (first, _) in zip(top2.values.tolist(), top2.indices.tolist(), strict=True):

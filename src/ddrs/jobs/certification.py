@@ -33,18 +33,18 @@ from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
 
 
-def _scale_lookup(scales: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
-    """One positive scale per listed input, checked before any work starts."""
-    if isinstance(scales, Mapping):
-        missing = [i for i in indices if i not in scales]
+def _sigma_lookup(sigmas: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
+    """One positive σ per listed input, checked before any work starts."""
+    if isinstance(sigmas, Mapping):
+        missing = [i for i in indices if i not in sigmas]
         if missing:
-            raise ValueError(f"no scale for test input idx {missing[0]} ({len(missing)} of {len(indices)} missing)")
-        lookup = {i: float(scales[i]) for i in indices}
+            raise ValueError(f"no sigma for test input idx {missing[0]} ({len(missing)} of {len(indices)} missing)")
+        lookup = {i: float(sigmas[i]) for i in indices}
     else:
-        lookup = dict.fromkeys(indices, float(scales))
+        lookup = dict.fromkeys(indices, float(sigmas))
     bad = [(i, s) for i, s in lookup.items() if not s > 0 or not math.isfinite(s)]
     if bad:
-        raise ValueError(f"scale must be positive, got {bad[0][1]} for idx {bad[0][0]}")
+        raise ValueError(f"sigma must be positive, got {bad[0][1]} for idx {bad[0][0]}")
     return lookup
 
 
@@ -52,7 +52,7 @@ def certify_dataset(
     model: nn.Module,
     dataset: Dataset,
     indices: Sequence[int],
-    scales: float | Mapping[int, float],
+    sigmas: float | Mapping[int, float],
     out_path: str | os.PathLike,
     settings: CertifySettings,
     *,
@@ -80,7 +80,7 @@ def certify_dataset(
     if len(set(indices)) != len(indices):
         raise ValueError("indices contain duplicates")
     indices = sorted(int(i) for i in indices)
-    scale_of = _scale_lookup(scales, indices)
+    sigma_of = _sigma_lookup(sigmas, indices)
     extra_columns = dict(extra_columns or {})
     clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS)
     if clash:
@@ -102,7 +102,7 @@ def certify_dataset(
         "memory_format": resolve_memory_format(settings.memory_format, device.type),
         "noise": noise,
         **stream_settings(device),
-        "scales": sorted(scale_of.items()) if isinstance(scales, Mapping) else float(scales),
+        "scales": sorted(sigma_of.items()) if isinstance(sigmas, Mapping) else float(sigmas),
         **extra_columns,
         **(provenance or {}),
     }
@@ -119,10 +119,10 @@ def certify_dataset(
             group = todo[start : start + inputs_per_call]
             images, labels = zip(*(dataset[i] for i in group), strict=True)
             x = copy_to(torch.stack(images), device)
-            scale = torch.tensor([scale_of[i] for i in group], dtype=x.dtype)
+            sigma = torch.tensor([sigma_of[i] for i in group], dtype=x.dtype)
             streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(classifier, x, scale, settings, num_classes=num_classes, generator=streams)
+            result = certify_batch(classifier, x, sigma, settings, num_classes=num_classes, generator=streams)
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,
@@ -140,7 +140,7 @@ def certify_dataset(
                         "radius": radius,
                         "correct": int(predict == int(label)),
                         "time": seconds,
-                        "scale": scale_of[i],
+                        "scale": sigma_of[i],
                         "p_a_lower": p_a_lower,
                         "noise": noise,
                         "precision": settings.precision,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ddrs.core.settings import uniform_half_width
+from ddrs.core.settings import noise_sigma
 from ddrs.methods import TRAIN_MODES, get_method
 from ddrs.pipeline.layout import KGridGroup, Layout, Run, scale_label
 
@@ -111,9 +111,12 @@ class RunGrid:
         return [m for m in self.methods if get_method(m).train_modes == TRAIN_MODES]
 
     def radii(self, norm: int) -> dict[str, list[float]]:
-        """The radius grid of each configured dataset for ℓ2 (``radii``) or ℓ1 (``l1_radii``) tables."""
+        """The radius grid of each configured dataset for ℓ2 (``radii``) or ℓ1 (``l1_radii``) tables;
+        a dataset that gives none has the paper's grid (:func:`ddrs.analysis.metrics.paper_radii`)."""
+        from ddrs.analysis.metrics import paper_radii
+
         key = RADII_KEY[norm]
-        return {d: spec[key] for d, spec in self.datasets.items() if key in spec}
+        return {d: list(spec.get(key) or paper_radii(d, norm)) for d, spec in self.datasets.items()}
 
     def uniform_convention(self, dataset: str) -> str:
         """How a dataset's ``uniform_sigmas`` are read: the dataset's own key, else ``uniform.convention``."""
@@ -124,12 +127,13 @@ class RunGrid:
             )
         return convention
 
-    def smoothing_scale(self, dataset: str, method: str, sigma: float | str) -> float:
-        """The scale handed to the library: σ for Gaussian noise, the half-width λ for uniform
-        noise (λ = σ√3 under Yang et al.'s ``yang_std`` convention, DDRS Table 4)."""
-        if get_method(method).noise == "uniform":
-            return uniform_half_width(sigma, self.uniform_convention(dataset))
-        return float(sigma)
+    def noise_sigma(self, dataset: str, method: str, sigma: float | str) -> float:
+        """The σ handed to the library (:func:`ddrs.core.settings.noise_sigma`): σ for Gaussian
+        noise, the half-width λ for uniform noise (λ = σ√3 under Yang et al.'s ``yang_std``
+        convention, DDRS Table 4)."""
+        noise = get_method(method).noise
+        convention = self.uniform_convention(dataset) if noise == "uniform" else "half_width"
+        return noise_sigma(noise, sigma, convention)
 
     def run_dir(self, run: Run) -> str:
         """Where a base classifier's files are: the results tree, or the given logs' directory."""

@@ -1,15 +1,16 @@
-"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models) and given
-certification logs it tabulates (``source: logs``): which are missing, and what a user should do
-about it, said before the DAG is built."""
+"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models), given
+certification logs it tabulates (``source: logs``) and the captions of the catalogue's reported
+outputs: which are missing, and what a user should do about it, said before the DAG is built."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, scale_label
+from ddrs.pipeline.target import REPORTED, Target
 
 #: where each published checkpoint layout (``ddrs.methods.Method.published_format``) is downloaded from
 PUBLISHED_AT = {
@@ -75,3 +76,16 @@ def missing_logs_message(grid: RunGrid) -> str | None:
         "Put the logs there as <method>/<fs|ds>/sigma<σ>/<log>.tsv, or set datasets.<dataset>.logs to where they are."
     )
     return "\n".join(lines)
+
+
+def missing_captions_message(catalogue: Mapping[str, Target], report_dir: str | Path) -> str | None:
+    """The catalogue entries whose reported output (a table's CSV, a figure's PNG) has no caption
+    file ``<report_dir>/<caption>.rst``, one line each with the file to write; ``None`` when every one has
+    its caption. Snakemake reads a caption only when the report is built, long after the jobs ran."""
+    lines = [
+        f"catalogue entry {name}: its caption {Path(report_dir) / target.caption}.rst does not exist; write it "
+        "(ddrs.pipeline.catalogue: each reported table or figure has a caption under report/)"
+        for name, target in catalogue.items()
+        if set(target.outputs) & set(REPORTED) and not (Path(report_dir) / f"{target.caption}.rst").is_file()
+    ]
+    return "\n".join(lines) or None

@@ -59,7 +59,7 @@ class TrainingPlan:
         papers' common one), its ``train_by_sigma`` entry for the run's σ₀ and, for DS², its
         ``ds_fine_tune`` entry for the run's method (the fine-tuning of :meth:`init_run`; method
         sections merged field by field), with the run's data, model, method, mode and scale (λ for
-        uniform noise, converted here once: :meth:`smoothing_scale`); of the method sections only
+        uniform noise, converted here once: :meth:`noise_sigma`); of the method sections only
         the run's own, a variant's resolved by
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
@@ -85,7 +85,7 @@ class TrainingPlan:
             arch=self.grid.datasets[run.dataset]["arch"],
             method=method,
             train_mode=run.mode,
-            sigma=self.grid.smoothing_scale(run.dataset, run.method, run.sigma),
+            sigma=self.grid.noise_sigma(run.dataset, run.method, run.sigma),
             seed=self.config["seed"],
             device=self.config["device"],
             data_root=self.config["data_root"],

@@ -1,12 +1,13 @@
-"""What the config schema cannot say, checked before any job runs (``rules/common.smk``).
+"""The config's checks before any job runs (``Snakefile``, ``rules/common.smk``), each problem named
+on one line by its config path.
 
-The JSON schema (``config/schema/config.schema.yaml`` with its generated registry part,
-:mod:`ddrs.pipeline.schema`; applied by Snakemake's ``validate``, which also fills its defaults)
-checks every key, type and range on its own. Three kinds of mistakes pass it and would otherwise surface
-only inside a job, after others have run, or never:
+:func:`schema_problems` reads the JSON schema (``config/schema/config.schema.yaml`` with its
+generated registry part, :mod:`ddrs.pipeline.schema`) before Snakemake's ``validate`` fills its
+defaults: one line per problem, never the schema itself. It also refuses a float where the schema
+types an integer (``n: 2000.0``): JSON has one number type, so JSON Schema counts 2000.0 as an
+integer, while the job's settings would refuse it. Two kinds of mistakes pass the schema and
+would otherwise surface only inside a job, after others have run, or never:
 
-- a float where the schema types an integer (``n: 2000.0``): JSON has one number type, so JSON
-  Schema counts 2000.0 as an integer, while the job's flag ``--n 2000.0`` is refused by argparse;
 - a key or value that must name something the config defines elsewhere (a σ₀ of the dataset's
   grid, a configured dataset): a typo there is silently ignored (:func:`check_references`);
 - values a job's own settings refuse together (a σ floor above a σ₀): the training and Algorithm 1
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import validators
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import SIGMA_KEY
@@ -31,19 +32,63 @@ def _is_int(_checker, value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_integers(config: Mapping[str, Any], schema_path: str | Path) -> None:
-    """Raise ``ValueError`` naming the first key whose value is a float where the schema says integer
-    (the schema's relative ``$ref``s into the generated ``registries.schema.yaml`` resolved as
-    Snakemake's ``validate`` resolves them: :func:`ddrs.pipeline.schema.load_schema`)."""
-    from ddrs.pipeline.schema import load_schema  # not at import: `python -m ddrs.pipeline.schema` imports this package
+#: the most characters of a value a problem's line quotes
+_QUOTED = 60
+
+
+def _quoted(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _QUOTED else f"{text[: _QUOTED - 4]} …{text[-1]}"
+
+
+def _problem(error: ValidationError, stale_schema: str | None) -> list[str]:
+    """One line per problem of one schema error: the config path, what is wrong, what is allowed."""
+    path = ".".join(map(str, error.absolute_path))
+    where = f"config key {path}" if path else "the config"
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(error.schema.get("properties", {})) or "none"
+        known = set(error.schema.get("properties", {}))
+        unknown = [key for key in error.instance if key not in known]
+        prefix = f"{path}." if path else ""
+        return [f"config key {prefix}{key}: unknown key; {path or 'the config'} allows: {allowed}" for key in unknown]
+    if error.validator == "enum":
+        allowed = ", ".join(map(str, error.validator_value))
+        hint = f" ({stale_schema})" if stale_schema else ""
+        return [f"{where}: {_quoted(error.instance)} is not one of: {allowed}{hint}"]
+    if error.validator == "type":
+        expected = error.validator_value
+        decimal = expected == "integer" and isinstance(error.instance, float)
+        hint = " (write integers without a decimal point)" if decimal else ""
+        return [f"{where}: {_quoted(error.instance)} is not of type {expected!r}{hint}"]
+    message = error.message
+    if len(message) > 2 * _QUOTED:
+        message = f"{_quoted(error.instance)} fails {error.validator}: {error.validator_value!r}"
+    return [f"{where}: {message}"]
+
+
+def schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[str]:
+    """Every way ``config`` breaks the schema, one line each (config path, what is wrong, what is
+    allowed); empty when it fits.
+
+    The schema's relative ``$ref``s into the generated ``registries.schema.yaml`` resolve as
+    Snakemake's ``validate`` resolves them (:func:`ddrs.pipeline.schema.load_schema`); an integer
+    written with a decimal point is refused (JSON Schema counts 2000.0 as an integer, argparse and
+    the settings do not). A name refused while the generated part lags the registries (a method
+    added without regenerating it) names the command that regenerates it.
+    """
+    # not at import: `python -m ddrs.pipeline.schema` imports this package
+    from ddrs.pipeline.schema import REGISTRIES, load_schema, stale
 
     schema, registry = load_schema(schema_path)
     base = validators.validator_for(schema)
     strict = validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_int))
-    error = best_match(strict(schema, registry=registry).iter_errors(config))
-    if error is not None:
-        key = ".".join(map(str, error.absolute_path)) or "the config"
-        raise ValueError(f"config key {key}: {error.message} (write integers without a decimal point)")
+    errors = [best_match([error]) for error in strict(schema, registry=registry).iter_errors(config)]
+    if not errors:
+        return []
+    names_refused = any(error.validator == "enum" for error in errors)
+    stale_schema = stale(Path(schema_path).parent / REGISTRIES.name) if names_refused else None
+    lines = [line for error in errors for line in _problem(error, stale_schema)]
+    return list(dict.fromkeys(lines))
 
 
 def _require_in(given, allowed: list, where: str) -> None:
@@ -111,7 +156,7 @@ def check_algorithm1_options(exp) -> None:
 
     for run in exp.runs():
         try:
-            sigma0 = exp.grid.smoothing_scale(run.dataset, run.method, run.sigma)
+            sigma0 = exp.grid.noise_sigma(run.dataset, run.method, run.sigma)
             Algorithm1Settings(sigma0=sigma0, min_scale=exp.config["optimize_sigma"]["min_sigma"])
         except ValueError as error:
             raise ValueError(f"optimize_sigma for {exp.grid.run_dir(run)}: {error}") from None

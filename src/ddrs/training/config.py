@@ -57,8 +57,8 @@ from ddrs.core.settings import (
     SIGMA_OBJECTIVES,
     UNIFORM_CONVENTIONS,
     Algorithm1Settings,
+    noise_sigma,
     resolve_clamp,
-    uniform_half_width,
 )
 from ddrs.data import get_info
 from ddrs.methods import METHODS, TRAIN_MODES, get_method
@@ -244,9 +244,7 @@ class TrainConfig:
 
     def library_scale(self, value: float) -> float:
         """The scale ``ddrs.core.noise`` uses for ``value``: σ, or the uniform half-width λ."""
-        if self.noise_name == "uniform":
-            return uniform_half_width(value, self.uniform_convention)
-        return float(value)
+        return noise_sigma(self.noise_name, value, self.uniform_convention)
 
     @property
     def initial_scale(self) -> float:

@@ -31,6 +31,7 @@ from ddrs.training.losses import (
     chunked_copies_logits,
     copies_cross_entropy,
     noise_copies,
+    noisy_copies,
     smoothadv_attack,
     smoothadv_radius,
 )
@@ -68,7 +69,7 @@ def consistency_objective(logits: Tensor, y: Tensor, lam: float, eta: float, div
 
 def consistency_loss(model, x, y, scale, generator, params: ConsistencyParams, epoch=0) -> Tensor:
     """Gaussian + Consistency (Jeong & Shin 2020): m draws at scale σᵢ per input."""
-    points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    points = noisy_copies(GAUSSIAN, x, scale, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)
 

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ddrs.core.device import at_least_float32
-from ddrs.core.noise import get_noise
+from ddrs.core.noise import add_noise, get_noise, scaled_noise
 from ddrs.core.sigma import radius_objective
 from ddrs.methods import (
     MACER_FORMS,
@@ -41,7 +41,13 @@ TrainingLoss = Callable[[nn.Module, Tensor, Tensor, Tensor, torch.Generator, obj
 def noise_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
     """``m`` noise vectors per input, shape ``(B, m, *x.shape[1:])``, already multiplied by ``scale``."""
     unit = noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
-    return unit * scale.to(x.dtype).view(-1, 1, *([1] * (x.ndim - 1)))
+    return scaled_noise(scale, unit)
+
+
+def noisy_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
+    """``m`` noisy copies ``x + σ·ε̂`` per input, shape ``(B, m, *x.shape[1:])``."""
+    unit = noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
+    return add_noise(x.unsqueeze(1), scale, unit)
 
 
 def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
@@ -76,9 +82,7 @@ def copies_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
 def cohen_loss(model, x, y, scale, generator, params: GaussianParams, epoch=0) -> Tensor:
     """Gaussian data augmentation: cross-entropy on ``x + σᵢ·ε`` (Cohen et al. 2019, §3.3), averaged
     over ``params.m`` draws per input (m = 1 is Cohen's; Sun et al. 2024, §6, train with m = 4)."""
-    return copies_cross_entropy(
-        copies_logits(model, x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)), y
-    )
+    return copies_cross_entropy(copies_logits(model, noisy_copies(GAUSSIAN, x, scale, params.m, generator)), y)
 
 
 def uniform_loss(model, x, y, scale, generator, params: NoParams, epoch=0) -> Tensor:
@@ -263,7 +267,7 @@ def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> T
     ``train_macer.py --deferred``). ``params.draws_per_pass`` draws at a time when set
     (:func:`chunked_copies_logits`): the same noise in less memory; the same gradient for a model
     without batch-norm."""
-    points = x.unsqueeze(1) + noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    points = noisy_copies(GAUSSIAN, x, scale, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     lam = 0.0 if macer_deferred(params, epoch) else params.lam
     return macer_objective(logits, y, scale, lam, params.gamma, params.beta, params.form)

@@ -1,0 +1,127 @@
+"""What each compute job of a run grid is handed (no torch): one JSON document per job, read by
+``ddrs job --config -`` (:mod:`ddrs.cli.job`), as :class:`~ddrs.pipeline.training_plan.TrainingPlan`
+hands ``ddrs train --config -`` its options.
+
+A document holds every argument but the job's files, which the rule names on the command line:
+
+- ``inputs``: the test inputs and where they come from (the keys of ``ddrs certify``'s test-input
+  flags: ``dataset``, ``data_root``, ``skip``, ``max``, ``seed``, ``device``);
+- ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.noise_sigma`);
+- ``algorithm1`` or ``grid_search``: how σ per input is found first (DDRS §3.4; Appendix B), the
+  fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
+  :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
+- ``certify``: the fields of :class:`~ddrs.core.settings.CertifySettings`, every σ-log column
+  certified with them and made sound by Algorithm 3 (DDRS §3.3).
+
+Each settings section is ``dataclasses.asdict`` of a settings object built from the config's
+section by field name (:func:`~ddrs.core.settings.settings_from`), so a field added to a settings
+class (and its config key) reaches the job with no change here; the objects are built, and so
+checked, when the DAG is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ddrs.core.settings import Algorithm1Settings, CertifySettings, SigmaSettings, settings_from
+from ddrs.methods import get_method
+from ddrs.pipeline.grid import RunGrid
+from ddrs.pipeline.layout import Run
+
+
+class JobPlan:
+    """The job documents of a run grid's certification-side jobs."""
+
+    def __init__(self, grid: RunGrid):
+        self.grid = grid
+        self.config = grid.config
+
+    def sigma(self, run: Run) -> float:
+        """σ of the run's noise as the library takes it (λ for uniform noise)."""
+        return self.grid.noise_sigma(run.dataset, run.method, run.sigma)
+
+    def inputs(self, run: Run) -> dict[str, Any]:
+        """The test inputs every certification-side job of the run visits (Cohen's ``--skip/--max``)."""
+        spec = self.grid.datasets[run.dataset]
+        return {
+            "dataset": run.dataset,
+            "data_root": self.config["data_root"],
+            "skip": spec.get("test_skip", 1),
+            "max": spec.get("test_max"),
+            "seed": self.config["seed"],
+            "device": self.config["device"],
+        }
+
+    def _shared(self, run: Run) -> dict[str, Any]:
+        """Settings every test-time run of the model shares: its noise, seed and precision."""
+        return {
+            "noise": get_method(run.method).noise,
+            "seed": self.config["seed"],
+            "precision": self.config["precision"],
+        }
+
+    def certify_settings(self, run: Run) -> CertifySettings:
+        """CERTIFY's settings: the config's ``certify`` section by field name (``batch``: the
+        forward batch, ``auto`` or absent for the device's choice)."""
+        section = self.config["certify"]
+        batch = section.get("batch", "auto")
+        return settings_from(
+            CertifySettings, section, **self._shared(run), batch_size=None if batch == "auto" else batch
+        )
+
+    def _sigma_search(self, run: Run) -> dict[str, Any]:
+        """The ``optimize_sigma`` fields Algorithm 1 and the grid search share, σ₀ = the training σ."""
+        options = self.config["optimize_sigma"]
+        return {
+            **self._shared(run),
+            "sigma0": self.sigma(run),
+            "objective": options["objective"],
+            "clamp": options.get("clamp"),
+            "n0": options["n0"],
+            "batch": options["batch"],
+        }
+
+    def algorithm1_settings(self, run: Run) -> Algorithm1Settings:
+        """Algorithm 1 from the training σ, snapshots at every K of the model's grid."""
+        options = self.config["optimize_sigma"]
+        return Algorithm1Settings(
+            **self._sigma_search(run),
+            n=self.grid.algorithm1_n(run.method),
+            steps=tuple(self.grid.k_grid(run.dataset, run.method, run.mode)),
+            lr=options["lr"],
+            min_scale=options["min_sigma"],
+        )
+
+    def fixed_certification(self, run: Run) -> dict[str, Any]:
+        """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows)."""
+        return {"inputs": self.inputs(run), "sigma": self.sigma(run), "certify": asdict(self.certify_settings(run))}
+
+    def data_dependent_certification(self, run: Run) -> dict[str, Any]:
+        """Algorithm 1 to the largest K, then CERTIFY at σ*ₓ of every K and Algorithm 3 (DDRS §3.3–3.4)."""
+        return {
+            "inputs": self.inputs(run),
+            "algorithm1": asdict(self.algorithm1_settings(run)),
+            "certify": asdict(self.certify_settings(run)),
+        }
+
+    def grid_search_certification(self, run: Run, n: int) -> dict[str, Any]:
+        """Appendix B: σ from a grid at Algorithm 1's budget, n draws per grid point, then CERTIFY
+        and Algorithm 3."""
+        grid = self.config["grid_search"]
+        search = asdict(SigmaSettings(**self._sigma_search(run), n=int(n)))
+        return {
+            "inputs": self.inputs(run),
+            "grid_search": {**search, "low": grid["low"], "high": grid["high"], "budget": grid["budget"]},
+            "certify": asdict(self.certify_settings(run)),
+        }
+
+    def gradient_norms(self, run: Run) -> dict[str, Any]:
+        """Sun et al. (2024) Table 1: the model's own loss and noise at its training σ (λ for
+        uniform noise), on every ``sun2024.gradient_norm_skip``-th training input."""
+        return {
+            "inputs": {**self.inputs(run), "skip": self.config["sun2024"].get("gradient_norm_skip", 1), "max": None},
+            "sigma": self.sigma(run),
+            "method": run.method,
+            "precision": self.config["precision"],
+        }

@@ -1,0 +1,126 @@
+"""The job plan (ddrs.pipeline.job_plan): each certification-side job's complete arguments as one
+JSON document, which ``ddrs job`` turns into the same settings objects the commands' flags build."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from snakemake.utils import validate
+from workflow_helpers import REPO, load_config
+
+from ddrs.cli import build_parser
+from ddrs.cli.certify import check as certify_flags
+from ddrs.cli.job import sigma_search_settings
+from ddrs.cli.optimize_sigma import check as optimize_flags
+from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings
+from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline.job_plan import JobPlan
+
+SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
+
+
+def plan(edit=None) -> JobPlan:
+    config = load_config()
+    if edit is not None:
+        edit(config)
+    validate(config, str(SCHEMA), set_default=True)
+    return JobPlan(Experiment(config).grid)
+
+
+def through_json(document: dict) -> dict:
+    """The document as the job reads it from its standard input."""
+    return json.loads(json.dumps(document))
+
+
+def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
+    config = load_config()
+    document = through_json(plan().fixed_certification(Run("digits", "cohen", "fs", 0.25)))
+    assert document["inputs"] == {
+        "dataset": "digits",
+        "data_root": "data",
+        "skip": config["datasets"]["digits"]["test_skip"],
+        "max": None,
+        "seed": 0,
+        "device": "auto",
+    }
+    assert document["sigma"] == 0.25
+    certify = config["certify"]
+    assert CertifySettings(**document["certify"]) == CertifySettings(
+        noise="gaussian", n0=certify["n0"], n=certify["n"], alpha=certify["alpha"], batch_size=certify["batch"]
+    )
+
+
+def test_uniform_noise_is_handed_its_half_width_under_the_configs_convention():
+    document = plan().fixed_certification(Run("digits", "uniform", "fs", 0.5))
+    assert document["sigma"] == pytest.approx(0.5 * math.sqrt(3)) and document["certify"]["noise"] == "uniform"
+    half_width = plan(lambda c: c["uniform"].update(convention="half_width"))
+    assert half_width.fixed_certification(Run("digits", "uniform", "fs", 0.5))["sigma"] == 0.5
+
+
+def test_an_absent_or_auto_batch_lets_the_device_choose():
+    document = plan(lambda c: c["certify"].pop("batch")).fixed_certification(Run("digits", "cohen", "fs", 0.25))
+    assert document["certify"]["batch_size"] is None
+
+
+def test_a_settings_field_the_config_names_travels_to_the_job_without_the_plan_naming_it():
+    """The certify section is read by the settings' field names: a field added to CertifySettings
+    (and to the schema) reaches the job as it is."""
+    config = load_config()
+    config["certify"]["inputs_per_call"] = 7
+    grid = Experiment(config).grid
+    assert JobPlan(grid).fixed_certification(Run("digits", "cohen", "fs", 0.25))["certify"]["inputs_per_call"] == 7
+
+
+def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to_every_k():
+    config = load_config()
+    run = Run("digits", "macer", "ds", 0.5)
+    edited = plan(lambda c: c["optimize_sigma"].update(n_by_method={"macer": 8}))
+    document = through_json(edited.data_dependent_certification(run))
+    options = config["optimize_sigma"]
+    assert Algorithm1Settings(**document["algorithm1"]) == Algorithm1Settings(
+        sigma0=0.5,
+        n=8,
+        steps=tuple(options["k"]),
+        lr=options["lr"],
+        n0=options["n0"],
+        batch=options["batch"],
+        min_scale=options["min_sigma"],
+        objective=options["objective"],
+    )
+    assert "sigma" not in document and CertifySettings(**document["certify"]).n == config["certify"]["n"]
+
+
+def _flags(command: str, *words: str):
+    return build_parser([command]).parse_args([command, "--checkpoint", "m.pt", "--dataset", "digits", *words])
+
+
+def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
+    """What `ddrs job` builds from a document equals what `ddrs optimize-sigma` and `ddrs certify`
+    build from the flags the workflow used to pass."""
+    config = load_config()
+    opt, certify, grid = config["optimize_sigma"], config["certify"], config["grid_search"]
+    run = Run("digits", "smoothadv", "fs", 0.5)
+    document = through_json(plan().grid_search_certification(run, "4"))
+    shared = ["--n0", str(opt["n0"]), "--batch", str(opt["batch"]), "--objective", opt["objective"]]
+    grid_flags = ["--grid-search", "--grid-n", "4", "--grid-budget", str(grid["budget"])]
+    grid_flags += ["--grid-min", str(grid["low"]), "--grid-max", str(grid["high"])]
+    by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
+    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
+    certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
+    by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *certify_words, "--batch", "2000", "--out", "c.tsv"))
+    assert CertifySettings(**document["certify"]) == by_flags
+    ds = through_json(plan().data_dependent_certification(run))
+    algorithm1 = ["--sigma0", "0.5", "--k", *map(str, opt["k"]), "--n", str(opt["n"]), "--lr", str(opt["lr"])]
+    algorithm1 += ["--min-sigma", str(opt["min_sigma"]), *shared, "--out", "s.tsv"]
+    assert sigma_search_settings(ds) == optimize_flags(_flags("optimize-sigma", *algorithm1))
+    assert sigma_search_settings(plan().fixed_certification(run)) is None
+
+
+def test_gradient_norms_measure_every_configured_training_input_at_the_training_sigma():
+    document = plan(lambda c: c.update(sun2024={"gradient_norm_skip": 4})).gradient_norms(
+        Run("digits", "cohen", "fs", 0.25)
+    )
+    assert document["sigma"] == 0.25 and document["method"] == "cohen" and document["precision"] == "fp32"
+    assert document["inputs"]["skip"] == 4 and document["inputs"]["max"] is None and "certify" not in document
