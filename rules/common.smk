@@ -123,10 +123,41 @@ def certify_args(wildcards):
         f" --memory-format {CERT['memory_format']}" if "memory_format" in CERT else ""
     )
     compiled = " --compile" if CERT.get("compile") else ""
+    mode = (
+        f" {sequential_args(wildcards)}" if CERT.get("mode", "fixed") == "sequential" else ""
+    )
     return (
         f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} --alpha {CERT['alpha']} "
-        f"--batch {CERT.get('batch', 'auto')}{layout}{compiled}"
+        f"--batch {CERT.get('batch', 'auto')}{layout}{compiled}{mode}"
     )
+
+
+# --- issue 40: sequential certification (certify.mode, certify.sequential) ---
+def sequential_args(wildcards):
+    """--mode sequential with the config's stopping rule and the dataset's radius grid of the
+    method's norm (ℓ2 `radii`, ℓ1 `l1_radii`)."""
+    stopping = CERT.get("sequential", {})
+    norm = get_method(wildcards.method).norm
+    radii = EXP.grid.radii(norm)[wildcards.dataset]
+    acr = (
+        f" --acr-fraction {stopping['acr_fraction']}"
+        if stopping.get("acr_fraction")
+        else ""
+    )
+    return (
+        f"--mode sequential --sequence {stopping.get('sequence', 'betting')} "
+        f"--radii {' '.join(map(str, radii))} --first-look {stopping.get('first_look', 32)} "
+        f"--growth {stopping.get('growth', 1.1)}{acr}"
+    )
+
+
+def sequential_certify_args(wildcards):
+    """The comparison's sequential log: the fixed-σ job's arguments, sequential whatever certify.mode."""
+    fixed = fixed_certify_args(wildcards)
+    return fixed if CERT.get("mode", "fixed") == "sequential" else f"{fixed} {sequential_args(wildcards)}"
+
+
+# --- end issue 40 ---
 
 
 def scale(wildcards):
