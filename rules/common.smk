@@ -124,7 +124,9 @@ def certify_args(wildcards):
     )
     compiled = " --compile" if CERT.get("compile") else ""
     mode = (
-        f" {sequential_args(wildcards)}" if CERT.get("mode", "fixed") == "sequential" else ""
+        f" {sequential_args(wildcards)}"
+        if CERT.get("mode", "fixed") == "sequential"
+        else ""
     )
     return (
         f"{job_args(wildcards)} --n0 {CERT['n0']} --n {CERT['n']} --alpha {CERT['alpha']} "
@@ -154,7 +156,11 @@ def sequential_args(wildcards):
 def sequential_certify_args(wildcards):
     """The comparison's sequential log: the fixed-σ job's arguments, sequential whatever certify.mode."""
     fixed = fixed_certify_args(wildcards)
-    return fixed if CERT.get("mode", "fixed") == "sequential" else f"{fixed} {sequential_args(wildcards)}"
+    return (
+        fixed
+        if CERT.get("mode", "fixed") == "sequential"
+        else f"{fixed} {sequential_args(wildcards)}"
+    )
 
 
 # --- end issue 40 ---
