@@ -74,7 +74,7 @@ def certify_dataset(
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
     ``{"k": 100}``). In ``settings.mode == "sequential"`` each input draws until its radii are decided
-    (:func:`ddrs.core.sequential_pool.certify_sequentially`), ``time`` is the job's seconds per input and
+    (:func:`ddrs.core.sequential_pool.certify_sequentially`), ``time`` is the wall time between rows and
     :data:`SEQUENTIAL_COLUMNS` come last. ``model`` must already be on ``device``; it runs in the settings' memory
     format, compiled once per process if ``settings.compile`` (:func:`ddrs.core.device.prepare_classifier`),
     and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
@@ -170,7 +170,8 @@ def _certify_in_pool(classifier, dataset, todo, scale_of, settings, num_classes,
 
     An input that stops early waits until every input before it has stopped, so the log keeps the
     contract's order; a resumed run recomputes the waiting ones, which get the same rows from their
-    own streams. ``time`` is the wall time from the start over the inputs finished so far.
+    own streams. ``time`` is the wall time since the previous row was written, so that, as in
+    fixed mode, the rows' times add up to the job's and their mean is the seconds per input.
     """
     if not todo:
         return
@@ -180,14 +181,15 @@ def _certify_in_pool(classifier, dataset, todo, scale_of, settings, num_classes,
     streams = input_streams(settings.seed, todo, Stream.CERTIFY, device)
     waiting: dict[int, object] = {}
     next_row = 0
-    started = time.perf_counter()
+    written = time.perf_counter()
     for position, result in certify_sequentially(
         classifier, x, scale, settings, num_classes=num_classes, streams=streams, device=device
     ):
         waiting[position] = result
         while next_row in waiting:
             done = waiting.pop(next_row)
-            seconds = (time.perf_counter() - started) / (next_row + 1)
+            now = time.perf_counter()
+            seconds, written = now - written, now
             i = todo[next_row]
             fields = row(i, labels[next_row], done.predict, done.radius, done.p_a_lower, seconds)
             writer.write({**fields, "draws": done.draws, "decided": int(done.decided)})
