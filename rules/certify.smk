@@ -30,6 +30,33 @@ rule certify_fixed:
         "--out {output} 2> {log}"
 
 
+# The same fixed-σ certification, sequential (the sequential_comparison table's logs).
+rule certify_sequential:
+    """Sequential certification with the training σ for every input: draws until every radius of the
+    grid is decided, at most n (docs/protocol.md, "Sequential certification")."""
+    input:
+        model=MODEL,
+        data=data_marker,
+    output:
+        run_file(RUN, "certify_sequential"),
+    log:
+        LAYOUT.log("certify", f"{JOB}_sequential"),
+    benchmark:
+        LAYOUT.benchmark("certify", f"{JOB}_sequential")
+    conda:
+        "../envs/ddrs.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=4000,
+        runtime=certify_runtime,
+        gpu=GPUS,
+    params:
+        document=job_document("sequential_certification"),
+    shell:
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+        "--out {output} 2> {log}"
+
+
 # One job per model runs Algorithm 1 to the largest K of its grid (the σ log, a snapshot at each K),
 # then certifies every snapshot and makes each certificate sound with Algorithm 3. A rule's outputs
 # are fixed, so each distinct K grid (Appendix H) gets a rule of its own.

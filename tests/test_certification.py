@@ -9,7 +9,7 @@ from killed_job import FailsAfter
 from torch import nn
 
 from ddrs.core.seeds import KEY_SCHEME
-from ddrs.core.settings import CertifySettings
+from ddrs.core.settings import CertifySettings, SequentialSettings
 from ddrs.jobs.certification import certify_dataset
 from ddrs.jobs.logs import COHEN_COLUMNS, partial_path, read_log
 
@@ -166,3 +166,35 @@ def test_a_partial_log_drawn_under_the_old_seed_keys_starts_over(tmp_path):
     with pytest.warns(UserWarning, match="other settings"):
         again = certify(tiny_model(), out)
     pd.testing.assert_frame_equal(rows(again), rows(certify(tiny_model(), tmp_path / "reference.tsv")))
+
+
+SEQUENTIAL = dict(mode="sequential", sequential=SequentialSettings(radii=(0.25, 0.5), first_look=8))
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "uniform"])
+def test_a_sequential_log_keeps_cohens_columns_and_adds_the_draws(tmp_path, noise):
+    scales = {i: 0.3 + 0.05 * i for i in range(NUM_INPUTS)}  # data-dependent: one scale per input
+    log = read_log(certify(tiny_model(), tmp_path / "log.tsv", scales=scales, noise=noise, **SEQUENTIAL))
+    assert list(log.columns) == [*COHEN_COLUMNS, "scale", "p_a_lower", "noise", "precision", "draws", "decided"]
+    assert log["idx"].tolist() == list(range(NUM_INPUTS))
+    assert ((log["draws"] >= 20 + 8) & (log["draws"] <= 20 + 150)).all()
+    assert log["scale"].tolist() == [scales[i] for i in range(NUM_INPUTS)]
+    certified = log["predict"] >= 0
+    assert (log.loc[certified, "p_a_lower"] >= 0.5).all() and (log.loc[~certified, "radius"] == 0).all()
+
+
+def test_a_sequential_log_resumes_to_the_rows_of_an_uninterrupted_run(tmp_path):
+    reference = certify(tiny_model(), tmp_path / "reference.tsv", **SEQUENTIAL)
+    out = tmp_path / "log.tsv"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        certify(FailsAfter(tiny_model(), calls=40), out, **SEQUENTIAL)
+    assert 0 < len(read_log(partial_path(out))) < NUM_INPUTS
+    resumed = certify(tiny_model(), out, batch_size=17, **SEQUENTIAL)
+    pd.testing.assert_frame_equal(rows(resumed), rows(reference))
+
+
+def test_the_fixed_mode_keeps_its_resume_settings(tmp_path):
+    """Sequential fields are not recorded for fixed-n logs, so their partials resume as before."""
+    certify(tiny_model(), tmp_path / "log.tsv")
+    assert "mode" not in CertifySettings(**SETTINGS).resume_settings()
+    assert CertifySettings(**SETTINGS, **SEQUENTIAL).resume_settings()["sequential"]["radii"] == (0.0, 0.25, 0.5)

@@ -283,3 +283,22 @@ def test_memory_out_needs_one_log_per_out(digits_checkpoint, tmp_path, capsys):
     args = certify_args(digits_checkpoint, tmp_path / "K0.tsv", "--sigma-log", str(sigma_log), "--k", "0")
     assert main([*args, "--memory-out", str(tmp_path / "a.tsv"), str(tmp_path / "b.tsv")]) == 2
     assert "--memory-out names 2 log(s) for 1 --out log(s)" in capsys.readouterr().err
+
+
+def test_sequential_mode_certifies_from_the_command_line_with_sigma_log_and_memory(digits_checkpoint, tmp_path):
+    """``--mode sequential`` with per-input σ (Algorithm 1's log) and Algorithm 3's memory."""
+    sigma_log = write_sigma_log(tmp_path / "sigma.tsv", ["sigma_K50"])
+    out, memory = tmp_path / "sequential.tsv", tmp_path / "memory.tsv"
+    flags = ["--mode", "sequential", "--radii", "0.25", "0.5", "--first-look", "16", "--memory-out", str(memory)]
+    args = certify_args(digits_checkpoint, out, "--sigma-log", str(sigma_log), "--k", "50", *flags)
+    assert main(args) == 0
+    log = read_log(out)
+    assert {"draws", "decided"} <= set(log.columns)
+    assert (log["draws"] <= 20 + 300).all() and (log["draws"] < 20 + 300).any()
+    assert read_log(memory)["idx"].tolist() == log["idx"].tolist()
+
+
+def test_bad_sequential_flags_exit_2(digits_checkpoint, tmp_path, capsys):
+    args = certify_args(digits_checkpoint, tmp_path / "log.tsv", "--scale", "0.25", "--mode", "sequential")
+    assert main([*args, "--growth", "1"]) == 2
+    assert "growth must be > 1" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from ddrs.cli import build_parser
 from ddrs.cli.certify import check as certify_flags
 from ddrs.cli.job import sigma_search_settings
 from ddrs.cli.optimize_sigma import check as optimize_flags
-from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings
+from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings, SequentialSettings
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
 
@@ -48,7 +48,12 @@ def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
     assert document["sigma"] == 0.25
     certify = config["certify"]
     assert CertifySettings(**document["certify"]) == CertifySettings(
-        noise="gaussian", n0=certify["n0"], n=certify["n"], alpha=certify["alpha"], batch_size=certify["batch"]
+        noise="gaussian",
+        n0=certify["n0"],
+        n=certify["n"],
+        alpha=certify["alpha"],
+        batch_size=certify["batch"],
+        sequential=SequentialSettings(radii=tuple(config["datasets"]["digits"]["radii"])),
     )
 
 
@@ -109,7 +114,10 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
     assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
     certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
-    by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *certify_words, "--batch", "2000", "--out", "c.tsv"))
+    radii = ["--radii", *map(str, config["datasets"]["digits"]["radii"])]
+    by_flags = certify_flags(
+        _flags("certify", "--sigma", "0.5", *certify_words, "--batch", "2000", *radii, "--out", "c.tsv")
+    )
     assert CertifySettings(**document["certify"]) == by_flags
     ds = through_json(plan().data_dependent_certification(run))
     algorithm1 = ["--sigma0", "0.5", "--k", *map(str, opt["k"]), "--n", str(opt["n"]), "--lr", str(opt["lr"])]
@@ -124,3 +132,25 @@ def test_gradient_norms_measure_every_configured_training_input_at_the_training_
     )
     assert document["sigma"] == 0.25 and document["method"] == "cohen" and document["precision"] == "fp32"
     assert document["inputs"]["skip"] == 4 and document["inputs"]["max"] is None and "certify" not in document
+
+
+def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets_radius_grid():
+    """The comparison's sequential log: the fixed-σ job in sequential mode, its stopping rule the
+    config's certify.sequential by field name and the radii of the method's norm; the same settings
+    as `ddrs certify --mode sequential` with the same flags. The fixed job stays fixed."""
+    config = load_config()
+    edited = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp", "first_look": 16}))
+    run = Run("digits", "cohen", "fs", 0.5)
+    document = through_json(edited.sequential_certification(run))
+    settings = CertifySettings(**document["certify"])
+    radii = config["datasets"]["digits"]["radii"]
+    assert document["sigma"] == 0.5 and settings.mode == "sequential"
+    assert settings.sequential == SequentialSettings(sequence="union_cp", first_look=16, radii=tuple(radii))
+    certify = config["certify"]
+    words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
+    words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--first-look", "16"]
+    by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *words, "--radii", *map(str, radii), "--out", "c.tsv"))
+    assert settings == by_flags
+    assert CertifySettings(**edited.fixed_certification(run)["certify"]).mode == "fixed"
+    uniform = CertifySettings(**edited.sequential_certification(Run("digits", "uniform", "fs", 0.5))["certify"])
+    assert uniform.sequential.radii == tuple(sorted({0.0, *config["datasets"]["digits"]["l1_radii"]}))

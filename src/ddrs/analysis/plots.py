@@ -55,7 +55,7 @@ def save_figure(figure: Figure, path: str | os.PathLike) -> list[Path]:
     return written
 
 
-def _panels(count: int, *, sharey: bool = True) -> tuple[Figure, list]:
+def panels(count: int, *, sharey: bool = True) -> tuple[Figure, list]:
     figure = Figure(figsize=(PANEL_SIZE[0] * count, PANEL_SIZE[1]), layout="constrained")
     axes = figure.subplots(1, count, sharey=sharey, squeeze=False)[0]
     return figure, list(axes)
@@ -103,7 +103,7 @@ def sigma_panels_figure(
     radii = radius_grid([log for _, log in loaded]) if radii is None else np.asarray(radii, float)
     sigmas = sorted({record.sigma0 for record in records})
     names = variant_order(records)
-    figure, axes = _panels(len(sigmas) + 1)
+    figure, axes = panels(len(sigmas) + 1)
     for ax, sigma in zip(axes[:-1], sigmas, strict=True):
         for name in names:
             members = [(r, log) for r, log in loaded if r.name == name and r.sigma0 == sigma]
@@ -129,7 +129,7 @@ def k_sweep_figure(
     dataset, name, sigma = _only(records, "dataset"), _only(records, "name"), _only(records, "sigma0")
     loaded = sorted(((r, r.load()) for r in records), key=lambda item: item[0].K or 0)
     radii = radius_grid([log for _, log in loaded]) if radii is None else np.asarray(radii, float)
-    figure, (ax,) = _panels(1)
+    figure, (ax,) = panels(1)
     for record, log in loaded:
         curve = 100 * certified_accuracy(log, radii)
         accuracy_curve(ax, radii, curve, len(log), alpha=alpha, label=f"K = {record.K or 0}")
@@ -154,7 +154,7 @@ def curves_figure(
     frames = {label: load_log(log) for label, log in logs.items()}
     radii = radius_grid(frames.values()) if radii is None else np.asarray(radii, float)
     curves = {label: 100 * certified_accuracy(log, radii) for label, log in frames.items()}
-    figure, (ax,) = _panels(1)
+    figure, (ax,) = panels(1)
     for label, curve in curves.items():
         accuracy_curve(ax, radii, curve, len(frames[label]), alpha=alpha, label=label)
     if show_envelope and len(curves) > 1:
@@ -245,7 +245,7 @@ def sigma_histogram_figure(
     scales = tailored["scale"].astype(float).set_axis(tailored["idx"])
     improved = improved_inputs(fixed, tailored)
     edges = np.histogram_bin_edges(scales, bins=bins)
-    figure, (ax,) = _panels(1)
+    figure, (ax,) = panels(1)
     ax.hist(scales, bins=edges, color="tab:orange", label="all test inputs")
     ax.hist(scales[improved.reindex(scales.index)], bins=edges, color="tab:green", label="radius improved over fixed σ")
     if sigma0 is not None:
@@ -266,7 +266,7 @@ def p_a_cdf_figure(
     (:func:`~ddrs.analysis.true_class_p_a_lower`).
     """
     panels = logs if all(isinstance(v, Mapping) for v in logs.values()) else {"": logs}
-    figure, axes = _panels(len(panels))
+    figure, axes = panels(len(panels))
     for ax, (title, curves) in zip(axes, panels.items(), strict=True):
         for label, log in curves.items():
             values = np.sort(true_class_p_a_lower(load_log(log)).to_numpy())
@@ -296,7 +296,7 @@ def easy_hard_figure(
     easy = easy_inputs(load_log(reference))
     frames = {label: load_log(log) for label, log in logs.items()}
     radii = radius_grid(frames.values()) if radii is None else np.asarray(radii, float)
-    figure, axes = _panels(3, sharey=False)
+    figure, axes = panels(3, sharey=False)
     for label, log in frames.items():
         is_easy = easy.reindex(log["idx"]).to_numpy()
         if pd.isna(is_easy).any():

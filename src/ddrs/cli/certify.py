@@ -13,7 +13,14 @@ from __future__ import annotations
 import argparse
 
 from ddrs.cli import _test_inputs
-from ddrs.core.settings import MEMORY_FORMATS, CertifySettings, settings_from
+from ddrs.core.settings import (
+    CERTIFY_MODES,
+    MEMORY_FORMATS,
+    SEQUENCES,
+    CertifySettings,
+    SequentialSettings,
+    settings_from,
+)
 
 
 def _batch(value: str) -> int | None:
@@ -70,6 +77,32 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="run the base classifier through torch.compile, once for every log of the job",
     )
+    sequential = parser.add_argument_group(
+        "sequential certification", "with --mode sequential: draw in looks until every radius is decided, at most --n"
+    )
+    sequential.add_argument(
+        "--mode",
+        default=CertifySettings.mode,
+        choices=CERTIFY_MODES,
+        help="fixed: Cohen's n draws per input; sequential: until a confidence sequence decides every --radii",
+    )
+    sequential.add_argument("--sequence", default=SequentialSettings.sequence, choices=SEQUENCES)
+    sequential.add_argument(
+        "--radii", type=float, nargs="+", default=SequentialSettings.radii, help="the radius grid to decide (0 always)"
+    )
+    sequential.add_argument(
+        "--first-look", type=int, default=SequentialSettings.first_look, help="estimation draws at the first look"
+    )
+    sequential.add_argument(
+        "--growth", type=float, default=SequentialSettings.growth, help="each look's draws over the previous one's"
+    )
+    sequential.add_argument(
+        "--acr-fraction",
+        type=float,
+        default=SequentialSettings.acr_fraction,
+        help="go on while the radius could still grow by more than this fraction of the scale (for ACR)",
+    )
+    sequential.add_argument("--pool", type=int, default=SequentialSettings.pool, help="inputs in flight (speed only)")
     parser.add_argument(
         "--out",
         required=True,
@@ -92,7 +125,9 @@ def check(args: argparse.Namespace) -> CertifySettings:
 
     _test_inputs.check(args)
     _columns(args)
-    return settings_from(CertifySettings, vars(args), noise=get_noise(args.noise).name, batch_size=args.batch)
+    sequential = settings_from(SequentialSettings, vars(args))
+    noise = get_noise(args.noise).name
+    return settings_from(CertifySettings, vars(args), noise=noise, batch_size=args.batch, sequential=sequential)
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -181,7 +216,8 @@ def certify_logs(
                 f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
                 f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
                 f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
-                f"{', compiled' if settings.compile else ''} -> {path}"
+                f"{', compiled' if settings.compile else ''}"
+                f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
             )
             if memory_out is not None:
                 counts = memory_certify_log(path, inputs.dataset, memory_out)

@@ -6,6 +6,8 @@ In reading order:
   (Gaussian ℓ2, Cohen et al. 2019 Thm 1; uniform ℓ1, Yang et al. 2020);
 - :mod:`~ddrs.core.binomial`: the Clopper–Pearson bound on p_A;
 - :mod:`~ddrs.core.smoothing`: ``Smooth`` with PREDICT and CERTIFY (Cohen et al. §3.2), batched;
+- :mod:`~ddrs.core.sequential`, :mod:`~ddrs.core.sequential_pool`: sequential CERTIFY, drawing
+  until a confidence sequence decides every radius of the grid (Voráček 2024, Algorithm 2);
 - :mod:`~ddrs.core.sigma`: Algorithm 1 (DDRS §3.2, Eq. 2: σ*ₓ by gradient ascent on the certified
   radius) and the grid-search baseline (Appendix B);
 - :mod:`~ddrs.core.memory`: Algorithm 3 (DDRS §3.5, Appendix C), memory-based certification;

@@ -58,6 +58,11 @@ class SmoothingNoise(ABC):
         """Certified radius from a lower confidence bound on p_A, with p_B ≤ 1 − p_A."""
 
     @abstractmethod
+    def threshold(self, radius: Tensor | float, scale: Tensor | float) -> Tensor:
+        """The least p̲_A whose :meth:`radius` reaches ``radius`` (its inverse in p̲_A; above 1 where
+        no p̲_A reaches it): what sequential certification compares its bounds against."""
+
+    @abstractmethod
     def objective(self, e_a: Tensor, e_b: Tensor, scale: Tensor, clamp: float = 0.0) -> Tensor:
         """The differentiable radius surrogate maximised by Algorithm 1 (DDRS Eq. 3 / Eq. 4), with
         E_A, E_B clamped to [clamp, 1 − clamp] where the surrogate needs them inside (0, 1)."""
@@ -83,6 +88,11 @@ class Gaussian(SmoothingNoise):
     def radius(self, p_a_lower, scale):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
         return torch.as_tensor(scale, dtype=torch.float64) * torch.special.ndtri(p)
+
+    def threshold(self, radius, scale):
+        """Φ(r/σ) (Voráček 2024's target, written ``norm.ppf(r/σ)`` in RS_conf_seq, where Φ is meant)."""
+        r = torch.as_tensor(radius, dtype=torch.float64)
+        return torch.special.ndtr(r / torch.as_tensor(scale, dtype=torch.float64))
 
     def objective(self, e_a, e_b, scale, clamp=0.0):
         """R(σ) = σ/2 · (Φ⁻¹(E_A) − Φ⁻¹(E_B)) (DDRS Eq. 1 and Eq. 3), E_A and E_B clamped so that Φ⁻¹
@@ -110,6 +120,11 @@ class Uniform(SmoothingNoise):
     def radius(self, p_a_lower, scale):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
         return torch.as_tensor(scale, dtype=torch.float64) * 2 * (p - 0.5)
+
+    def threshold(self, radius, scale):
+        """½ + r/(2λ)."""
+        r = torch.as_tensor(radius, dtype=torch.float64)
+        return 0.5 + r / (2 * torch.as_tensor(scale, dtype=torch.float64))
 
     def objective(self, e_a, e_b, scale, clamp=0.0):
         """R(λ) = λ · (E_A − E_B) (DDRS Eq. 4), never clamped: it has no Φ⁻¹ to keep finite, and the

@@ -127,6 +127,48 @@ def _at_least_one(**values: int) -> None:
             raise ValueError(f"{name} must be an integer >= 1, got {value}")
 
 
+#: How CERTIFY spends its estimation draws: ``fixed`` = Cohen et al.'s n for every input;
+#: ``sequential`` = in looks until the run's radii are decided (:mod:`ddrs.core.sequential`), at most n.
+CERTIFY_MODES = ("fixed", "sequential")
+
+#: Sequential certification's confidence sequences (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
+SEQUENCES = ("betting", "union_cp")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequentialSettings:
+    """Sequential certification (:mod:`ddrs.core.sequential`): what decides when an input stops.
+
+    ``sequence`` (:data:`SEQUENCES`) bounds p_A at every look at once; the looks fall at
+    ``first_look`` estimation draws and then every ×``growth`` (Voráček 2024's β = 1.1), up to
+    CERTIFY's n, the cap. An input stops once every radius of ``radii`` (the run's grid, in the
+    noise's norm; radius 0 always) is decided. ``acr_fraction`` spends draws for ACR: an input goes
+    on while its radius could still grow by more than that fraction of its scale (None: off).
+    ``pool`` inputs are in flight at once (default: enough to fill a forward pass with first
+    looks); it changes speed, not rows.
+    """
+
+    sequence: str = "betting"
+    radii: tuple[float, ...] = (0.0,)
+    first_look: int = 32
+    growth: float = 1.1
+    acr_fraction: float | None = None
+    pool: int | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("confidence sequence", self.sequence, SEQUENCES)
+        object.__setattr__(self, "radii", tuple(sorted({0.0, *(float(r) for r in self.radii)})))
+        if any(not (math.isfinite(r) and r >= 0) for r in self.radii):
+            raise ValueError(f"every radius must be finite and >= 0, got {list(self.radii)}")
+        _at_least_one(first_look=self.first_look)
+        if not (math.isfinite(self.growth) and self.growth > 1):
+            raise ValueError(f"growth must be > 1, got {self.growth}")
+        if self.acr_fraction is not None:
+            _positive("acr_fraction", self.acr_fraction)
+        if self.pool is not None:
+            _at_least_one(pool=self.pool)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CertifySettings:
     """CERTIFY's parameters for every input of a run (Cohen et al. 2019, §3.2.2; defaults are theirs).
@@ -141,6 +183,8 @@ class CertifySettings:
     ``memory_format`` (:data:`MEMORY_FORMATS`) lays out the model and its noisy inputs; ``compile``
     runs the base classifier through ``torch.compile``, once per job (:func:`ddrs.core.device.prepare_classifier`).
     Both, like ``precision``, fix one base classifier for selection and estimation alike.
+    ``mode`` (:data:`CERTIFY_MODES`): ``sequential`` draws in looks until ``sequential``'s
+    stopping rule holds, with ``n`` the cap (:mod:`ddrs.core.sequential`).
     """
 
     noise: str = "gaussian"
@@ -153,9 +197,14 @@ class CertifySettings:
     inputs_per_call: int | None = None
     memory_format: str = "auto"
     compile: bool = False
+    mode: str = "fixed"
+    sequential: SequentialSettings = field(default_factory=SequentialSettings)
 
     def __post_init__(self) -> None:
+        if isinstance(self.sequential, Mapping):  # a job document's section (``dataclasses.asdict``)
+            object.__setattr__(self, "sequential", SequentialSettings(**self.sequential))
         validate_certify_args(n0=self.n0, n=self.n, alpha=self.alpha, batch_size=self.batch_size)
+        check_choice("certify mode", self.mode, CERTIFY_MODES)
         check_precision(self.precision)
         check_choice("memory format", self.memory_format, MEMORY_FORMATS)
         if self.inputs_per_call is not None and self.inputs_per_call <= 0:
@@ -166,6 +215,10 @@ class CertifySettings:
         under the same ones."""
         settings = asdict(self)
         del settings["batch_size"], settings["inputs_per_call"]
+        if self.mode == "fixed":  # as before the mode existed, so fixed-n partial logs still resume
+            del settings["mode"], settings["sequential"]
+        else:
+            del settings["sequential"]["pool"]
         return settings
 
 

@@ -12,6 +12,7 @@ so batched and one-at-a-time runs agree exactly (what resumable certification re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -49,21 +50,29 @@ def _sigmas(sigma: Tensor | float, x: Tensor) -> Tensor:
     return sigmas
 
 
-def _schedule(num_inputs: int, num: int, batch_size: int) -> list[list[tuple[int, int]]]:
-    """Group the ``num`` draws of each input into forward passes of at most ``batch_size``.
+def _schedule(nums: Sequence[int], batch_size: int) -> list[list[tuple[int, int]]]:
+    """Group ``nums[i]`` draws of each input ``i`` into forward passes of at most ``batch_size``.
 
     Each input's draws come in blocks of ``batch_size`` plus one remainder block; a block
     always lands whole in one forward pass, so an input's noise is drawn in the same sizes
     however many inputs share the call. Full blocks fill a pass alone; remainder blocks of
-    several inputs are packed together, so small ``num`` (e.g. n0) still fills the device.
-    Returns a list of passes, each a list of ``(input, draws)`` blocks.
+    several inputs are packed together in input order, a pass closing when the next block does
+    not fit, so small counts (e.g. n0) still fill the device. Returns a list of passes, each a
+    list of ``(input, draws)`` blocks.
     """
-    full, rest = divmod(num, batch_size)
-    passes = [[(i, batch_size)] for i in range(num_inputs) for _ in range(full)]
-    if rest:
-        per_pass = batch_size // rest
-        for start in range(0, num_inputs, per_pass):
-            passes.append([(i, rest) for i in range(start, min(start + per_pass, num_inputs))])
+    passes = [[(i, batch_size)] for i, num in enumerate(nums) for _ in range(num // batch_size)]
+    packed, room = [], batch_size
+    for i, num in enumerate(nums):
+        rest = num % batch_size
+        if not rest:
+            continue
+        if rest > room:
+            passes.append(packed)
+            packed, room = [], batch_size
+        packed.append((i, rest))
+        room -= rest
+    if packed:
+        passes.append(packed)
     return passes
 
 
@@ -71,7 +80,7 @@ def sample_counts(
     model: nn.Module,
     x: Tensor,
     sigma: Tensor | float,
-    num: int,
+    num: int | Sequence[int],
     noise: str | SmoothingNoise,
     batch_size: int,
     generator: Generators | None,
@@ -81,15 +90,16 @@ def sample_counts(
 ) -> Tensor:
     """SampleUnderNoise (Cohen et al. 2019, Appendix C) for a batch: class counts ``(B, C)``.
 
-    Draws ``num`` noisy copies ``x_b + scale_b · ε̂`` of every input ``x_b`` and counts the base
-    classifier's argmax over them, all on ``x``'s device; the only host synchronisation is the
-    caller's read of the result. ``model`` must be on ``x``'s device and in eval mode.
+    Draws ``num`` (or ``num[b]``, one count per input) noisy copies ``x_b + σ_b · ε̂`` of every
+    input ``x_b`` and counts the base classifier's argmax over them, all on ``x``'s device; the
+    only host synchronisation is the caller's read of the result. ``model`` must be on ``x``'s device and in eval mode.
     Counting uses ``index_add_`` into one ``(B·C,)`` vector (row ``b`` offset by ``b·C``):
     unlike ``torch.bincount``, it does not synchronise with the host on CUDA to size its output.
     ``channels_last`` lays every noisy image batch out channels-last (same values, same draws).
     """
-    if num <= 0:
-        raise ValueError(f"num must be positive, got {num}")
+    nums = [num] * x.shape[0] if isinstance(num, int) else [int(count) for count in num]
+    if any(count <= 0 for count in nums) or len(nums) != x.shape[0]:
+        raise ValueError(f"num must be positive, one count or one per input, got {num}")
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     noise = get_noise(noise) if isinstance(noise, str) else noise
@@ -98,7 +108,7 @@ def sample_counts(
     if num_inputs == 0:
         raise ValueError("x holds no inputs (batch dimension 0)")
     streams = as_streams(generator, num_inputs)
-    passes = _schedule(num_inputs, num, batch_size)
+    passes = _schedule(nums, batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
     counts = None
     ones = torch.ones(batch_size, dtype=torch.long, device=x.device)

@@ -57,6 +57,11 @@ class InputStreams(ABC):
         """The next ``count`` draws of every input: ``(B, count, *x.shape[1:])``."""
         return self.draw(noise, [(i, count) for i in range(len(x))], x).view(len(x), count, *x.shape[1:])
 
+    @abstractmethod
+    def select(self, rows: Sequence[int]) -> InputStreams:
+        """The streams of inputs ``rows``, sharing their state with these: a draw from either advances
+        the input in both (sequential certification's pool draws for the inputs still in flight)."""
+
 
 class SharedGenerator(InputStreams):
     """One generator (or torch's global one, ``None``) for all inputs: draws depend on the batch."""
@@ -70,6 +75,9 @@ class SharedGenerator(InputStreams):
 
     def draw_each(self, noise, count, x):
         return noise.unit((len(x), count, *x.shape[1:]), generator=self.generator, device=x.device, dtype=x.dtype)
+
+    def select(self, rows):
+        return self
 
 
 #: torch's CPU ``randn`` fills a call in blocks of 16 values and redraws a call's last 16 when its
@@ -90,6 +98,9 @@ class GeneratorStreams(InputStreams):
 
     def __len__(self) -> int:
         return len(self.generators)
+
+    def select(self, rows):
+        return GeneratorStreams([self.generators[row] for row in rows])
 
     def draw(self, noise, blocks, x):
         numel = x[0].numel()
@@ -129,6 +140,13 @@ class PhiloxStreams(InputStreams):
     def __len__(self) -> int:
         return len(self.position)
 
+    def select(self, rows):
+        view = object.__new__(PhiloxStreams)
+        view.keys = self.keys[copy_to(torch.tensor(list(rows), dtype=torch.long), self.keys.device)]
+        view.position = _SharedPositions(self.position, rows)
+        view._unit = self._unit
+        return view
+
     def _take(self, i: int, count: int) -> int:
         start = self.position[i]
         self.position[i] += count
@@ -155,6 +173,22 @@ class PhiloxStreams(InputStreams):
             draw = copy_to(torch.tensor(starts)[:, None], x.device) + offsets
         unit = self._unit(noise, self.keys[:, None, :], draw, math.prod(x.shape[1:]))
         return unit.view(len(x), count, *x.shape[1:]).to(x.dtype)
+
+
+class _SharedPositions:
+    """The positions of some of a :class:`PhiloxStreams`' inputs, read and advanced in place."""
+
+    def __init__(self, positions: list[int], rows: Sequence[int]):
+        self.positions, self.rows = positions, list(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return self.positions[self.rows[i]]
+
+    def __setitem__(self, i: int, value: int) -> None:
+        self.positions[self.rows[i]] = value
 
 
 #: noise sources the sampling functions accept: streams, one generator, or one generator per input

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from ddrs.core.device import auto_batch_size, copy_to, prepare_classifier
 from ddrs.core.noise import get_noise
 from ddrs.core.seeds import Stream
+from ddrs.core.sequential_pool import certify_sequentially
 from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams, stream_settings
@@ -31,6 +32,10 @@ from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
+
+#: columns a sequential certification log adds after those: forward passes spent on the input,
+#: selection included, and whether every radius of the grid was decided before the cap
+SEQUENTIAL_COLUMNS = ("draws", "decided")
 
 
 def _sigma_lookup(sigmas: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
@@ -64,11 +69,13 @@ def certify_dataset(
 ) -> Path:
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
-    ``scales`` is one σ/λ for all inputs or a mapping idx → scale (data-dependent certification,
+    ``sigmas`` is one σ (λ for uniform noise) for all inputs or a mapping idx → σ (data-dependent certification,
     e.g. :func:`ddrs.jobs.sigma_log_format.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
-    ``{"k": 100}``). ``model`` must already be on ``device``; it runs in the settings' memory
+    ``{"k": 100}``). In ``settings.mode == "sequential"`` each input draws until its radii are decided
+    (:func:`ddrs.core.sequential_pool.certify_sequentially`), ``time`` is the wall time between rows and
+    :data:`SEQUENTIAL_COLUMNS` come last. ``model`` must already be on ``device``; it runs in the settings' memory
     format, compiled once per process if ``settings.compile`` (:func:`ddrs.core.device.prepare_classifier`),
     and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
@@ -82,7 +89,7 @@ def certify_dataset(
     indices = sorted(int(i) for i in indices)
     sigma_of = _sigma_lookup(sigmas, indices)
     extra_columns = dict(extra_columns or {})
-    clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS)
+    clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS)
     if clash:
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
     model.eval()
@@ -106,8 +113,26 @@ def certify_dataset(
         **extra_columns,
         **(provenance or {}),
     }
-    writer = LogWriter(out_path, COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns), resume_settings, indices=indices)
+    sequential = settings.mode == "sequential"
+    columns = COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns) + (SEQUENTIAL_COLUMNS if sequential else ())
+    writer = LogWriter(out_path, columns, resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
+
+    def row(i: int, label, predict: int, radius: float, p_a_lower: float, seconds: float) -> dict[str, object]:
+        return {
+            "idx": i,
+            "label": int(label),
+            "predict": predict,
+            "radius": radius,
+            "correct": int(predict == int(label)),
+            "time": seconds,
+            "scale": sigma_of[i],
+            "p_a_lower": p_a_lower,
+            "noise": noise,
+            "precision": settings.precision,
+            **extra_columns,
+        }
+
     with tqdm(
         total=len(indices),
         initial=len(indices) - len(todo),
@@ -115,6 +140,9 @@ def certify_dataset(
         desc=f"certify {Path(out_path).name}",
         unit="input",
     ) as bar:
+        if sequential:
+            _certify_in_pool(classifier, dataset, todo, sigma_of, settings, num_classes, device, writer, row, bar)
+            return writer.finish()
         for start in range(0, len(todo), inputs_per_call):
             group = todo[start : start + inputs_per_call]
             images, labels = zip(*(dataset[i] for i in group), strict=True)
@@ -132,20 +160,38 @@ def certify_dataset(
                 result.p_a_lower.tolist(),
                 strict=True,
             ):
-                writer.write(
-                    {
-                        "idx": i,
-                        "label": int(label),
-                        "predict": predict,
-                        "radius": radius,
-                        "correct": int(predict == int(label)),
-                        "time": seconds,
-                        "scale": sigma_of[i],
-                        "p_a_lower": p_a_lower,
-                        "noise": noise,
-                        "precision": settings.precision,
-                        **extra_columns,
-                    }
-                )
+                writer.write(row(i, label, predict, radius, p_a_lower, seconds))
             bar.update(len(group))
     return writer.finish()
+
+
+def _certify_in_pool(classifier, dataset, todo, sigma_of, settings, num_classes, device, writer, row, bar) -> None:
+    """Sequential CERTIFY of the ``todo`` inputs through one pool, rows written in ``idx`` order.
+
+    An input that stops early waits until every input before it has stopped, so the log keeps the
+    contract's order; a resumed run recomputes the waiting ones, which get the same rows from their
+    own streams. ``time`` is the wall time since the previous row was written, so that, as in
+    fixed mode, the rows' times add up to the job's and their mean is the seconds per input.
+    """
+    if not todo:
+        return
+    images, labels = zip(*(dataset[i] for i in todo), strict=True)
+    x = torch.stack(images)
+    sigma = torch.tensor([sigma_of[i] for i in todo], dtype=torch.float64)
+    streams = input_streams(settings.seed, todo, Stream.CERTIFY, device)
+    waiting: dict[int, object] = {}
+    next_row = 0
+    written = time.perf_counter()
+    for position, result in certify_sequentially(
+        classifier, x, sigma, settings, num_classes=num_classes, streams=streams, device=device
+    ):
+        waiting[position] = result
+        while next_row in waiting:
+            done = waiting.pop(next_row)
+            now = time.perf_counter()
+            seconds, written = now - written, now
+            i = todo[next_row]
+            fields = row(i, labels[next_row], done.predict, done.radius, done.p_a_lower, seconds)
+            writer.write({**fields, "draws": done.draws, "decided": int(done.decided)})
+            next_row += 1
+            bar.update(1)

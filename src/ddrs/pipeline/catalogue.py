@@ -33,6 +33,13 @@ JEONG2020_METHODS = (
     "stability",
     "macer",
 )
+#: the sequential comparison's columns of values (not radii or counts)
+SEQUENTIAL_MEASURED = (
+    *(f"{mode}{part}" for mode in ("fixed", "sequential") for part in ("", "_low", "_high")),
+    "difference", "mcnemar_p", "mcnemar_p_holm", "acr_fixed", "acr_sequential",
+    *(f"passes_{mode}_{stat}" for mode in ("fixed", "sequential") for stat in ("mean", "median", "p99")),
+    "undecided_at_cap", "seconds_fixed", "seconds_sequential",
+)  # fmt: skip
 TABLES = "ddrs.analysis.tables"
 COMPARISONS = "ddrs.analysis.comparisons"
 PLOTS = "ddrs.analysis.plots"
@@ -205,6 +212,21 @@ ENTRIES = (
         # Appendix H and part of Table 3 print two decimals
         decimals=2,
         bold=False,
+    ),
+    Target(
+        "sequential_comparison",
+        "sequential_{dataset}",
+        "ddrs.analysis.sequential:sequential_table",
+        "sequential",
+        "Sequential certification",
+        outputs=(*TABLE, *FIGURE),
+        instances=q.sequential_datasets,
+        files=q.sequential_files,
+        params=q.sequential_params,
+        # percentages, p-values, ACR and seconds to 3 decimals (the CSV keeps full precision)
+        decimals=3,
+        bold=False,
+        measured=SEQUENTIAL_MEASURED,
     ),
     Target(
         "certified_accuracy_figure",

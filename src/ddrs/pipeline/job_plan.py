@@ -24,7 +24,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ddrs.core.settings import Algorithm1Settings, CertifySettings, SigmaSettings, settings_from
+from ddrs.core.settings import (
+    Algorithm1Settings,
+    CertifySettings,
+    SequentialSettings,
+    SigmaSettings,
+    settings_from,
+)
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run
@@ -61,13 +67,22 @@ class JobPlan:
             "precision": self.config["precision"],
         }
 
-    def certify_settings(self, run: Run) -> CertifySettings:
+    def certify_settings(self, run: Run, mode: str | None = None) -> CertifySettings:
         """CERTIFY's settings: the config's ``certify`` section by field name (``batch``: the
-        forward batch, ``auto`` or absent for the device's choice)."""
+        forward batch, ``auto`` or absent for the device's choice), in ``mode`` where given. The
+        sequential stopping rule is ``certify.sequential`` by field name, deciding the dataset's
+        radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
         section = self.config["certify"]
         batch = section.get("batch", "auto")
+        radii = self.grid.radii(get_method(run.method).norm)[run.dataset]
+        sequential = settings_from(SequentialSettings, section.get("sequential", {}), radii=tuple(radii))
         return settings_from(
-            CertifySettings, section, **self._shared(run), batch_size=None if batch == "auto" else batch
+            CertifySettings,
+            section,
+            **self._shared(run),
+            batch_size=None if batch == "auto" else batch,
+            mode=mode or section.get("mode", "fixed"),
+            sequential=sequential,
         )
 
     def _sigma_search(self, run: Run) -> dict[str, Any]:
@@ -96,6 +111,15 @@ class JobPlan:
     def fixed_certification(self, run: Run) -> dict[str, Any]:
         """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows)."""
         return {"inputs": self.inputs(run), "sigma": self.sigma(run), "certify": asdict(self.certify_settings(run))}
+
+    def sequential_certification(self, run: Run) -> dict[str, Any]:
+        """The fixed-σ job in sequential mode whatever ``certify.mode`` says: the sequential side of
+        the comparison with Cohen's fixed n (``sequential_<dataset>``)."""
+        return {
+            "inputs": self.inputs(run),
+            "sigma": self.sigma(run),
+            "certify": asdict(self.certify_settings(run, mode="sequential")),
+        }
 
     def data_dependent_certification(self, run: Run) -> dict[str, Any]:
         """Algorithm 1 to the largest K, then CERTIFY at σ*ₓ of every K and Algorithm 3 (DDRS §3.3–3.4)."""

@@ -11,6 +11,7 @@ RUN_FILES = {
     "train_log": "train.csv",
     "train_sigmas": "train_sigmas.tsv",
     "certify_fixed": "certify_fixed.tsv",
+    "certify_sequential": "certify_sequential.tsv",
     "sigma_log": "sigma_opt.tsv",
     "certify_k": "certify_K{k}.tsv",
     "memory_k": "memory_K{k}.tsv",

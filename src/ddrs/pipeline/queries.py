@@ -18,7 +18,7 @@ from ddrs.analysis.render import (
     selection_optimism_caption,
 )
 from ddrs.methods import METHODS, get_method
-from ddrs.pipeline.layout import run_file
+from ddrs.pipeline.layout import Run, run_file, scale_label
 from ddrs.pipeline.target import Experiment, Target, Wildcards
 
 Query = Callable[..., Any]
@@ -165,6 +165,38 @@ def showcase_file(exp: Experiment, dataset: str, name: str) -> str:
 def gradient_norm_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
     runs = exp.records.gradient_norm_runs(target.methods, dataset)
     return {"paths": [run_file(exp.grid.run_dir(r), "gradient_norms") for r in runs]}
+
+
+#: the method whose fixed-σ models the sequential-certification comparison certifies both ways
+SEQUENTIAL_METHOD = "cohen"
+
+
+def sequential_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The datasets of trained Gaussian models, where the config asks for the comparison
+    (``certify.sequential.compare``)."""
+    if not exp.grid.config.get("certify", {}).get("sequential", {}).get("compare"):
+        return []
+    return [
+        {"dataset": d}
+        for d in exp.grid.datasets_of(SEQUENTIAL_METHOD)
+        if not exp.grid.is_logs(d) and not exp.grid.is_published(d) and SEQUENTIAL_METHOD in exp.grid.methods
+    ]
+
+
+def sequential_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """Each σ's fixed-n and sequential log of the method's fixed-σ model."""
+    sigmas = exp.grid.sigmas(dataset, SEQUENTIAL_METHOD)
+    runs = {s: exp.grid.run_dir(Run(dataset, SEQUENTIAL_METHOD, "fs", s)) for s in sigmas}
+    return {
+        "fixed": {scale_label(s): run_file(run, "certify_fixed") for s, run in runs.items()},
+        "sequential": {scale_label(s): run_file(run, "certify_sequential") for s, run in runs.items()},
+    }
+
+
+def sequential_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """The dataset's ℓ2 radius grid and the certification's sample sizes."""
+    certify = exp.grid.config["certify"]
+    return {"radii": exp.grid.radii(2)[dataset], "n0": certify["n0"], "n": certify["n"]}
 
 
 def sigma_examples_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:

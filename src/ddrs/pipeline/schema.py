@@ -52,7 +52,14 @@ def _enum(values, source: str) -> dict[str, Any]:
 def name_lists() -> dict[str, dict[str, Any]]:
     """Each list of names the config may use, as an ``enum`` definition naming its registry."""
     from ddrs.analysis.evidence import SELECTIONS
-    from ddrs.core.settings import MEMORY_FORMATS, PRECISIONS, SIGMA_OBJECTIVES, UNIFORM_CONVENTIONS
+    from ddrs.core.settings import (
+        CERTIFY_MODES,
+        MEMORY_FORMATS,
+        PRECISIONS,
+        SEQUENCES,
+        SIGMA_OBJECTIVES,
+        UNIFORM_CONVENTIONS,
+    )
     from ddrs.data import DATASETS
     from ddrs.methods import METHODS, TRAIN_MODES
     from ddrs.models import ARCHS
@@ -77,6 +84,8 @@ def name_lists() -> dict[str, dict[str, Any]]:
         "sigma_objective": _enum(SIGMA_OBJECTIVES, "ddrs.core.settings.SIGMA_OBJECTIVES"),
         "precision": _enum(PRECISIONS, "ddrs.core.settings.PRECISIONS"),
         "memory_format": _enum(MEMORY_FORMATS, "ddrs.core.settings.MEMORY_FORMATS"),
+        "certify_mode": _enum(CERTIFY_MODES, "ddrs.core.settings.CERTIFY_MODES"),
+        "confidence_sequence": _enum(SEQUENCES, "ddrs.core.settings.SEQUENCES"),
         "c_a": _enum(C_A_RULES, "ddrs.training.config.C_A_RULES"),
         "noise_batching": _enum(NOISE_BATCHINGS, "ddrs.training.config.NOISE_BATCHINGS"),
         "feed": _enum(FEEDS, "ddrs.training.config.FEEDS"),

@@ -1,0 +1,84 @@
+"""Sequential against fixed-n certification at the paper's settings, on the same inputs, σ and model.
+
+For each σ, the trained default model ``<results>/<dataset>/cohen/fs/sigma<σ>/model.pt`` (``make
+table1`` trains it) certifies the same test digits twice through ``ddrs certify``: Cohen's CERTIFY
+at n0 = 100, n = 100,000, α = 0.001, and ``--mode sequential`` with the cap n = 100,000 and the
+config's radius grid. Both draw from the same per-input streams (the same selection draws, so the
+same c_A). The logs go to ``--out`` and resume, so a run cut short continues, and a run with a
+smaller ``--skip`` reuses the inputs already certified. Then it prints, per σ and radius, the
+comparison of :func:`ddrs.analysis.sequential.sequential_comparison` (certified accuracy with
+intervals, exact McNemar Holm-adjusted, ACR, forward passes per input, share undecided at the cap,
+wall time) and the targets: mean forward passes ≤ 10,010 per input, no radius significantly worse.
+
+    .venv/bin/python benchmarks/sequential_certify.py [--skip 2] [--sigmas 0.25 0.5 1.0] [--json PATH]
+
+The default takes ~500 of mnist5k's 1,000 held-out digits (``--skip 2``). A finished log is kept
+as it is; the comparison takes the inputs both logs hold. Times are the job's own wall time per
+input (``time`` column), on whatever the CPU shares.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import yaml
+from _report import add_json_option, write_report
+from tabulate import tabulate
+
+from ddrs.analysis.sequential import sequential_comparison
+from ddrs.cli import main
+from ddrs.jobs.logs import read_log
+
+ROOT = Path(__file__).resolve().parent.parent
+N0, N, ALPHA = 100, 100_000, 0.001
+
+
+def certify(checkpoint: Path, dataset: str, sigma: float, out: Path, args, *mode: str) -> Path:
+    """``ddrs certify`` into ``out`` unless that log is finished (a partial one resumes)."""
+    if out.exists():
+        return out
+    flags = ["--checkpoint", str(checkpoint), "--dataset", dataset, "--scale", str(sigma)]
+    flags += ["--n0", str(N0), "--n", str(N), "--alpha", str(ALPHA), "--batch", str(args.batch)]
+    flags += ["--skip", str(args.skip), "--device", "cpu", "--seed", str(args.seed), "--out", str(out), *mode]
+    if main(["certify", *flags]) != 0:
+        raise SystemExit(f"ddrs certify failed for {out}")
+    return out
+
+
+def main_() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    parser.add_argument("--results", type=Path, default=ROOT / "results", help="where make table1 put the models")
+    parser.add_argument("--dataset", default=None, help="default: the config's first dataset")
+    parser.add_argument("--sigmas", type=float, nargs="+", default=None, help="default: the dataset's σ grid")
+    parser.add_argument("--skip", type=int, default=2, help="every skip-th held-out digit")
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sequence", default="betting")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
+    add_json_option(parser)
+    args = parser.parse_args()
+    config = yaml.safe_load(args.config.read_text())
+    dataset = args.dataset or next(iter(config["datasets"]))
+    grid = config["datasets"][dataset]
+    radii = [r for r in grid["radii"] if r > 0]
+    figures = {}
+    for sigma in args.sigmas or grid["sigmas"]:
+        checkpoint = args.results / dataset / "cohen" / "fs" / f"sigma{sigma:g}" / "model.pt"
+        out = args.out / dataset / f"sigma{sigma:g}"
+        mode = ["--mode", "sequential", "--sequence", args.sequence, "--radii", *map(str, radii)]
+        sequential = certify(checkpoint, dataset, sigma, out / f"sequential_{args.sequence}.tsv", args, *mode)
+        fixed = certify(checkpoint, dataset, sigma, out / "fixed.tsv", args)
+        fixed, sequential = read_log(fixed), read_log(sequential)
+        common = sorted(set(fixed["idx"]) & set(sequential["idx"]))  # logs kept from runs of another --skip
+        fixed, sequential = (log[log["idx"].isin(common)] for log in (fixed, sequential))
+        table = sequential_comparison(fixed, sequential, radii=[0.0, *radii], n0=N0, n=N)
+        print(f"\n{dataset}, σ = {sigma:g}, {table.attrs['inputs']} inputs (n0 = {N0}, n = {N:,}, α = {ALPHA})")
+        print(tabulate(table, headers="keys", showindex=False, floatfmt=".4g"))
+        figures[f"{dataset}_sigma{sigma:g}"] = {**table.attrs, "rows": table.to_dict(orient="records")}
+    write_report("sequential_certify", figures, args.json)
+
+
+if __name__ == "__main__":
+    main_()

@@ -1,0 +1,134 @@
+"""Sequential CERTIFY over many inputs: a pool of inputs in flight, drawn for in rounds.
+
+Each round draws, in one :func:`ddrs.core.smoothing.sample_counts` call, the next block of every
+input in the pool: the n0 selection draws of an input that just entered (its c_A is their top
+class, and they are never counted again), else the draws up to its next look
+(:func:`ddrs.core.sequential.look_schedule`). Then :func:`ddrs.core.sequential.decide` retires
+the inputs it stops, and inputs from the queue take their places, so the forward passes stay full
+while inputs need very different numbers of draws. Every input draws from its own stream
+(:mod:`ddrs.core.streams`) in a fixed sequence of block sizes, so its result does not depend on
+which inputs shared its rounds: a pool of one and a pool of a hundred give the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ddrs.core.certificate import ABSTAIN
+from ddrs.core.device import copy_to
+from ddrs.core.noise import get_noise
+from ddrs.core.sequential import confidence_sequence, decide, look_schedule
+from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.core.smoothing import sample_counts
+from ddrs.core.streams import InputStreams
+
+
+class SequentialResult(NamedTuple):
+    """One input's sequential certificate."""
+
+    #: c_A, or :data:`ABSTAIN` when the running lower bound stayed below ½
+    predict: int
+    #: the certified radius at the stop (σΦ⁻¹(p̲_A) or 2λ(p̲_A − ½)); 0 on abstain
+    radius: float
+    #: the running lower bound on p_A at the stop
+    p_a_lower: float
+    #: forward passes spent on the input, selection included
+    draws: int
+    #: every radius of the grid was decided (False: stopped by the cap)
+    decided: bool
+
+
+def certify_sequentially(
+    model: nn.Module,
+    x: Tensor,
+    sigma: Tensor,
+    settings: CertifySettings,
+    *,
+    num_classes: int,
+    streams: InputStreams,
+    device: torch.device,
+) -> Iterator[tuple[int, SequentialResult]]:
+    """Certify ``x[i]`` (host tensor ``(M, …)``) at ``sigma[i]`` for every i, yielding ``(i, result)``
+    as each input stops (not in order). ``streams`` holds input i's stream at row i; ``model`` is on
+    ``device``, in eval mode. ``settings.sequential`` holds the stopping rule, ``settings.n`` the cap.
+    """
+    rule = settings.sequential
+    noise = get_noise(settings.noise)
+    sequence = confidence_sequence(rule.sequence, settings.alpha)
+    schedule = look_schedule(rule.first_look, rule.growth, settings.n)
+    blocks = np.diff(schedule, prepend=0)
+    batch_size = settings.batch_size or DEFAULT_CERTIFY_BATCH
+    capacity = rule.pool or max(1, math.ceil(batch_size / min(settings.n0, rule.first_look)))
+    channels_last = resolve_memory_format(settings.memory_format, device.type) == "channels_last"
+    sigma = sigma.double()
+    radii = torch.tensor(rule.radii, dtype=torch.float64)
+    thresholds = noise.threshold(radii[None, :], sigma[:, None]).numpy()
+
+    # per input in the pool (parallel lists): position in x, look done (0: selection only), c_A, counts
+    members: list[int] = []
+    look = np.zeros(0, dtype=np.int64)
+    top = np.zeros(0, dtype=np.int64)
+    correct = np.zeros(0, dtype=np.int64)
+    lower = np.zeros(0)
+    queue = iter(range(len(x)))
+    selected = np.zeros(0, dtype=bool)  # the member has drawn its selection block
+    while True:
+        arrivals = [i for _, i in zip(range(capacity - len(members)), queue, strict=False)]
+        members += arrivals
+        look = np.concatenate([look, np.zeros(len(arrivals), dtype=np.int64)])
+        top = np.concatenate([top, np.zeros(len(arrivals), dtype=np.int64)])
+        correct = np.concatenate([correct, np.zeros(len(arrivals), dtype=np.int64)])
+        lower = np.concatenate([lower, np.zeros(len(arrivals))])
+        selected = np.concatenate([selected, np.zeros(len(arrivals), dtype=bool)])
+        if not members:
+            return
+        nums = np.where(selected, blocks[np.minimum(look, len(blocks) - 1)], settings.n0)
+        pool_x, pool_sigma = copy_to(x[members], device), sigma[members].to(x.dtype)
+        counts = sample_counts(
+            model, pool_x, pool_sigma, nums.tolist(), noise, batch_size, streams.select(members),
+            settings.precision, channels_last=channels_last,
+        ).cpu().numpy()  # fmt: skip
+        if counts.shape[1] != num_classes:
+            raise ValueError(f"model has {counts.shape[1]} outputs, expected num_classes={num_classes}")
+        top = np.where(selected, top, counts.argmax(axis=1))
+        correct = correct + np.where(selected, counts[np.arange(len(members)), top], 0)
+        look = look + selected
+        drew = selected.copy()
+        selected[:] = True
+        if not drew.any():
+            continue
+        rows = np.flatnonzero(drew)
+        member_sigma = sigma[[members[r] for r in rows]].numpy()
+        decision = decide(
+            sequence,
+            schedule,
+            look[rows],
+            correct[rows],
+            lower[rows],
+            thresholds[[members[r] for r in rows]],
+            gain_below=None if rule.acr_fraction is None else rule.acr_fraction * member_sigma,
+            radius=lambda p, s=member_sigma: noise.radius(torch.from_numpy(p), torch.from_numpy(s)).numpy(),
+        )
+        lower[rows] = decision.lower
+        stopped = rows[decision.stop]
+        for r, settled in zip(stopped, decision.decided[decision.stop], strict=True):
+            certified = lower[r] >= 0.5
+            radius = float(noise.radius(torch.tensor(lower[r]), sigma[members[r]])) if certified else 0.0
+            result = SequentialResult(
+                predict=int(top[r]) if certified else ABSTAIN,
+                radius=radius,
+                p_a_lower=float(lower[r]),
+                draws=int(settings.n0 + schedule[look[r] - 1]),
+                decided=bool(settled),
+            )
+            yield members[r], result
+        keep = np.ones(len(members), dtype=bool)
+        keep[stopped] = False
+        members = [m for m, kept in zip(members, keep, strict=True) if kept]
+        look, top, correct, lower, selected = (a[keep] for a in (look, top, correct, lower, selected))

@@ -1,0 +1,225 @@
+"""Sequential certification (ddrs.core.sequential, ddrs.core.sequential_pool): sound at every stop.
+
+The soundness tests draw from base classifiers whose p_A is known exactly: a linear classifier
+under Gaussian noise is right with probability p_A = Φ(margin/(σ‖w‖)) and its smoothed version is
+the same linear classifier, robust exactly to radius σΦ⁻¹(p_A). Over 12,000 certificates per
+procedure (a third of them with p_A at a radius of the grid, where a bound that overshoots certifies
+beyond the truth), the share certified beyond the true radius must not exceed α beyond its
+binomial interval. The statistical tests simulate the base classifier's right/wrong draws as
+Bernoulli(p_A) with numpy, which is what the linear classifier's draws are, through the same
+stopping rule the pool runs; the pool itself is checked end to end on the linear classifier.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+from torch import nn
+
+from ddrs.core.binomial import clopper_pearson_lower
+from ddrs.core.certificate import ABSTAIN
+from ddrs.core.seeds import Stream
+from ddrs.core.sequential import CONFIDENCE_SEQUENCES, confidence_sequence, decide, look_schedule
+from ddrs.core.sequential_pool import certify_sequentially
+from ddrs.core.settings import SEQUENCES, CertifySettings, SequentialSettings
+from ddrs.core.streams import input_streams
+
+ALPHA = 0.1  # large enough that an unsound bound fails the test with 12,000 certificates
+RADII = np.array([0.0, 0.25, 0.5, 1.0])  # in units of σ = 1
+N0, CAP = 20, 2000
+CPU = torch.device("cpu")
+
+
+def true_radii(count: int) -> np.ndarray:
+    """A third of the inputs exactly at a grid radius (p_A = Φ(r)), the rest spread between."""
+    rng = np.random.default_rng(1)
+    at_grid = RADII[1:][rng.integers(0, len(RADII) - 1, count // 3)]
+    return np.concatenate([at_grid, rng.uniform(0.02, 1.3, count - len(at_grid))])
+
+
+def simulate(sequence_name: str, radius: np.ndarray, seed: int):
+    """Certify inputs of true radius ``radius`` (σ = 1) sequentially, drawing Bernoulli(p_A) per look.
+
+    Returns the certified radii (0 on abstain) and whether the returned class is the right one.
+    """
+    rng = np.random.default_rng(seed)
+    p_a = norm.cdf(radius)
+    sequence = confidence_sequence(sequence_name, ALPHA)
+    schedule = look_schedule(8, 1.1, CAP)
+    selection = rng.binomial(N0, p_a)
+    right_class = selection * 2 > N0  # c_A, the top class of the selection draws
+    p_correct = np.where(right_class, p_a, 1 - p_a)
+    thresholds = np.broadcast_to(norm.cdf(RADII), (len(radius), len(RADII)))
+    correct = np.zeros(len(radius), dtype=int)
+    lower = np.zeros(len(radius))
+    look = np.zeros(len(radius), dtype=int)
+    active = np.ones(len(radius), dtype=bool)
+    previous = np.zeros(len(radius), dtype=int)
+    while active.any():
+        rows = np.flatnonzero(active)
+        look[rows] += 1
+        drawn = schedule[look[rows] - 1]
+        correct[rows] += rng.binomial(drawn - previous[rows], p_correct[rows])
+        previous[rows] = drawn
+        decision = decide(sequence, schedule, look[rows], correct[rows], lower[rows], thresholds[rows])
+        lower[rows] = decision.lower
+        active[rows[decision.stop]] = False
+    certified = np.where(lower >= 0.5, norm.ppf(np.maximum(lower, 0.5)), 0.0)
+    return certified, right_class
+
+
+def simulate_fixed(radius: np.ndarray, seed: int):
+    """Cohen's CERTIFY at n = CAP on the same inputs: the Clopper–Pearson bound at level α."""
+    rng = np.random.default_rng(seed)
+    p_a = norm.cdf(radius)
+    right_class = rng.binomial(N0, p_a) * 2 > N0
+    count = rng.binomial(CAP, np.where(right_class, p_a, 1 - p_a))
+    lower = clopper_pearson_lower(count, CAP, ALPHA)
+    return np.where(lower >= 0.5, norm.ppf(np.maximum(lower, 0.5)), 0.0), right_class
+
+
+def unsound_share(certified: np.ndarray, right_class: np.ndarray, radius: np.ndarray) -> tuple[int, int]:
+    """Certificates that are wrong: beyond the true radius, or of the wrong class (any radius)."""
+    wrong = ((certified > radius) & right_class) | ((certified > 0) & ~right_class)
+    return int(wrong.sum()), len(radius)
+
+
+def assert_at_most_alpha(wrong: int, total: int, alpha: float = ALPHA) -> None:
+    """The share's one-sided 99.9% Clopper–Pearson lower bound stays at or below α."""
+    assert clopper_pearson_lower(wrong, total, 0.001) <= alpha, f"{wrong} of {total} certificates unsound"
+
+
+@pytest.mark.parametrize("sequence", SEQUENCES)
+def test_sequential_certificates_beyond_the_true_radius_are_at_most_alpha(sequence):
+    radius = true_radii(12_000)
+    certified, right_class = simulate(sequence, radius, seed=2)
+    assert_at_most_alpha(*unsound_share(certified, right_class, radius))
+    assert (certified > 0).mean() > 0.5  # the test has power: most inputs certify some radius
+
+
+def test_fixed_n_certificates_beyond_the_true_radius_are_at_most_alpha():
+    radius = true_radii(12_000)
+    certified, right_class = simulate_fixed(radius, seed=3)
+    assert_at_most_alpha(*unsound_share(certified, right_class, radius))
+
+
+def test_the_betting_bounds_hold_their_level_at_every_look_at_once():
+    """The bounds of one Bernoulli(p) stream, looked at after every 5% more draws to 2,000, leave p
+    in at most α of 4,000 streams (Ville's inequality), lower and upper bound together."""
+    rng = np.random.default_rng(5)
+    sequence = confidence_sequence("betting", ALPHA)
+    p = 0.8
+    correct = (rng.random((4000, 2000)) < p).cumsum(axis=1)
+    n = look_schedule(1, 1.05, 2000)
+    lower, upper = sequence.bounds(correct[:, n - 1], n[None, :], 1)
+    missed = ((lower > p) | (upper < p)).any(axis=1)
+    assert_at_most_alpha(int(missed.sum()), len(missed))
+    assert missed.mean() > 0  # not vacuous: some streams do leave their bounds
+
+
+def test_the_sequences_agree_with_the_settings_names():
+    assert tuple(CONFIDENCE_SEQUENCES) == SEQUENCES
+
+
+def test_the_look_schedule_grows_to_the_cap_and_checks_its_arguments():
+    schedule = look_schedule(32, 1.1, 100_000)
+    assert schedule[0] == 32 and schedule[-1] == 100_000
+    assert (np.diff(schedule) >= 1).all() and len(schedule) < 100
+    with pytest.raises(ValueError, match="growth must be > 1"):
+        look_schedule(32, 1.0, 100)
+    with pytest.raises(ValueError, match="first_look must be an integer >= 1"):
+        look_schedule(0, 1.1, 100)
+
+
+class Linear(nn.Module):
+    """f(x) = 1 if x₀ ≥ 0 else 0: under N(0, σ²I) right with p_A = Φ(|x₀|/σ), robust to radius |x₀|."""
+
+    def forward(self, x):
+        margin = x.flatten(1)[:, :1]
+        return torch.cat([-margin, margin], dim=1)
+
+
+def run_pool(x0: np.ndarray, settings: CertifySettings, seed: int = 0):
+    x = torch.tensor(x0, dtype=torch.float32)[:, None].repeat(1, 3)
+    streams = input_streams(seed, range(len(x)), Stream.CERTIFY, CPU)
+    scale = torch.ones(len(x))
+    return dict(certify_sequentially(Linear(), x, scale, settings, num_classes=2, streams=streams, device=CPU))
+
+
+def settings(alpha: float = ALPHA, **sequential) -> CertifySettings:
+    return CertifySettings(
+        n0=N0, n=CAP, alpha=alpha, batch_size=512, mode="sequential",
+        sequential=SequentialSettings(radii=tuple(RADII), first_look=8, **sequential),
+    )  # fmt: skip
+
+
+def test_the_pool_certifies_the_linear_classifier_soundly_and_stops_early():
+    x0 = np.concatenate([np.full(30, 1.0), np.full(30, -0.25), np.full(30, 2.5), np.full(30, 0.0)])
+    results = run_pool(x0, settings(alpha=0.001))
+    assert sorted(results) == list(range(len(x0)))
+    wrong = sum(
+        result.radius > abs(x0[i]) or result.predict not in (int(x0[i] >= 0), ABSTAIN) for i, result in results.items()
+    )
+    assert_at_most_alpha(wrong, len(x0), alpha=0.001)
+    assert all(N0 + 8 <= result.draws <= N0 + CAP for result in results.values())
+    far = [results[i] for i in range(60, 90)]  # p_A = Φ(2.5): every radius certified within a few hundred
+    assert all(r.predict == 1 and r.decided and r.draws < 400 for r in far)
+    assert any(results[i].predict == ABSTAIN for i in range(90, 120))
+
+
+def test_a_row_does_not_depend_on_the_pool_or_the_batch():
+    x0 = np.linspace(-1.2, 1.2, 12)
+    together = run_pool(x0, settings())
+    alone = run_pool(x0, CertifySettings(**{**settings().__dict__, "batch_size": 7, "sequential": SequentialSettings(
+        radii=tuple(RADII), first_look=8, pool=1)}))  # fmt: skip
+    assert together == alone
+
+
+def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
+    x0 = np.full(40, 1.6)  # p_A = Φ(1.6): the grid (to r = 1) is decided long before the radius stops growing
+    plain = run_pool(x0, settings())
+    spent = run_pool(x0, settings(acr_fraction=0.05))
+    assert np.mean([r.radius for r in spent.values()]) > np.mean([r.radius for r in plain.values()])
+    assert np.mean([r.draws for r in spent.values()]) > np.mean([r.draws for r in plain.values()])
+    assert all(r.radius <= 1.6 for r in spent.values())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("sequence", "wald", "unknown confidence sequence"),
+        ("growth", 1.0, "growth must be > 1"),
+        ("radii", (-1.0,), "every radius must be finite and >= 0"),
+        ("acr_fraction", 0.0, "acr_fraction must be > 0"),
+    ],
+)
+def test_bad_sequential_settings_are_named(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        SequentialSettings(**{field: value})
+
+
+class Uniform100(nn.Module):
+    """argmax over 100 coordinates: at x = 0 under Gaussian noise, every class has p = 1/100 exactly."""
+
+    def forward(self, x):
+        return x.flatten(1)
+
+
+@pytest.mark.parametrize("sequence", SEQUENCES)
+def test_the_selection_draws_are_not_counted_into_the_bound(sequence):
+    """Chen et al. (2022)'s mistake, which the pool must not make: c_A, the top class of 1,000
+    selection draws among 100 equally likely classes, holds about 20 of them (10 expected), so
+    counting them again would put p̲_A above its true 1/100 almost always. The logged bound must
+    exceed p_A for at most α of the inputs."""
+    inputs = 400
+    x = torch.zeros(inputs, 100)
+    streams = input_streams(6, range(inputs), Stream.CERTIFY, CPU)
+    rule = SequentialSettings(sequence=sequence, first_look=8, pool=inputs)
+    certify = CertifySettings(n0=1000, n=8, alpha=ALPHA, batch_size=4096, mode="sequential", sequential=rule)
+    results = certify_sequentially(
+        Uniform100(), x, torch.ones(inputs), certify, num_classes=100, streams=streams, device=CPU
+    )
+    lowers = np.array([result.p_a_lower for _, result in results])
+    assert_at_most_alpha(int((lowers > 0.01).sum()), inputs)
