@@ -38,7 +38,7 @@ def certify(checkpoint: Path, dataset: str, sigma: float, out: Path, args, *mode
     """``ddrs certify`` into ``out`` unless that log is finished (a partial one resumes)."""
     if out.exists():
         return out
-    flags = ["--checkpoint", str(checkpoint), "--dataset", dataset, "--scale", str(sigma)]
+    flags = ["--checkpoint", str(checkpoint), "--dataset", dataset, "--sigma", str(sigma)]
     flags += ["--n0", str(N0), "--n", str(N), "--alpha", str(ALPHA), "--batch", str(args.batch)]
     flags += ["--skip", str(args.skip), "--device", "cpu", "--seed", str(args.seed), "--out", str(out), *mode]
     if main(["certify", *flags]) != 0:

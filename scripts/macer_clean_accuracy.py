@@ -56,7 +56,7 @@ def main() -> int:
             if not log.exists():
                 subprocess.run(
                     ["ddrs", "--threads", "1", "certify", "--checkpoint", str(model), "--dataset", args.dataset]
-                    + ["--data-root", config["data_root"], "--scale", f"{sigma:g}", "--skip", str(args.skip)]
+                    + ["--data-root", config["data_root"], "--sigma", f"{sigma:g}", "--skip", str(args.skip)]
                     + ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
                     + ["--batch", str(certify["batch"]), "--seed", str(config["seed"]), "--out", str(log)],
                     check=True,

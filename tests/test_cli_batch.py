@@ -72,15 +72,15 @@ def test_every_command_is_checked_before_the_first_runs(digits_checkpoint, tmp_p
 @pytest.mark.parametrize(
     ("later", "message"),
     [
-        (["certify", "--scale", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --sigma writes one log, but --out"),
-        (["certify", "--dataset", "svhn", "--scale", "0.5", "--out", "b2.tsv"], "certify: unknown dataset 'svhn'"),
+        (["certify", "--sigma", "0.5", "--out", "b2.tsv", "b3.tsv"], "certify: --sigma writes one log, but --out"),
+        (["certify", "--dataset", "svhn", "--sigma", "0.5", "--out", "b2.tsv"], "certify: unknown dataset 'svhn'"),
         (["optimize-sigma", "--sigma0", "0", "--out", "s.tsv"], "optimize-sigma: sigma0 must be > 0, got 0.0"),
         (["memory", "--log", "b1.tsv", "--dataset", "digits", "--out", "m.tsv", "m2.tsv"], "memory: 1 --log files"),
     ],
 )
 def test_every_commands_own_checks_run_before_the_first_runs(digits_checkpoint, tmp_path, capsys, later, message):
     first = tmp_path / "b1.tsv"
-    words = ["certify", "--checkpoint", str(digits_checkpoint), *DATA, "--n0", "20", "--n", "200", "--scale", "0.5"]
+    words = ["certify", "--checkpoint", str(digits_checkpoint), *DATA, "--n0", "20", "--n", "200", "--sigma", "0.5"]
     if later[0] != "memory":  # a later --dataset overrides DATA's
         later = [later[0], "--checkpoint", str(digits_checkpoint), *DATA, *later[1:]]
     assert main(["batch", *words, "--out", str(first), "--then", *later]) == 2

@@ -43,7 +43,7 @@ def certify_args(checkpoint, out, *extra):
 
 def test_certify_fixed_scale_writes_a_cohen_log(digits_checkpoint, tmp_path, capsys):
     out = tmp_path / "certify.tsv"
-    assert main(certify_args(digits_checkpoint, out, "--scale", "0.25", "--device", "cpu")) == 0
+    assert main(certify_args(digits_checkpoint, out, "--sigma", "0.25", "--device", "cpu")) == 0
     log = read_log(out)
     assert list(log.columns[: len(COHEN_COLUMNS)]) == list(COHEN_COLUMNS)
     assert log["idx"].tolist() == list(range(0, 30, 3))
@@ -59,7 +59,7 @@ def test_certify_is_reproducible_and_seeded(digits_checkpoint, tmp_path):
     logs = []
     for name, seed in (("a", "0"), ("b", "0"), ("c", "1")):
         out = tmp_path / f"{name}.tsv"
-        assert main(certify_args(digits_checkpoint, out, "--scale", "0.5", "--seed", seed, "--noise", "uniform")) == 0
+        assert main(certify_args(digits_checkpoint, out, "--sigma", "0.5", "--seed", seed, "--noise", "uniform")) == 0
         logs.append(read_log(out).drop(columns="time"))
     assert logs[0].equals(logs[1])
     assert not logs[0]["p_a_lower"].equals(logs[2]["p_a_lower"])
@@ -75,7 +75,7 @@ def test_certify_is_reproducible_and_seeded(digits_checkpoint, tmp_path):
 def test_bad_gpu_option_is_a_usage_error(digits_checkpoint, tmp_path, capsys, extra, message):
     out = tmp_path / "certify.tsv"
     with pytest.raises(SystemExit) as exit_:
-        main(certify_args(digits_checkpoint, out, "--scale", "0.25", *extra))
+        main(certify_args(digits_checkpoint, out, "--sigma", "0.25", *extra))
     assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 
@@ -88,7 +88,7 @@ def test_auto_batch_and_channels_last_certify_like_the_defaults_on_the_cpu(digit
         ("gpu_options", ["--batch", "auto", "--memory-format", "channels_last"]),
     ):
         out = tmp_path / f"{name}.tsv"
-        assert main(certify_args(digits_checkpoint, out, "--scale", "0.25", "--device", "cpu", *extra)) == 0
+        assert main(certify_args(digits_checkpoint, out, "--sigma", "0.25", "--device", "cpu", *extra)) == 0
         logs.append(read_log(out).drop(columns="time"))
     assert logs[0].equals(logs[1])
     printed = capsys.readouterr().out
@@ -108,11 +108,11 @@ def test_certify_with_per_input_scales_from_a_sigma_log(digits_checkpoint, tmp_p
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--scale", "0.25", "--noise", "laplace"], "unknown noise 'laplace'"),
-        (["--scale", "0.25", "--n0", "0"], "n0 must be positive, got 0"),
-        (["--scale", "0.25", "--alpha", "1.5"], r"alpha must lie in \(0, 1\), got 1.5"),
-        (["--scale", "0.0"], "--sigma must be > 0, got 0.0"),
-        (["--scale", "0.25", "--k", "100"], "drop them with --sigma"),
+        (["--sigma", "0.25", "--noise", "laplace"], "unknown noise 'laplace'"),
+        (["--sigma", "0.25", "--n0", "0"], "n0 must be positive, got 0"),
+        (["--sigma", "0.25", "--alpha", "1.5"], r"alpha must lie in \(0, 1\), got 1.5"),
+        (["--sigma", "0.0"], "--sigma must be > 0, got 0.0"),
+        (["--sigma", "0.25", "--k", "100"], "drop them with --sigma"),
         (["--sigma-log", "SIGMA", "--k", "50"], r"sigma\.tsv: no column sigma_K50"),
         (["--sigma-log", "SIGMA"], "needs exactly one of --k and --sigma-column"),
     ],
@@ -131,7 +131,7 @@ def test_bad_input_exits_2_and_leaves_no_log(digits_checkpoint, tmp_path, capsys
 
 def test_unknown_dataset_and_mismatched_checkpoint_exit_2(digits_checkpoint, tmp_path, capsys):
     out = tmp_path / "certify.tsv"
-    args = certify_args(digits_checkpoint, out, "--scale", "0.25")
+    args = certify_args(digits_checkpoint, out, "--sigma", "0.25")
     dataset = args.index("--dataset") + 1
     for name, message in (("svhn", "unknown dataset 'svhn'"), ("mnist", "but dataset 'mnist' was requested")):
         args[dataset] = name
@@ -146,15 +146,15 @@ def test_a_seed_that_draws_another_digits_split_than_the_checkpoints_is_refused(
     checkpoint = tmp_path / "trained_seed0.pt"
     save_checkpoint(checkpoint, digits_model, arch="mlp", dataset="digits", config={"seed": 0})
     out = tmp_path / "certify.tsv"
-    assert main(certify_args(checkpoint, out, "--scale", "0.25", "--seed", "1")) == 2
+    assert main(certify_args(checkpoint, out, "--sigma", "0.25", "--seed", "1")) == 2
     assert f"{checkpoint} was trained on the digits split of seed 0, but --seed 1" in capsys.readouterr().err
     assert not out.exists()
-    assert main(certify_args(checkpoint, out, "--scale", "0.25", "--seed", "0")) == 0
+    assert main(certify_args(checkpoint, out, "--sigma", "0.25", "--seed", "0")) == 0
 
 
 def test_certify_then_table_end_to_end(digits_checkpoint, tmp_path, capsys):
     log_path = tmp_path / "cohen.tsv"
-    assert main(certify_args(digits_checkpoint, log_path, "--scale", "0.25")) == 0
+    assert main(certify_args(digits_checkpoint, log_path, "--sigma", "0.25")) == 0
     assert main(["table", str(log_path), "--radii", "0", "0.25", "--out", str(tmp_path / "table.csv")]) == 0
     log = read_log(log_path)
     table = pd.read_csv(tmp_path / "table.csv").set_index("log")
@@ -225,7 +225,7 @@ def test_a_killed_multi_column_run_keeps_its_finished_logs_and_resumes(digits_ch
     [
         (["--sigma-log", "SIGMA", "--k", "0", "50"], 1, r"--k names 2 σ-log column\(s\) but --out names 1 log\(s\)"),
         (["--sigma-log", "SIGMA", "--sigma-column", "sigma_K0"], 2, r"--sigma-column names 1 .* --out names 2"),
-        (["--scale", "0.25"], 2, "--sigma writes one log, but --out names 2"),
+        (["--sigma", "0.25"], 2, "--sigma writes one log, but --out names 2"),
     ],
 )
 def test_mismatched_column_and_out_counts_exit_2_and_write_nothing(
@@ -299,6 +299,16 @@ def test_sequential_mode_certifies_from_the_command_line_with_sigma_log_and_memo
 
 
 def test_bad_sequential_flags_exit_2(digits_checkpoint, tmp_path, capsys):
-    args = certify_args(digits_checkpoint, tmp_path / "log.tsv", "--scale", "0.25", "--mode", "sequential")
+    args = certify_args(digits_checkpoint, tmp_path / "log.tsv", "--sigma", "0.25", "--mode", "sequential")
     assert main([*args, "--growth", "1"]) == 2
     assert "growth must be > 1" in capsys.readouterr().err
+
+
+def test_the_former_flag_scale_still_certifies_and_says_it_is_deprecated(digits_checkpoint, tmp_path, capsys):
+    by_sigma, by_scale = tmp_path / "sigma.tsv", tmp_path / "scale.tsv"
+    assert main(certify_args(digits_checkpoint, by_sigma, "--sigma", "0.25", "--device", "cpu")) == 0
+    assert "deprecated" not in capsys.readouterr().err
+    assert main(certify_args(digits_checkpoint, by_scale, "--scale", "0.25", "--device", "cpu")) == 0
+    assert "--scale is deprecated, use --sigma" in capsys.readouterr().err
+    columns = ["idx", "label", "predict", "radius", "correct", "scale", "p_a_lower"]
+    assert read_log(by_scale)[columns].equals(read_log(by_sigma)[columns])
