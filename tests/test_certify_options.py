@@ -1,7 +1,9 @@
 """CERTIFY's GPU options — memory format, compilation, automatic batch — checked on the CPU.
 
 On the CPU every default is today's behaviour; asked for explicitly, channels_last and a compiled
-base classifier count the same draws into the same classes (they compute the same function).
+base classifier count the same draws into the same classes (they compute the same function). Those
+comparisons run in float64: in float32 another kernel's rounding could tip a draw whose top two logits
+nearly tie, and which draw does that depends on the CPU.
 """
 
 import json
@@ -20,16 +22,16 @@ from ddrs.jobs.logs import kept_partials, partial_path, read_log
 CPU = torch.device("cpu")
 
 
-def conv_model() -> nn.Module:
+def conv_model(dtype=torch.float32) -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2), nn.ReLU(),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4),
-    ).eval()  # fmt: skip
+    ).to(dtype).eval()  # fmt: skip
 
 
-def images(count=3):
-    return torch.rand(count, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+def images(count=3, dtype=torch.float32):
+    return torch.rand(count, 3, 8, 8, generator=torch.Generator().manual_seed(1), dtype=dtype)
 
 
 def counts(model, x, **options):
@@ -50,9 +52,9 @@ def test_defaults_are_todays_behaviour_on_the_cpu():
 
 
 def test_channels_last_counts_the_same_draws_into_the_same_classes_on_the_cpu():
-    x = images()
-    reference = counts(conv_model(), x)
-    model = prepare_classifier(conv_model(), CPU, memory_format="channels_last", compile=False)
+    x = images(dtype=torch.float64)
+    reference = counts(conv_model(torch.float64), x)
+    model = prepare_classifier(conv_model(torch.float64), CPU, memory_format="channels_last", compile=False)
     assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
     assert torch.equal(counts(model, x, channels_last=True), reference)
     assert reference.sum(dim=1).tolist() == [300] * 3
@@ -75,12 +77,17 @@ def test_a_job_compiles_its_model_once_and_reuses_it(monkeypatch):
 @pytest.mark.slow
 def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_cpu():
     """torch.compile on the CPU (inductor, about half a minute to build): same counts, same certificates."""
-    x = images(2)
+    x = images(2, torch.float64)
     settings = CertifySettings(n0=20, n=200, alpha=0.01, batch_size=64)
     eager = certify_batch(
-        conv_model(), x, 0.25, settings, num_classes=4, generator=[make_generator(i, CPU) for i in range(2)]
+        conv_model(torch.float64),
+        x,
+        0.25,
+        settings,
+        num_classes=4,
+        generator=[make_generator(i, CPU) for i in range(2)],
     )
-    model = prepare_classifier(conv_model(), CPU, memory_format="contiguous", compile=True)
+    model = prepare_classifier(conv_model(torch.float64), CPU, memory_format="contiguous", compile=True)
     try:
         result = certify_batch(
             model, x, 0.25, settings, num_classes=4, generator=[make_generator(i, CPU) for i in range(2)]
@@ -89,7 +96,7 @@ def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_
         pytest.skip(f"torch.compile does not run on this machine: {error}")
     assert torch.equal(result.predict, eager.predict)
     assert torch.allclose(result.p_a_lower, eager.p_a_lower)
-    assert torch.equal(counts(model, x), counts(conv_model(), x))
+    assert torch.equal(counts(model, x), counts(conv_model(torch.float64), x))
 
 
 def test_batch_for_memory_fills_the_asked_fraction_in_multiples_and_within_the_cap():

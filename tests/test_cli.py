@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -85,13 +86,15 @@ def test_memory_of_a_log_cut_mid_row_is_a_clear_error(tmp_path, capsys):
 
 
 def test_every_command_reports_its_work_seconds_on_stderr(tmp_path, capsys):
+    started = time.perf_counter()
     assert (
         main(["prepare-data", "--dataset", "digits", "--data-root", str(tmp_path), "--out", str(tmp_path / "d.json")])
         == 0
     )
+    elapsed = time.perf_counter() - started
     err = capsys.readouterr().err
     assert WORK_LINE.fullmatch(err.strip())["job"] == "ddrs prepare-data"
-    assert 0 < work_seconds(err) < 60
+    assert 0 < work_seconds(err) <= elapsed + 5e-4  # seconds of this call (printed to 3 decimals), at any speed
     assert main(["prepare-data", "--dataset", "svhn", "--out", str(tmp_path / "x.json")]) == 2
     assert work_seconds(capsys.readouterr().err) is None  # a failed command did no work to report
 

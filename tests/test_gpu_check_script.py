@@ -11,15 +11,20 @@ from benchmark_helpers import BENCHMARKS, REPO
 SCRIPT = BENCHMARKS / "gpu_check.sh"
 STEPS = ["install", "cuda_tests", "macer", "algorithm1", "training", "certify_resnet110", "certify_resnet50"]
 BENCH_STEPS = STEPS[2:]
+#: gpu_check.sh's QUICK_LIMIT: with --quick every step runs under this hang guard, not the visit's limits
+QUICK_LIMIT = 600
 
 
 def gpu_check(tmp_path, *args: str, quick: bool = True, **env: str) -> subprocess.CompletedProcess:
-    """``bash benchmarks/gpu_check.sh --quick ARGS`` with this interpreter, its records under ``tmp_path/out``."""
+    """``bash benchmarks/gpu_check.sh --quick ARGS`` with this interpreter, its records under ``tmp_path/out``;
+    the timeout only stops a hung run: it is longer than the script's own hang guards together."""
     environment = dict(
         os.environ, OUT=str(tmp_path / "out"), PYTHON=sys.executable, GPU_CHECK_SITE=str(tmp_path / "site"), **env
     )
     command = ["bash", str(SCRIPT), *(["--quick"] if quick else []), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO, timeout=900)
+    return subprocess.run(
+        command, capture_output=True, text=True, env=environment, cwd=REPO, timeout=len(STEPS) * (QUICK_LIMIT + 60)
+    )
 
 
 def summary(tmp_path) -> dict:
@@ -27,6 +32,7 @@ def summary(tmp_path) -> dict:
 
 
 def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
+    """Whatever the machine's speed: --quick gives each step the hang guard, not the visit's time limit."""
     result = gpu_check(tmp_path, COMMIT="abc1234")
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     out = tmp_path / "out"
@@ -34,8 +40,10 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
     # the device tool returns at most 8 files from $OUT
     assert {path.name for path in out.iterdir()} == {"gpu_check.log", "summary.json", *records}
     written = summary(tmp_path)
-    assert (written["commit"], written["quick"], written["budget_s"], written["failed"]) == ("abc1234", True, 450, [])
+    assert (written["commit"], written["quick"], written["failed"]) == ("abc1234", True, [])
+    assert written["budget_s"] == len(STEPS) * QUICK_LIMIT
     assert [step["name"] for step in written["steps"]] == STEPS
+    assert all(step["limit_s"] == QUICK_LIMIT for step in written["steps"])
     statuses = {step["name"]: step["status"] for step in written["steps"]}
     assert statuses == {"install": "skipped", **{step: "passed" for step in STEPS[1:]}}  # ddrs is importable here
     assert all(step["exit_code"] == 0 for step in written["steps"][1:])

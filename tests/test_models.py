@@ -120,8 +120,8 @@ class ReleasedResNet18(nn.Module):
 
 
 def test_ddrs_resnet18_has_the_released_parameters_and_computes_the_released_network():
-    released = ReleasedResNet18().eval()
-    model = build_model("resnet18_ddrs", "cifar10").eval()
+    released = ReleasedResNet18().double().eval()  # in float64, as every comparison with released code
+    model = build_model("resnet18_ddrs", "cifar10").double().eval()
     ours = model[1]
     count = sum(p.numel() for p in ours.parameters())
     assert count == sum(p.numel() for p in released.net.parameters()) == 11_181_514  # torchvision's, less bn1's 128
@@ -129,12 +129,12 @@ def test_ddrs_resnet18_has_the_released_parameters_and_computes_the_released_net
     ours.load_state_dict(released.net.state_dict())
     assert model[0].mean.flatten().tolist() == pytest.approx(RELEASED_MEAN)
     assert model[0].std.flatten().tolist() == pytest.approx(RELEASED_STD)
-    x = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    x = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     with torch.no_grad():
         probabilities = released(x)
-        assert torch.allclose(ours(model[0](x)), probabilities, atol=1e-6)
+        assert torch.allclose(ours(model[0](x)), probabilities, rtol=0, atol=1e-12)
         # the built model's output: the log the release's compute_loss takes of the probabilities
-        assert torch.allclose(model(x), torch.log(probabilities + 1e-10), atol=1e-5)
+        assert torch.allclose(model(x), torch.log(probabilities + 1e-10), rtol=0, atol=1e-10)
         assert torch.equal(model(x).argmax(dim=1), probabilities.argmax(dim=1))
 
 
@@ -287,9 +287,10 @@ def _published_net(arch: str, dataset: str, seed: int = 1) -> nn.Module:
 
 
 def _assert_same_function(imported: nn.Module, published: nn.Module, shape) -> None:
-    x = torch.rand(2, *shape, generator=torch.Generator().manual_seed(0))
+    """In float64, so that the comparison does not rest on two codes rounding alike in float32."""
+    x = torch.rand(2, *shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     with torch.no_grad():
-        assert torch.allclose(imported(x), published(x), atol=1e-5)
+        assert torch.allclose(imported.double()(x), published.double()(x), rtol=0, atol=1e-10)
 
 
 def test_resnet110_parameter_names_are_cohens():

@@ -59,15 +59,18 @@ def rs4a_file(tmp_path_factory):
 
 
 def _rs4a_by_hand(state, x):
-    """rs4a's forward pass from the file's tensors: ``(x − mu) / exp(log_sig)`` → torchvision ResNet-50."""
+    """rs4a's forward pass from the file's tensors: ``(x − mu) / exp(log_sig)`` → torchvision ResNet-50.
+    exp(log_sig) is taken in float32, as rs4a's model does it (and ddrs on import), the rest in float64
+    (as ``x``), so that the two are compared to float64 rounding, not float32's."""
     net = resnet50(num_classes=1000)
     net.load_state_dict({k.removeprefix("model.module."): v for k, v in state.items() if k.startswith("model.")})
+    mu, sigma = state["norm.module.mu"].double(), torch.exp(state["norm.module.log_sig"]).double()
     with torch.no_grad():
-        return net.eval()((x - state["norm.module.mu"]) / torch.exp(state["norm.module.log_sig"]))
+        return net.double().eval()((x - mu) / sigma)
 
 
 # ResNet-50 pools adaptively, so a 64×64 image exercises every layer at a fraction of 224×224's cost
-IMAGES = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+IMAGES = torch.rand(2, 3, 64, 64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
 
 
 def test_imported_model_is_rs4a_wrapper(rs4a_file):
@@ -77,8 +80,8 @@ def test_imported_model_is_rs4a_wrapper(rs4a_file):
     assert torch.equal(model[0].std, torch.exp(state["norm.module.log_sig"]))
     assert model[0].std.flatten().tolist() == pytest.approx(RS4A_SIGMA)
     with torch.no_grad():
-        ours = model(IMAGES)
-    assert torch.allclose(ours, _rs4a_by_hand(state, IMAGES), atol=1e-5)
+        ours = model.double()(IMAGES)
+    assert torch.allclose(ours, _rs4a_by_hand(state, IMAGES), rtol=0, atol=1e-10)
     assert (meta["source"], meta["method"], meta["published_file"]) == ("rs4a", "rs4a", str(path))
 
 
@@ -92,7 +95,7 @@ def test_import_checkpoint_method_uniform_reads_rs4a(rs4a_file, tmp_path, capsys
     model, meta = load_checkpoint(out, arch="resnet50", dataset="imagenet")
     assert (meta["source"], meta["method"], meta["sigma"], meta["train_mode"]) == ("rs4a", "uniform", 0.25, "fs")
     with torch.no_grad():
-        assert torch.allclose(model(IMAGES), _rs4a_by_hand(state, IMAGES), atol=1e-5)
+        assert torch.allclose(model.double()(IMAGES), _rs4a_by_hand(state, IMAGES), rtol=0, atol=1e-10)
 
 
 def _rs4a_state_with(rs4a_file, change: str) -> dict:

@@ -216,10 +216,12 @@ def test_smooth_has_cohens_interface_and_agrees_with_certify_batch():
 
 
 def test_batched_certify_equals_one_input_at_a_time_with_the_same_seeds():
-    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 3)).eval()
+    """In float64: other batches sum the products in other orders, and in float32 that could tip a draw
+    whose top two logits nearly tie, on one CPU and not another."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 3)).double().eval()
     torch.nn.init.normal_(model[1].weight, generator=torch.Generator().manual_seed(0))
-    x = torch.rand(5, 3, 2, 2, generator=torch.Generator().manual_seed(1))
-    scales = torch.tensor([0.1, 0.3, 0.5, 0.7, 1.0])
+    x = torch.rand(5, 3, 2, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    scales = torch.tensor([0.1, 0.3, 0.5, 0.7, 1.0], dtype=torch.float64)
     settings = dict(num_classes=3, noise="gaussian", n0=30, n=170, alpha=0.01, batch_size=64)
     together = certify_with(model, x, scales, generator=generators(range(5)), **settings)
     for i in range(5):

@@ -116,7 +116,8 @@ def test_stability_defaults_to_the_authors_cross_entropy_and_names_bad_terms():
 
 
 def _linear_model() -> nn.Module:
-    model = nn.Sequential(nn.Flatten(), nn.Linear(6, 4))
+    """In float64, as its inputs: ddrs and the restated code are compared to float64 rounding, not float32's."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(6, 4)).double()
     with torch.no_grad():
         model[1].weight.copy_(torch.linspace(-1, 1, 24).view(4, 6))
         model[1].bias.copy_(torch.tensor([0.1, -0.2, 0.3, 0.0]))
@@ -128,11 +129,13 @@ def _params(method: str, **values):
 
 
 def test_consistency_loss_draws_m_copies_at_each_scale():
-    model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0])
+    model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
+    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
     params = _params("consistency", m=3, lam=4.0, eta=0.2, divergence="mean_cross_entropy")
     loss = consistency_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
-    noise = torch.randn((3, 3, 1, 6), generator=torch.Generator().manual_seed(9)) * scale.view(3, 1, 1, 1)
+    noise = torch.randn((3, 3, 1, 6), generator=torch.Generator().manual_seed(9), dtype=torch.float64) * scale.view(
+        3, 1, 1, 1
+    )
     logits = model((x.unsqueeze(1) + noise).flatten(0, 1)).view(3, 3, 4)
     assert loss.item() == pytest.approx(
         consistency_objective(logits, y, 4.0, 0.2, "mean_cross_entropy").item(), rel=1e-6
@@ -140,12 +143,12 @@ def test_consistency_loss_draws_m_copies_at_each_scale():
 
 
 def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
-    model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
-    scale = torch.full((3,), 0.25)
+    model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
+    scale = torch.full((3,), 0.25, dtype=torch.float64)
     params = _params("smoothadv_consistency", m=2, steps=3, epsilon=0.5, warmup=0, lam=3.0, eta=0.5)
     loss = smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
     generator = torch.Generator().manual_seed(4)
-    noise = torch.randn((3, 2, 1, 6), generator=generator) * 0.25
+    noise = torch.randn((3, 2, 1, 6), generator=generator, dtype=torch.float64) * 0.25
     adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3, generator, rule="jeong_shin")
     assert not torch.equal(adversarial, x)
     logits = model((adversarial.unsqueeze(1) + noise).flatten(0, 1)).view(3, 2, 4)
@@ -160,12 +163,12 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
 
 def test_smoothadv_attacks_then_trains_on_the_adversarial_points_with_the_same_draws():
     """SmoothAdv's loss is the mean cross-entropy at x' + δᵢ, x' its attack's point with the same draws δᵢ."""
-    model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0])
+    model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
+    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
     params = _params("smoothadv", m=2, steps=3, epsilon=0.5, warmup=0)
     loss = smoothadv_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
     generator = torch.Generator().manual_seed(4)
-    noise = torch.randn((3, 2, 1, 6), generator=generator) * scale.view(3, 1, 1, 1)
+    noise = torch.randn((3, 2, 1, 6), generator=generator, dtype=torch.float64) * scale.view(3, 1, 1, 1)
     adversarial = smoothadv_attack(model, x, y, noise, 0.5, 3, generator)
     assert not torch.equal(adversarial, x)
 
@@ -195,10 +198,12 @@ def _jeong_shin_pgd(model, x, y, noise, radius, steps):
 def test_smoothadv_consistency_attacks_as_jeong_and_shins_pgd_projecting_before_clamping():
     # pixels at 0 and 1, where the order of the projection and the clamp decides where δ ends
     model, y = _linear_model(), torch.tensor([0, 2, 1, 3])
-    x = torch.tensor([[0.0, 1.0, 0.02, 0.98, 0.5, 0.0]]).repeat(4, 1).unsqueeze(1)
-    noise = torch.randn((4, 2, 1, 6), generator=torch.Generator().manual_seed(2)) * 0.25
+    x = torch.tensor([[0.0, 1.0, 0.02, 0.98, 0.5, 0.0]], dtype=torch.float64).repeat(4, 1).unsqueeze(1)
+    noise = torch.randn((4, 2, 1, 6), generator=torch.Generator().manual_seed(2), dtype=torch.float64) * 0.25
     ours = smoothadv_attack(model, x, y, noise, 1.0, 10, torch.Generator(), rule="jeong_shin")
-    assert torch.allclose(ours, _jeong_shin_pgd(model, x, y, noise, 1.0, 10), atol=1e-5)
+    # their loss is the batch mean, ddrs's the sum: the 1e-8 added to the norm is 4 · 1e-8 in ddrs's units,
+    # which moves the points by ~1e-9 (measured); float64 rounding is ~1e-16
+    assert torch.allclose(ours, _jeong_shin_pgd(model, x, y, noise, 1.0, 10), rtol=0, atol=1e-7)
     salman = smoothadv_attack(model, x, y, noise, 1.0, 10, torch.Generator())
     assert (ours - salman).abs().max() > 1e-2  # Salman et al.'s clamp-then-project ends elsewhere
     with pytest.raises(ValueError, match="unknown PGD rule"):
@@ -206,9 +211,11 @@ def test_smoothadv_consistency_attacks_as_jeong_and_shins_pgd_projecting_before_
 
 
 def test_stability_loss_compares_the_clean_and_one_noisy_pass():
-    model, x, y = _linear_model(), torch.rand(3, 1, 6), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0])
-    noisy = x + torch.randn((3, 1, 6), generator=torch.Generator().manual_seed(2)) * scale.view(3, 1, 1)
+    model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
+    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
+    noisy = x + torch.randn((3, 1, 6), generator=torch.Generator().manual_seed(2), dtype=torch.float64) * scale.view(
+        3, 1, 1
+    )
     for divergence in ("cross_entropy", "kl"):
         params = _params("stability", gamma=3.0, divergence=divergence)
         loss = stability_loss(model, x, y, scale, torch.Generator().manual_seed(2), params)
@@ -223,12 +230,12 @@ def test_consistency_in_chunks_of_draws_gives_the_same_loss_and_gradient(method)
     from ddrs.training.consistency import consistency_loss, smoothadv_consistency_loss
 
     loss_fn = {"consistency": consistency_loss, "smoothadv_consistency": smoothadv_consistency_loss}[method]
-    x = torch.rand(4, 1, 6, 6, generator=torch.Generator().manual_seed(2))
-    y, scale = torch.tensor([0, 1, 2, 0]), torch.full((4,), 0.5)
+    x = torch.rand(4, 1, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    y, scale = torch.tensor([0, 1, 2, 0]), torch.full((4,), 0.5, dtype=torch.float64)
 
     def step(draws_per_pass):
         torch.manual_seed(4)
-        model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+        model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)).double()
         params = get_method(method).make_params({"m": 6, "draws_per_pass": draws_per_pass}, source="test")
         loss = loss_fn(model, x, y, scale, torch.Generator().manual_seed(9), params, 20)
         loss.backward()
@@ -236,7 +243,7 @@ def test_consistency_in_chunks_of_draws_gives_the_same_loss_and_gradient(method)
 
     whole_loss, whole = step(0)
     loss, chunked = step(2)
-    assert torch.allclose(loss, whole_loss, rtol=0, atol=1e-6)
+    assert torch.allclose(loss, whole_loss, rtol=0, atol=1e-12)
     assert any(g.abs().max() > 1e-3 for g in whole)
     for grad, reference in zip(chunked, whole, strict=True):
-        assert torch.allclose(grad, reference, rtol=0, atol=1e-6)
+        assert torch.allclose(grad, reference, rtol=0, atol=1e-12)

@@ -268,22 +268,22 @@ def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_the
     from ddrs.core.noise import get_noise
 
     torch.manual_seed(0)
-    model = build_model("mlp", "digits")
-    x, y = torch.rand(5, 1, 8, 8), torch.tensor([0, 3, 5, 7, 9])
-    scale = torch.tensor([0.1, 0.25, 0.5, 0.5, 1.0])
+    model = build_model("mlp", "digits").double()  # by hand runs other batch sizes: float32 would round otherwise
+    x, y = torch.rand(5, 1, 8, 8, dtype=torch.float64), torch.tensor([0, 3, 5, 7, 9])
+    scale = torch.tensor([0.1, 0.25, 0.5, 0.5, 1.0], dtype=torch.float64)
     one = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen").params)
     cohens = cross_entropy(model(get_noise("gaussian").perturb(x, scale, torch.Generator().manual_seed(3))), y)
-    assert one.item() == pytest.approx(cohens.item(), rel=1e-6)
+    assert one.item() == pytest.approx(cohens.item(), rel=1e-12)
 
     four = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen", m=4).params)
-    draws = torch.randn((5, 4, 1, 8, 8), generator=torch.Generator().manual_seed(3))
+    draws = torch.randn((5, 4, 1, 8, 8), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     by_hand = np.mean(
         [
             cross_entropy(model(x + scale.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist()
             for i in range(4)
         ]
     )
-    assert four.item() == pytest.approx(float(by_hand), rel=1e-6)
+    assert four.item() == pytest.approx(float(by_hand), rel=1e-12)
 
 
 def test_macer_trains_the_cross_entropy_alone_in_its_deferred_epochs():
@@ -338,9 +338,9 @@ def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
 
 
 def _macer_grads(model, draws_per_pass, lam=12.0):
-    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2))
+    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     y = torch.tensor([0, 1, 2, 0, 1, 2])
-    scale = torch.linspace(0.2, 0.6, 6)
+    scale = torch.linspace(0.2, 0.6, 6, dtype=torch.float64)
     params = _config("macer", m=10, lam=lam, gamma=8.0, beta=4.0, draws_per_pass=draws_per_pass).params
     model.zero_grad()
     loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
@@ -349,9 +349,10 @@ def _macer_grads(model, draws_per_pass, lam=12.0):
 
 
 def _small_conv(batch_norm: bool) -> nn.Module:
+    """In float64: chunks of draws run other batch sizes, whose float32 rounding differs by CPU."""
     torch.manual_seed(4)
     norm_layer = [nn.BatchNorm2d(4)] if batch_norm else []
-    return nn.Sequential(nn.Conv2d(1, 4, 3), *norm_layer, nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+    return nn.Sequential(nn.Conv2d(1, 4, 3), *norm_layer, nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)).double()
 
 
 @pytest.mark.parametrize("draws_per_pass", [1, 3, 5])
@@ -359,10 +360,10 @@ def test_macer_in_chunks_of_draws_gives_the_same_loss_and_gradient(draws_per_pas
     """m = 10 draws run a few at a time, activations recomputed in backward: the same step (float error)."""
     whole_loss, whole = _macer_grads(_small_conv(batch_norm=False), 0, lam=1.0)
     loss, chunked = _macer_grads(_small_conv(batch_norm=False), draws_per_pass, lam=1.0)
-    assert torch.allclose(loss, whole_loss, rtol=0, atol=1e-6)
+    assert torch.allclose(loss, whole_loss, rtol=0, atol=1e-12)
     assert any(g.abs().max() > 1e-3 for g in whole)  # a gradient that can differ
     for grad, reference in zip(chunked, whole, strict=True):
-        assert torch.allclose(grad, reference, rtol=0, atol=1e-6)
+        assert torch.allclose(grad, reference, rtol=0, atol=1e-12)
 
 
 def test_chunked_macer_updates_batch_norm_statistics_once_per_chunk():
@@ -370,17 +371,17 @@ def test_chunked_macer_updates_batch_norm_statistics_once_per_chunk():
     model = _small_conv(batch_norm=True).train()
     _macer_grads(model, 5)
     reference = _small_conv(batch_norm=True).train()
-    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2))
+    x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     from ddrs.training.losses import GAUSSIAN, copies_logits, noise_copies
 
     points = x.unsqueeze(1) + noise_copies(
-        GAUSSIAN, x, torch.linspace(0.2, 0.6, 6), 10, torch.Generator().manual_seed(9)
+        GAUSSIAN, x, torch.linspace(0.2, 0.6, 6, dtype=torch.float64), 10, torch.Generator().manual_seed(9)
     )
     with torch.no_grad():
         for part in points.split(5, dim=1):
             copies_logits(reference, part)
-    assert torch.allclose(model[1].running_mean, reference[1].running_mean, atol=1e-7)
-    assert torch.allclose(model[1].running_var, reference[1].running_var, atol=1e-7)
+    assert torch.allclose(model[1].running_mean, reference[1].running_mean, rtol=0, atol=1e-12)
+    assert torch.allclose(model[1].running_var, reference[1].running_var, rtol=0, atol=1e-12)
     assert int(model[1].num_batches_tracked) == 2
 
 

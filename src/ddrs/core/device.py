@@ -20,6 +20,12 @@ from ddrs.core.settings import (  # PRECISIONS: also imported from here by train
 PRECISION_DTYPES = dict(zip(PRECISIONS, (None, torch.bfloat16, torch.float16), strict=True))
 
 
+def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` widened to float32 if narrower: the bf16/fp16 outputs of an autocast region go
+    into softmaxes and losses in float32, and a float64 model's outputs keep their precision."""
+    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
 def select_device(name: str = "auto") -> torch.device:
     """``auto`` picks CUDA when present, else the CPU; any torch device string is accepted.
 

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
-from ddrs.core.device import autocast
+from ddrs.core.device import at_least_float32, autocast
 from ddrs.core.noise import SmoothingNoise, get_noise
 from ddrs.core.settings import GRID_BUDGET, Algorithm1Settings, GridSearchSettings, resolve_clamp
 from ddrs.core.smoothing import sample_counts
@@ -76,7 +76,7 @@ def expected_softmax(model: nn.Module, x: Tensor, scale: Tensor, unit: Tensor, p
     noisy = x.unsqueeze(1) + scale.view(batch, 1, *([1] * (x.ndim - 1))) * unit
     with autocast(x.device, precision):
         logits = model(noisy.flatten(0, 1))
-    return torch.softmax(logits.float(), dim=1).view(batch, n, -1).mean(dim=1)
+    return torch.softmax(at_least_float32(logits), dim=1).view(batch, n, -1).mean(dim=1)
 
 
 def radius_objective(

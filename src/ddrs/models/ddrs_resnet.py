@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.models.resnet import BasicBlock
 
+from ddrs.core.device import at_least_float32
 from ddrs.models.pieces import Piece, compose
 
 #: what the DDRS scripts' ``compute_loss`` adds to the softmax output before the log ("avoid nan")
@@ -87,12 +88,12 @@ class ReleasedLogProbabilities(nn.Module):
     Read as logits, these give back what the release computes from p: softmax of them is
     (p + 10⁻¹⁰)/(1 + C·10⁻¹⁰), p to 10⁻⁹ (Algorithm 1's ψ, the mean softmax of the losses);
     cross-entropy on them is the release's loss plus the constant log(1 + C·10⁻¹⁰), the same gradient;
-    their argmax is p's (CERTIFY). Computed in float32 whatever the autocast precision, so the floor
-    survives.
+    their argmax is p's (CERTIFY). Computed in float32 or wider whatever the autocast precision, so the
+    floor survives.
     """
 
     def forward(self, p: Tensor) -> Tensor:
-        return torch.log(p.float() + RELEASED_LOG_FLOOR)
+        return torch.log(at_least_float32(p) + RELEASED_LOG_FLOOR)
 
 
 def resnet18_ddrs(input_shape: tuple[int, int, int], num_classes: int) -> DDRSResNet:

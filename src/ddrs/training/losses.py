@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from ddrs.core.device import at_least_float32
 from ddrs.core.noise import get_noise
 from ddrs.core.sigma import radius_objective
 from ddrs.methods import (
@@ -44,9 +45,9 @@ def noise_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Gener
 
 
 def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
-    """Logits of ``points`` of shape ``(B, m, ...)`` as ``(B, m, C)`` in fp32 (safe under autocast)."""
+    """Logits of ``points`` of shape ``(B, m, ...)`` as ``(B, m, C)``, in fp32 or wider (safe under autocast)."""
     batch, m = points.shape[:2]
-    return model(points.flatten(0, 1)).float().view(batch, m, -1)
+    return at_least_float32(model(points.flatten(0, 1))).view(batch, m, -1)
 
 
 def chunked_copies_logits(model: nn.Module, points: Tensor, chunk: int) -> Tensor:
@@ -82,7 +83,7 @@ def cohen_loss(model, x, y, scale, generator, params: GaussianParams, epoch=0) -
 
 def uniform_loss(model, x, y, scale, generator, params: NoParams, epoch=0) -> Tensor:
     """Uniform-noise augmentation: cross-entropy on ``x + λᵢ·U[−1, 1]^d`` (Yang et al. 2020; DDRS §4.4)."""
-    return F.cross_entropy(model(UNIFORM.perturb(x, scale, generator)).float(), y)
+    return F.cross_entropy(at_least_float32(model(UNIFORM.perturb(x, scale, generator))), y)
 
 
 def smoothed_nll(logits: Tensor, y: Tensor) -> Tensor:
@@ -289,6 +290,6 @@ def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float, d
 def stability_loss(model, x, y, scale, generator, params: StabilityParams, epoch=0) -> Tensor:
     """Stability training (Li et al. 2019): clean and noisy ``x + σᵢ·ε`` in two forward passes (so
     batch-norm statistics stay per pass, as in Jeong & Shin's ``train_stab.py``)."""
-    clean = model(x).float()
-    noisy = model(GAUSSIAN.perturb(x, scale, generator)).float()
+    clean = at_least_float32(model(x))
+    noisy = at_least_float32(model(GAUSSIAN.perturb(x, scale, generator)))
     return stability_objective(clean, noisy, y, params.gamma, params.divergence)
