@@ -1,10 +1,11 @@
 """Paper-scale throughput on a GPU (issue 18): CERTIFY, Algorithm 1 and training against their ceilings.
 
 Random weights (speed does not depend on training). Every figure is seconds per input (CERTIFY,
-Algorithm 1), images per second (training), or GiB and seconds of one step (MACER). Four sections,
-one module each under ``benchmarks/gpu/`` (what each times is below):
+Algorithm 1), draws per second (sequential CERTIFY), images per second (training), or GiB and seconds
+of one step (MACER). Five subjects, one module each under ``benchmarks/gpu/`` (what each times is below):
 
   certify     gpu/certify.py     ddrs's CERTIFY against Cohen's loop and the raw ceiling, per model
+  sequential  gpu/sequential.py  sequential CERTIFY's draws per second against fixed-n CERTIFY's
   algorithm1  gpu/algorithm1.py  Algorithm 1 with a generator per input against Philox streams
   training    gpu/training.py    the trainer against a plain loop over batches on the device
   macer       gpu/macer.py       MACER's peak memory: all draws at once, in chunks, recomputed
@@ -24,12 +25,12 @@ import argparse
 import torch
 from _report import add_json_option, write_report
 from _train_loops import CIFAR10_EPOCH_STEPS
-from gpu import algorithm1, certify, macer, training
+from gpu import algorithm1, certify, macer, sequential, training
 from gpu.sizes import Sizes
 
 from ddrs.core.device import select_device
 
-SECTIONS = (*(name for name, _, _ in certify.MODELS), "algorithm1", "training", "macer")
+SECTIONS = (*(name for name, _, _ in certify.MODELS), "sequential", "algorithm1", "training", "macer")
 
 
 def run(
@@ -48,6 +49,7 @@ def run(
             "n": sizes.n,
             "imagenet_n_timed": sizes.imagenet_n,
             "inputs": sizes.inputs,
+            "sequential_inputs": sizes.sequential_inputs,
             "batch": sizes.batch or "auto",
             "k": sizes.k,
             "max_image_side": sizes.max_side,
@@ -58,6 +60,8 @@ def run(
             if name in sections
         },
     }
+    if "sequential" in sections:
+        figures["sequential_resnet110"] = sequential.sequential_figures(sizes, device)
     if "algorithm1" in sections:
         figures["algorithm1_resnet110"] = algorithm1.algorithm1_figures(sizes, device)
     if "training" in sections:
@@ -70,12 +74,14 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__,
-        epilog="\n".join(section.__doc__ for section in (certify, algorithm1, training, macer)),
+        epilog="\n".join(section.__doc__ for section in (certify, sequential, algorithm1, training, macer)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, …")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, no compilation (automatic without CUDA)")
-    parser.add_argument("--n", type=int, help="CERTIFY's estimation draws (default: 100,000; quick: 4)")
+    parser.add_argument(
+        "--n", type=int, help="CERTIFY's estimation draws, the sequential mode's cap (default: 100,000; quick: 4)"
+    )
     parser.add_argument("--imagenet-n", type=int, help="ImageNet's draws, scaled to --n (default: 10,000; quick: 4)")
     parser.add_argument("--k", type=int, help="Algorithm 1's steps (default: 1500; quick: 2)")
     parser.add_argument("--sigma-batch", type=int, help="Algorithm 1's inputs per batch now (default: 1024; quick: 2)")
@@ -98,7 +104,7 @@ def main() -> None:
     figures = run(quick, device, sizes, workers, tuple(args.sections))
     for name, values in figures["certify_s_per_input"].items():
         print(name, {key: (round(value, 4) if isinstance(value, float) else value) for key, value in values.items()})
-    for section in ("algorithm1_resnet110", "training_resnet18", "macer_memory_resnet18"):
+    for section in ("sequential_resnet110", "algorithm1_resnet110", "training_resnet18", "macer_memory_resnet18"):
         if section in figures:
             print(section, figures[section])
     write_report("gpu_throughput", figures, args.json, threads=torch.get_num_threads())

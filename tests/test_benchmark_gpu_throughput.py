@@ -6,6 +6,8 @@ import sys
 import pytest
 import torch
 from benchmark_helpers import BENCHMARKS, quick_cpu_record
+from scipy.stats import binomtest, norm
+from torch import nn
 
 CERTIFY_FIGURES = {
     "ddrs_fp32_eager", "ddrs_bf16_eager", "ddrs_fp32_compiled", "ddrs_bf16_compiled", "cohen_fp32_batch400",
@@ -24,6 +26,11 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
         assert set(values) == CERTIFY_FIGURES, name
         assert values["ddrs_fp32_compiled"] is None  # quick mode does not compile
         assert all(values[key] > 0 for key in CERTIFY_FIGURES if values[key] is not None), name
+    sequential = figures["sequential_resnet110"]
+    assert sequential["fixed_draws_per_s"] > 0 and sequential["sequential_draws_per_s"] > 0
+    assert sequential["sequential_over_fixed_ratio_min"] == sequential["sequential_over_fixed_ratio"]  # one round
+    # quick: the cap n = 4, so every input draws n0 = 2 selection draws and n = 4 estimation draws
+    assert sequential["sequential_mean_draws_per_input"] == sequential["fixed_draws_per_input"] == 6
     algorithm1 = figures["algorithm1_resnet110"]
     for when in ("today", "now"):
         assert algorithm1[f"{when}_fp32_s_per_input"] > 0 and algorithm1[f"{when}_bf16_s_per_input"] > 0
@@ -78,12 +85,30 @@ def test_ratios_are_paired_round_by_round(monkeypatch):
 
 
 def test_the_entry_point_names_every_section_and_its_module():
-    """``--help`` lists the four subjects and each module's account of what it times."""
+    """``--help`` lists the five subjects and each module's account of what it times."""
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_throughput.py"), "--help"], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    for module in ("certify", "algorithm1", "training", "macer"):
+    for module in ("certify", "sequential", "algorithm1", "training", "macer"):
         assert f"gpu/{module}.py" in result.stdout and f"\n{module}: " in result.stdout, module
     for option in ("--quick", "--device", "--n", "--imagenet-n", "--k", "--sigma-batch", "--sections", "--train-steps"):
         assert option in result.stdout, option
+
+
+def test_the_sequential_sections_inputs_have_the_p_a_it_states(monkeypatch):
+    """Under the section's mean rule, an input made with margin z has p_A = Φ(z) at σ: the share of class 0
+    among 20,000 noisy copies covers it at 99.99 % (any network: its logits are overruled)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from _measure import SIGMA
+    from gpu.sequential import LARGEST_MARGIN, MeanRule, inputs_with_margins
+
+    torch.manual_seed(0)
+    model = MeanRule(nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 10))).eval()
+    images = inputs_with_margins(5, (3, 32, 32))
+    copies = 20_000
+    for image, margin in zip(images, torch.linspace(0, LARGEST_MARGIN, 5).tolist(), strict=True):
+        with torch.inference_mode():
+            predictions = model(image + SIGMA * torch.randn(copies, *image.shape)).argmax(1)
+        interval = binomtest(int((predictions == 0).sum()), copies).proportion_ci(0.9999)
+        assert interval.low <= norm.cdf(margin) <= interval.high, margin

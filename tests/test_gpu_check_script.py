@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -9,10 +10,15 @@ import zipfile
 from benchmark_helpers import BENCHMARKS, REPO
 
 SCRIPT = BENCHMARKS / "gpu_check.sh"
-STEPS = ["install", "cuda_tests", "macer", "algorithm1", "training", "certify_resnet110", "certify_resnet50"]
+STEPS = [
+    "install", "cuda_tests", "macer", "algorithm1", "training", "certify_resnet110", "certify_sequential",
+    "certify_resnet50",
+]  # fmt: skip
 BENCH_STEPS = STEPS[2:]
-#: gpu_check.sh's QUICK_LIMIT: with --quick every step runs under this hang guard, not the visit's limits
+#: gpu_check.sh's QUICK_LIMIT: with --quick every step's share is this hang guard, not the visit's share
 QUICK_LIMIT = 600
+#: gpu_check.sh's default budget, less the 10 s it keeps for the summary
+VISIT_BUDGET = 450 - 10
 
 
 def gpu_check(tmp_path, *args: str, quick: bool = True, **env: str) -> subprocess.CompletedProcess:
@@ -43,7 +49,9 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
     assert (written["commit"], written["quick"], written["failed"]) == ("abc1234", True, [])
     assert written["budget_s"] == len(STEPS) * QUICK_LIMIT
     assert [step["name"] for step in written["steps"]] == STEPS
-    assert all(step["limit_s"] == QUICK_LIMIT for step in written["steps"])
+    limits = [step["limit_s"] for step in written["steps"]]
+    assert limits[0] == QUICK_LIMIT and all(limit >= QUICK_LIMIT for limit in limits)
+    assert limits[1] > QUICK_LIMIT  # the time the skipped install left unused passes to the next step
     statuses = {step["name"]: step["status"] for step in written["steps"]}
     assert statuses == {"install": "skipped", **{step: "passed" for step in STEPS[1:]}}  # ddrs is importable here
     assert all(step["exit_code"] == 0 for step in written["steps"][1:])
@@ -56,6 +64,7 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
         "macer": "macer_memory_resnet18",
         "algorithm1": "algorithm1_resnet110",
         "training": "training_resnet18",
+        "certify_sequential": "sequential_resnet110",
     }
     for step in BENCH_STEPS:
         record = json.loads((out / f"gpu_throughput-{step}.json").read_text())
@@ -71,7 +80,18 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
     assert certified == {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
     log = (out / "gpu_check.log").read_text()
     assert "3 passed" in log  # the quick selection of the CUDA tests
-    assert "7 of 7 steps passed or skipped" in result.stdout and "7 of 7 steps" in log
+    assert "8 of 8 steps passed or skipped" in result.stdout and "8 of 8 steps" in log
+    sequential = json.loads((out / "gpu_throughput-certify_sequential.json").read_text())["figures"]
+    ratio = sequential["sequential_resnet110"]["sequential_over_fixed_ratio"]
+    assert ratio > 0 and sequential["sizes"]["sequential_inputs"] == 4
+
+
+def test_the_steps_shares_fit_the_default_budget():
+    """A visit whose every step runs to its share still ends within the budget, the summary's 10 s kept."""
+    declared = re.search(r"declare -A LIMIT=\((.*?)\)\n", SCRIPT.read_text(), re.DOTALL).group(1)
+    shares = {name: int(seconds) for name, seconds in re.findall(r"\[(\w+)\]=(\d+)", declared)}
+    assert list(shares) == STEPS
+    assert sum(shares.values()) <= VISIT_BUDGET
 
 
 def test_a_failing_step_is_reported_the_others_still_run_and_the_exit_is_non_zero(tmp_path):

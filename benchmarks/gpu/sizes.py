@@ -20,6 +20,7 @@ class Sizes:
     imagenet_n: int  # ImageNet's draws, scaled to n (a 224² forward pass is 50× a CIFAR one)
     n0: int
     inputs: int
+    sequential_inputs: int  # the inputs sequential CERTIFY certifies to the end
     batch: int | None  # ddrs's forward batch; None: chosen from free memory
     k: int
     k_timed: int
@@ -47,14 +48,14 @@ class Sizes:
     ) -> Sizes:
         if quick:
             return Sizes(
-                n=n or 4, imagenet_n=imagenet_n or 4, n0=2, inputs=1, batch=4,
+                n=n or 4, imagenet_n=imagenet_n or 4, n0=2, inputs=1, sequential_inputs=4, batch=4,
                 k=k or 2, k_timed=1, sigma_batch_today=1, sigma_batch=sigma_batch or 2,
                 train_batch=4, train_steps=train_steps or 2, macer_batch=2, macer_m=4, macer_chunk=2,
                 macer_cuts=3,
                 repeats=1, training_rounds=1, compile=False, max_side=32,
             )  # fmt: skip
         return Sizes(
-            n=n or QUOTED_N, imagenet_n=imagenet_n or 10_000, n0=N0, inputs=2, batch=None,
+            n=n or QUOTED_N, imagenet_n=imagenet_n or 10_000, n0=N0, inputs=2, sequential_inputs=256, batch=None,
             k=k or 1500, k_timed=50, sigma_batch_today=64, sigma_batch=sigma_batch or 1024,
             train_batch=256, train_steps=train_steps or CIFAR10_EPOCH_STEPS,
             macer_batch=256, macer_m=64, macer_chunk=16, macer_cuts=10,
