@@ -123,9 +123,9 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
 
     def sequentially() -> None:
         streams = input_streams(0, range(len(x)), Stream.CERTIFY, device)
-        scale = torch.full((len(x),), SIGMA)
+        sigma = torch.full((len(x),), SIGMA)
         stopped = certify_sequentially(
-            model, x, scale, sequential, num_classes=num_classes, streams=streams, device=device
+            model, x, sigma, sequential, num_classes=num_classes, streams=streams, device=device
         )
         results[:] = [result for _, result in stopped]
 
