@@ -199,12 +199,12 @@ def sigma_examples_figure(
     figure = Figure(figsize=(3 * 2.2, len(images) * 2.3), layout="constrained")
     axes = figure.subplots(len(images), 3, squeeze=False)
     for row, (clean, at_sigma0, at_sigma, sigma) in enumerate(zip(images, fixed, tailored, sigmas, strict=True)):
-        panels = (
+        pictures = (
             (clean, "clean"),
             (at_sigma0, f"{symbol} = {sigma0:.3g}"),
             (at_sigma, f"{symbol}*ₓ = {float(sigma):.3f}"),
         )
-        for ax, (picture, title) in zip(axes[row], panels, strict=True):
+        for ax, (picture, title) in zip(axes[row], pictures, strict=True):
             _show(ax, picture)
             ax.set_title(title)
     return figure
@@ -265,9 +265,9 @@ def p_a_cdf_figure(
     one panel each. Wrong or abstained predictions count as p̲A = 0
     (:func:`~ddrs.analysis.true_class_p_a_lower`).
     """
-    panels = logs if all(isinstance(v, Mapping) for v in logs.values()) else {"": logs}
-    figure, axes = panels(len(panels))
-    for ax, (title, curves) in zip(axes, panels.items(), strict=True):
+    by_panel = logs if all(isinstance(v, Mapping) for v in logs.values()) else {"": logs}
+    figure, axes = panels(len(by_panel))
+    for ax, (title, curves) in zip(axes, by_panel.items(), strict=True):
         for label, log in curves.items():
             values = np.sort(true_class_p_a_lower(load_log(log)).to_numpy())
             ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
