@@ -182,11 +182,16 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
     columns = _columns(args)
     if columns is None:
         return [(f"sigma {args.sigma}", args.sigma, args.out[0])]
+    return sigma_log_jobs(args.sigma_log, columns, args.out)
+
+
+def sigma_log_jobs(sigma_log: str, columns: list[str], outs: list[str]) -> list[tuple[str, dict[int, float], str]]:
+    """``(what, σ per idx, out)`` of every σ-log column, each certified into its log."""
     from ddrs.jobs.sigma_log_format import read_sigma_log
 
     return [
-        (f"{column} of {args.sigma_log}", read_sigma_log(args.sigma_log, column=column), out)
-        for column, out in zip(columns, args.out, strict=True)
+        (f"{column} of {sigma_log}", read_sigma_log(sigma_log, column=column), out)
+        for column, out in zip(columns, outs, strict=True)
     ]
 
 

@@ -86,11 +86,11 @@ def run(args: argparse.Namespace) -> None:
 
 def _certify(document: dict[str, Any], args: argparse.Namespace) -> None:
     from ddrs.cli import _test_inputs as test_inputs
-    from ddrs.cli.certify import certify_logs
+    from ddrs.cli.certify import certify_logs, sigma_log_jobs
     from ddrs.cli.optimize_sigma import write_sigma_log
     from ddrs.core.settings import Algorithm1Settings, CertifySettings
     from ddrs.jobs.logs import kept_partials
-    from ddrs.jobs.sigma_log_format import grid_column, read_sigma_log, sigma_column
+    from ddrs.jobs.sigma_log_format import grid_column, sigma_column
 
     settings = CertifySettings(**document["certify"])
     search = sigma_search_settings(document)
@@ -114,8 +114,4 @@ def _certify(document: dict[str, Any], args: argparse.Namespace) -> None:
     inputs = test_inputs.load(namespace)
     with kept_partials():
         write_sigma_log(search, inputs, args.sigma_log)
-        jobs = [
-            (f"{column} of {args.sigma_log}", read_sigma_log(args.sigma_log, column=column), out)
-            for column, out in zip(columns, args.out, strict=True)
-        ]
-        certify_logs(settings, jobs, inputs, args.memory_out)
+        certify_logs(settings, sigma_log_jobs(args.sigma_log, columns, args.out), inputs, args.memory_out)
