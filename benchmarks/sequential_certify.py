@@ -14,7 +14,7 @@ wall time) and the targets: mean forward passes ≤ 10,010 per input, no radius 
 
 The default takes ~500 of mnist5k's 1,000 held-out digits (``--skip 2``). A finished log is kept
 as it is; the comparison takes the inputs both logs hold. Times are the job's own wall time per
-input (``time`` column), on whatever the CPU shares.
+input (``time`` column), on whatever the CPU shares; ``--device cuda`` runs both modes on the GPU.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def certify(checkpoint: Path, dataset: str, sigma: float, out: Path, args, *mode
         return out
     flags = ["--checkpoint", str(checkpoint), "--dataset", dataset, "--sigma", str(sigma)]
     flags += ["--n0", str(N0), "--n", str(N), "--alpha", str(ALPHA), "--batch", str(args.batch)]
-    flags += ["--skip", str(args.skip), "--device", "cpu", "--seed", str(args.seed), "--out", str(out), *mode]
+    flags += ["--skip", str(args.skip), "--device", args.device, "--seed", str(args.seed), "--out", str(out), *mode]
     if main(["certify", *flags]) != 0:
         raise SystemExit(f"ddrs certify failed for {out}")
     return out
@@ -55,6 +55,7 @@ def main_() -> None:
     parser.add_argument("--skip", type=int, default=2, help="every skip-th held-out digit")
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="where both modes certify (cpu, cuda)")
     parser.add_argument("--sequence", default="betting")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
     add_json_option(parser)
