@@ -46,7 +46,7 @@ def simulate(sequence_name: str, radius: np.ndarray, seed: int):
     """
     rng = np.random.default_rng(seed)
     p_a = norm.cdf(radius)
-    sequence = confidence_sequence(sequence_name, ALPHA)
+    sequence = confidence_sequence(sequence_name, ALPHA, CAP)
     schedule = look_schedule(8, 1.1, CAP)
     selection = rng.binomial(N0, p_a)
     right_class = selection * 2 > N0  # c_A, the top class of the selection draws
@@ -105,11 +105,13 @@ def test_fixed_n_certificates_beyond_the_true_radius_are_at_most_alpha():
     assert_at_most_alpha(*unsound_share(certified, right_class, radius))
 
 
-def test_the_betting_bounds_hold_their_level_at_every_look_at_once():
-    """The bounds of one Bernoulli(p) stream, looked at after every 5% more draws to 2,000, leave p
-    in at most α of 4,000 streams (Ville's inequality), lower and upper bound together."""
+@pytest.mark.parametrize("name", ["betting", "betting_cp"])
+def test_the_betting_bounds_hold_their_level_at_every_look_at_once(name):
+    """The bounds of one Bernoulli(p) stream, looked at after every 5% more draws to the cap 2,000,
+    leave p in at most α of 4,000 streams (Ville's inequality; for ``betting_cp`` with the fixed-n
+    bound at the cap, by the union bound), lower and upper bound together."""
     rng = np.random.default_rng(5)
-    sequence = confidence_sequence("betting", ALPHA)
+    sequence = confidence_sequence(name, ALPHA, CAP)
     p = 0.8
     correct = (rng.random((4000, 2000)) < p).cumsum(axis=1)
     n = look_schedule(1, 1.05, 2000)
@@ -117,6 +119,23 @@ def test_the_betting_bounds_hold_their_level_at_every_look_at_once():
     missed = ((lower > p) | (upper < p)).any(axis=1)
     assert_at_most_alpha(int(missed.sum()), len(missed))
     assert missed.mean() > 0  # not vacuous: some streams do leave their bounds
+
+
+def test_betting_cp_certifies_at_the_cap_what_fixed_n_certifies_at_half_alpha():
+    """5 wrong of 100,000 at σ = 0.5: fixed-n Clopper–Pearson (α = 0.001) certifies 1.796, past the
+    grid's 1.75; betting alone stops short at 1.734, as it did for 9 of the 10 inputs it lost there
+    on the default's digits. ``betting_cp`` reaches Clopper–Pearson's bound at α/2 (1.788) at the
+    cap, and before the cap it is the betting bound at α/2."""
+    cap, alpha, sigma = 100_000, 0.001, 0.5
+    correct = np.array([cap - 5])
+    with_cap = confidence_sequence("betting_cp", alpha, cap)
+    betting_alone = confidence_sequence("betting", alpha, cap)
+    lower, upper = with_cap.bounds(correct, cap, 90)
+    assert lower == clopper_pearson_lower(correct, cap, alpha / 2)
+    assert sigma * norm.ppf(lower) > 1.75 > sigma * norm.ppf(betting_alone.bounds(correct, cap, 90)[0])
+    assert upper == confidence_sequence("betting", alpha / 2, cap).bounds(correct, cap, 90)[1]
+    before = with_cap.bounds(correct - 900, cap - 1000, 89)
+    assert before == confidence_sequence("betting", alpha / 2, cap).bounds(correct - 900, cap - 1000, 89)
 
 
 def test_the_sequences_agree_with_the_settings_names():
@@ -183,7 +202,7 @@ def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
     spent = run_pool(x0, settings(acr_fraction=0.05))
     assert np.mean([r.radius for r in spent.values()]) > np.mean([r.radius for r in plain.values()])
     assert np.mean([r.draws for r in spent.values()]) > np.mean([r.draws for r in plain.values()])
-    assert all(r.radius <= 1.6 for r in spent.values())
+    assert_at_most_alpha(sum(r.radius > 1.6 for r in spent.values()), len(spent))  # still sound
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,10 @@ input as soon as every radius of the run's grid is decided. Two sequences
   Beta(½, ½) mixture of Bernoulli likelihood ratios, a betting confidence sequence in the sense
   of Waudby-Smith & Ramdas (JRSS-B 2023, §3–4), inverted in closed form;
 - :class:`UnionBoundSequence`: Clopper–Pearson at look k at level α_k = 5α/((k+4)(k+5)), which
-  sums to α (Voráček's ``get_upper_threshold_ub``): the simpler cross-check.
+  sums to α (Voráček's ``get_upper_threshold_ub``): the simpler cross-check;
+- :class:`BettingWithFixedCap`: the betting sequence at α/2, whose lower bound at the cap is
+  raised to fixed-n Clopper–Pearson's at α/2, so an input that needs every draw loses little
+  against Cohen's CERTIFY.
 """
 
 from __future__ import annotations
@@ -54,10 +57,12 @@ class ConfidenceSequence(ABC):
 
     name: str
 
-    def __init__(self, alpha: float):
+    def __init__(self, alpha: float, cap: int):
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
         self.alpha = alpha
+        #: the last look's draws (CERTIFY's n)
+        self.cap = cap
 
     @abstractmethod
     def bounds(self, correct: np.ndarray, draws: np.ndarray, look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,16 +128,45 @@ class UnionBoundSequence(ConfidenceSequence):
         return clopper_pearson_lower(correct, draws, level), clopper_pearson_upper(correct, draws, level)
 
 
+class BettingWithFixedCap(ConfidenceSequence):
+    """The betting sequence at level α/2, its lower bound at the cap n raised to the one-sided
+    Clopper–Pearson bound of the same n draws at level α/2.
+
+    The betting set is wider at n than Clopper–Pearson's fixed-n bound (by a factor ~√(πn) on its
+    all-correct tail), so an input whose p_A sits just above a radius's threshold stops as out of
+    reach, or reaches the cap below the radius that fixed-n CERTIFY would certify. Both bounds hold
+    for the same input's stream: P(∃k: p < L_k^betting) ≤ α/2 (Ville), and the Clopper–Pearson bound
+    on its first n estimation draws is below p with probability ≤ α/2 whether or not the input
+    stops before the cap (it is used only if it gets there), so by the union bound the lower bound
+    holds at every look at once with probability ≥ 1 − α. The upper bound is the betting one: it
+    only decides when to stop.
+    """
+
+    name = "betting_cp"
+
+    def __init__(self, alpha: float, cap: int):
+        super().__init__(alpha, cap)
+        self.betting = BettingSequence(alpha / 2, cap)
+
+    def bounds(self, correct, draws, look):
+        lower, upper = self.betting.bounds(correct, draws, look)
+        at_cap = np.asarray(draws) >= self.cap
+        if at_cap.any():
+            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
+            lower = np.where(at_cap, np.maximum(lower, fixed_n), lower)
+        return lower, upper
+
+
 #: the confidence sequences by name
 CONFIDENCE_SEQUENCES: dict[str, type[ConfidenceSequence]] = {
-    cls.name: cls for cls in (BettingSequence, UnionBoundSequence)
+    cls.name: cls for cls in (BettingSequence, UnionBoundSequence, BettingWithFixedCap)
 }
 
 
-def confidence_sequence(name: str, alpha: float) -> ConfidenceSequence:
-    """The confidence sequence ``name`` (:data:`CONFIDENCE_SEQUENCES`) at level ``alpha``."""
+def confidence_sequence(name: str, alpha: float, cap: int) -> ConfidenceSequence:
+    """The confidence sequence ``name`` (:data:`CONFIDENCE_SEQUENCES`) at level ``alpha``, capped at ``cap`` draws."""
     try:
-        return CONFIDENCE_SEQUENCES[name](alpha)
+        return CONFIDENCE_SEQUENCES[name](alpha, cap)
     except KeyError:
         choices = sorted(CONFIDENCE_SEQUENCES)
         raise ValueError(f"unknown confidence sequence {name!r}; choose one of {choices}") from None

@@ -60,7 +60,7 @@ def certify_sequentially(
     """
     rule = settings.sequential
     noise = get_noise(settings.noise)
-    sequence = confidence_sequence(rule.sequence, settings.alpha)
+    sequence = confidence_sequence(rule.sequence, settings.alpha, settings.n)
     schedule = look_schedule(rule.first_look, rule.growth, settings.n)
     blocks = np.diff(schedule, prepend=0)
     batch_size = settings.batch_size or DEFAULT_CERTIFY_BATCH

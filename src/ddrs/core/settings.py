@@ -132,7 +132,7 @@ def _at_least_one(**values: int) -> None:
 CERTIFY_MODES = ("fixed", "sequential")
 
 #: Sequential certification's confidence sequences (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
-SEQUENCES = ("betting", "union_cp")
+SEQUENCES = ("betting", "union_cp", "betting_cp")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,7 +148,7 @@ class SequentialSettings:
     looks); it changes speed, not rows.
     """
 
-    sequence: str = "betting"
+    sequence: str = "betting_cp"
     radii: tuple[float, ...] = (0.0,)
     first_look: int = 32
     growth: float = 1.1
