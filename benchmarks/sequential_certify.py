@@ -9,6 +9,8 @@ smaller ``--skip`` reuses the inputs already certified. Then it prints, per σ a
 comparison of :func:`ddrs.analysis.sequential.sequential_comparison` (certified accuracy with
 intervals, exact McNemar Holm-adjusted, ACR, forward passes per input, share undecided at the cap,
 wall time) and the targets: mean forward passes ≤ 10,010 per input, no radius significantly worse.
+Beside them, ``passes_floor_mean`` (:func:`wald_floor`): about what any sound sequential rule must
+spend on these inputs to decide the grid, which says whether the 10× target is reachable at all.
 
     .venv/bin/python benchmarks/sequential_certify.py [--skip 2] [--sigmas 0.25 0.5 1.0] [--json PATH]
 
@@ -22,12 +24,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import yaml
 from _report import add_json_option, write_report
+from scipy.stats import norm
 from tabulate import tabulate
 
 from ddrs.analysis.sequential import sequential_comparison
 from ddrs.cli import main
+from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.jobs.logs import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +52,26 @@ def certify(checkpoint: Path, dataset: str, sigma: float, out: Path, args, *mode
     return out
 
 
+def wald_floor(fixed: pd.DataFrame, sigma: float, radii: list[float]) -> float:
+    """Mean forward passes (selection included) that a sound sequential rule needs, to first order,
+    to decide every radius of the grid for these inputs: n0 + min(n, max_r log(1/α) / KL(p_A ‖ p_r)).
+
+    Wald's bound on the expected sample size of a level-α test telling p_A from a radius's threshold
+    p_r = Φ(r/σ) (½ at r = 0) is log(1/α)/KL(p_A ‖ p_r) as α → 0; a radius out of fixed n's reach even
+    with every draw correct costs nothing. p_A is the plug-in count behind each fixed-n bound: the k
+    whose Clopper–Pearson bound from k of n is the log's p̲_A.
+    """
+    counts = np.arange(N + 1)
+    bounds = clopper_pearson_lower(counts, N, ALPHA)
+    p_a = np.searchsorted(bounds, fixed["p_a_lower"].to_numpy(float) - 1e-12) / N
+    thresholds = norm.cdf(np.asarray([0.0, *radii]) / sigma)
+    p, t = (np.clip(v, 1e-15, 1 - 1e-15) for v in np.broadcast_arrays(p_a[:, None], thresholds[None, :]))
+    divergence = p * np.log(p / t) + (1 - p) * np.log((1 - p) / (1 - t))
+    with np.errstate(divide="ignore"):
+        need = np.where(thresholds > bounds[-1], 0.0, np.minimum(N, np.log(1 / ALPHA) / divergence))
+    return float(N0 + need.max(axis=1).mean())
+
+
 def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
@@ -56,7 +82,7 @@ def main_() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where both modes certify (cpu, cuda)")
-    parser.add_argument("--sequence", default="betting")
+    parser.add_argument("--sequence", default="betting_cp")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
     add_json_option(parser)
     args = parser.parse_args()
@@ -75,8 +101,11 @@ def main_() -> None:
         common = sorted(set(fixed["idx"]) & set(sequential["idx"]))  # logs kept from runs of another --skip
         fixed, sequential = (log[log["idx"].isin(common)] for log in (fixed, sequential))
         table = sequential_comparison(fixed, sequential, radii=[0.0, *radii], n0=N0, n=N)
+        table.attrs["passes_floor_mean"] = wald_floor(fixed, sigma, radii)
         print(f"\n{dataset}, σ = {sigma:g}, {table.attrs['inputs']} inputs (n0 = {N0}, n = {N:,}, α = {ALPHA})")
         print(tabulate(table, headers="keys", showindex=False, floatfmt=".4g"))
+        passes = (f"{k} {table.attrs[f'passes_{k}_mean']:,.0f}" for k in ("fixed", "sequential", "floor"))
+        print("mean forward passes:", ", ".join(passes))
         figures[f"{dataset}_sigma{sigma:g}"] = {**table.attrs, "rows": table.to_dict(orient="records")}
     write_report("sequential_certify", figures, args.json)
 
