@@ -35,7 +35,9 @@
 #                      share is a hang guard of QUICK_LIMIT (600 s; the quick steps took 28–53 s each on
 #                      a 2-core machine at load 10, 6–11 s at load 2), the budget defaults to their sum
 #                      and, as in the visit, a step also gets the time the steps before it left unused
-#   --only A,B         run only these steps (a rerun of what failed)
+#   --only A,B         run only these steps (a rerun of what failed); the steps left out pass their
+#                      shares on, so a rerun of the compiled steps gets the whole budget (on a fresh
+#                      H200 they compiled past their shares: benchmarks/measured/README.md)
 #   --fail STEP        STEP fails at once instead of running (tests the failure path and the summary)
 #   --prepare-wheels   on the CPU machine, with PyPI: fill wheels/ (below) and exit
 #
@@ -240,7 +242,11 @@ gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA"
 print(f"{gpu}, torch {torch.__version__}, Python {platform.python_version()}")' 2>&1)
 echo "gpu_check.sh $(date -u +%FT%TZ): quick=$QUICK, budget ${BUDGET} s, $PYTHON: $DEVICE, out $OUT" | tee -a "$LOG"
 for name in "${STEPS[@]}"; do
-  [[ -z $ONLY || ",$ONLY," == *",$name,"* ]] && run_step "$name"
+  if [[ -z $ONLY || ",$ONLY," == *",$name,"* ]]; then
+    run_step "$name"
+  else
+    SHARES=$((SHARES + LIMIT[$name])) # a step --only leaves out passes its share on to the steps run
+  fi
 done
 
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}

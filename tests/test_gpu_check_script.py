@@ -111,6 +111,16 @@ def test_a_step_the_budget_leaves_no_time_for_is_out_of_time(tmp_path):
     assert not (tmp_path / "out" / "gpu_throughput-macer.json").exists()
 
 
+def test_a_rerun_of_the_last_step_gets_the_shares_of_the_steps_it_leaves_out(tmp_path):
+    """The visit's limits (no --quick): certify_resnet50's own share is 40 s; --only gives it the
+    budget the other steps would have used, less the seconds before it starts (the interpreter)."""
+    result = gpu_check(tmp_path, "--only", "certify_resnet50", "--fail", "certify_resnet50", quick=False)
+    assert result.returncode == 1
+    (step,) = summary(tmp_path)["steps"]
+    assert step["name"] == "certify_resnet50" and step["status"] == "failed"
+    assert 300 < step["limit_s"] <= VISIT_BUDGET
+
+
 def test_an_unknown_step_is_named_with_the_steps_there_are(tmp_path):
     result = gpu_check(tmp_path, "--only", "certify")
     assert result.returncode == 2
