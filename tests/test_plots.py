@@ -136,6 +136,7 @@ def test_save_figure_writes_png_and_pdf(tmp_path):
     written = plots.save_figure(figure, tmp_path / "figs" / "curves.png")
     assert [p.name for p in written] == ["curves.png", "curves.pdf"]
     assert written[0].read_bytes()[:4] == b"\x89PNG" and written[1].read_bytes()[:4] == b"%PDF"
+    assert b"/CreationDate" not in written[1].read_bytes()  # reproducible: no clock in the file
     assert legend_texts(figure.axes[0]) == ["a", "b", "envelope"]
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
     # a dotted name keeps its dots: σ = 0.25 and 0.5 are two figures, not one overwritten

@@ -43,14 +43,16 @@ BAND_OPACITY = 0.2
 
 def save_figure(figure: Figure, path: str | os.PathLike) -> list[Path]:
     """Write ``figure`` as ``<name>.png`` and ``<name>.pdf`` beside ``path`` (atomically), ``<name>``
-    being ``path``'s name less a ``.png`` or ``.pdf`` suffix: ``cohen_sigma0.25`` keeps its ``.25``."""
+    being ``path``'s name less a ``.png`` or ``.pdf`` suffix: ``cohen_sigma0.25`` keeps its ``.25``.
+    The PDF carries no creation date, so the same figure is the same bytes whenever it is drawn."""
     path = Path(path)
     name = path.name.removesuffix(".png").removesuffix(".pdf")
     written = []
     for fmt in ("png", "pdf"):
         target = path.with_name(f"{name}.{fmt}")
         with atomic_path(target) as tmp:
-            figure.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
+            metadata = {"CreationDate": None} if fmt == "pdf" else None
+            figure.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
         written.append(target)
     return written
 
