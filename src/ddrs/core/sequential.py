@@ -6,7 +6,7 @@ has A correct draws (its class c_A, chosen from n0 *earlier* selection draws tha
 counted again) of N, and a confidence sequence gives bounds L_k ≤ p_A ≤ U_k that hold at every
 look at once with probability ≥ 1 − α. Any stopping rule keeps the certificate σΦ⁻¹(L) of the look
 where it stops sound (Proposition 2 with p̲_A = L), which is what lets :func:`decide` stop each
-input as soon as every radius of the run's grid is decided. Two sequences
+input as soon as every radius of the run's grid is decided. Three sequences
 (:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential certification", has the formulas):
 
 - :class:`BettingSequence`: the Krichevsky–Trofimov betting martingale of Voráček (NeurIPS 2024,
