@@ -108,18 +108,19 @@ class JobPlan:
             min_scale=options["min_sigma"],
         )
 
-    def fixed_certification(self, run: Run) -> dict[str, Any]:
-        """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows)."""
-        return {"inputs": self.inputs(run), "sigma": self.sigma(run), "certify": asdict(self.certify_settings(run))}
+    def fixed_certification(self, run: Run, mode: str | None = None) -> dict[str, Any]:
+        """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows), in ``mode``
+        where given (:meth:`certify_settings`)."""
+        return {
+            "inputs": self.inputs(run),
+            "sigma": self.sigma(run),
+            "certify": asdict(self.certify_settings(run, mode=mode)),
+        }
 
     def sequential_certification(self, run: Run) -> dict[str, Any]:
         """The fixed-σ job in sequential mode whatever ``certify.mode`` says: the sequential side of
         the comparison with Cohen's fixed n (``sequential_<dataset>``)."""
-        return {
-            "inputs": self.inputs(run),
-            "sigma": self.sigma(run),
-            "certify": asdict(self.certify_settings(run, mode="sequential")),
-        }
+        return self.fixed_certification(run, mode="sequential")
 
     def data_dependent_certification(self, run: Run) -> dict[str, Any]:
         """Algorithm 1 to the largest K, then CERTIFY at σ*ₓ of every K and Algorithm 3 (DDRS §3.3–3.4)."""
