@@ -38,16 +38,19 @@ UNIFORM = get_noise("uniform")
 TrainingLoss = Callable[[nn.Module, Tensor, Tensor, Tensor, torch.Generator, object, int], Tensor]
 
 
+def _unit_copies(noise, x: Tensor, m: int, generator: torch.Generator) -> Tensor:
+    """``m`` draws ε̂ of the scale-1 noise per input, shape ``(B, m, *x.shape[1:])``."""
+    return noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
+
+
 def noise_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
     """``m`` noise vectors per input, shape ``(B, m, *x.shape[1:])``, already multiplied by ``scale``."""
-    unit = noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
-    return scaled_noise(scale, unit)
+    return scaled_noise(scale, _unit_copies(noise, x, m, generator))
 
 
 def noisy_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
     """``m`` noisy copies ``x + σ·ε̂`` per input, shape ``(B, m, *x.shape[1:])``."""
-    unit = noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
-    return add_noise(x.unsqueeze(1), scale, unit)
+    return add_noise(x.unsqueeze(1), scale, _unit_copies(noise, x, m, generator))
 
 
 def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
