@@ -5,6 +5,8 @@ log, p_A recovered, and a user's own log placed among them."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,14 +22,15 @@ from published_helpers import (
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from ddrs.analysis.metrics import true_class_p_a_lower
+from ddrs.analysis.metrics import paper_radii, true_class_p_a_lower
 from ddrs.analysis.stats import Inference
+from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
 from ddrs.published.families import read_families
 from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table, headline
 from ddrs.published.leaderboard import ENVELOPE, leaderboard_table, load_entries, read_entries, save_entries
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
-from ddrs.published.own_logs import OwnLogError, own_entries
+from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
 from ddrs.published.registry import load_registry
 
 N = 600
@@ -215,8 +218,8 @@ def test_the_leaderboard_ranks_within_input_sets(tmp_path):
     registry, files, families = build(tmp_path, logs)
     table = leaderboard_table(load_entries(registry, "cifar10", files, families), "cifar10", RADII, inference=INFERENCE)
     envelopes = table[table["sigma"] == ENVELOPE].set_index("method")
-    assert envelopes.loc["gaussian", "input_set"] == f"{N} inputs: idx 0:{N - 1}:1"
-    assert envelopes.loc["half", "input_set"] == f"{N // 2} inputs: idx 0:{N - 2}:2"
+    assert envelopes.loc["gaussian", "input_set"] == f"{N} inputs: idx 0:{N - 1}:1, standard order"
+    assert envelopes.loc["half", "input_set"] == f"{N // 2} inputs: idx 0:{N - 2}:2, standard order"
     assert envelopes["rank"].tolist() == [1, 1]  # each first of its input set, the larger set first
     assert envelopes.loc["half", "family"] == "Strong"
 
@@ -332,3 +335,164 @@ def test_the_p_a_figure_draws_one_panel_per_sigma_and_states_the_recovery_s_limi
     assert [len(ax.get_lines()) for ax in panels] == [2, 3]  # Gaussian and Strong; and consistency at 0.5
     note = figure.legends[0].get_title().get_text()
     assert "lower bound" in note and "predicted" in note and "≤ ½" in note
+
+
+def _two_order_world(tmp_path):
+    """ImageNet idx 0:599 in two orders: Cohen-like Gaussian and a weak method in the standard order
+    (label idx % 10), a strong method and its Gaussian in Salman et al.'s (label (idx + 5) % 10), the
+    latter named by the shipped input-order table (Hadisalman/smoothing-adversarial data/certify/)."""
+    shifted = (np.arange(N) + 5) % 10
+    salman = {"repository": "Hadisalman/smoothing-adversarial", "dataset": "imagenet", "arch": "resnet50"}
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {"dataset": "imagenet", "arch": "resnet50"}),
+        "weak": (
+            log_text(*gaussian_like(N, 0.5, 0.5, 1.5, seed=2)),
+            {"dataset": "imagenet", "arch": "resnet50", "method_authors": "same", "method": "external"},
+        ),
+        "certify/strong": (
+            log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=shifted),
+            {**salman, "method_authors": "strong", "method": "external"},
+        ),
+        "certify/gaussian": (log_text(*gaussian_like(N, 0.5, 0.55, 2.0, seed=4), labels=shifted), salman),
+    }
+    registry, files, families = build(tmp_path, logs)
+    return load_entries(registry, "imagenet", files, families)
+
+
+def test_logs_of_two_input_orders_are_never_ranked_paired_or_drawn_together(tmp_path):
+    entries = _two_order_world(tmp_path)
+    assert {entry.name: entry.order for entry in entries} == {
+        "someone/smoothing:data/gaussian": "standard",
+        "someone/smoothing:data/weak": "standard",
+        "Hadisalman/smoothing-adversarial:data/certify/strong": "salman2019",
+        "Hadisalman/smoothing-adversarial:data/certify/gaussian": "salman2019",
+    }
+    table = leaderboard_table(entries, "imagenet", RADII, inference=INFERENCE)
+    envelopes = table[table["sigma"] == ENVELOPE].set_index(["repository", "method"])
+    standard = f"{N} inputs: idx 0:{N - 1}:1, standard order"
+    salman = f"{N} inputs: idx 0:{N - 1}:1, Salman et al.'s order (ImageNet: label 65 at idx 0)"
+    hadi = "Hadisalman/smoothing-adversarial"
+    assert envelopes["input_set"].to_dict() == {
+        (hadi, "strong"): salman,
+        (hadi, "gaussian"): salman,
+        (REPOSITORY, "gaussian"): standard,
+        (REPOSITORY, "same"): standard,
+    }
+    assert envelopes.loc[(hadi, "strong"), "rank"] == 1 and envelopes.loc[(REPOSITORY, "gaussian"), "rank"] == 1
+    versus = gaussian_comparisons_table(entries, "imagenet", RADII, inference=INFERENCE).set_index("log")
+    assert versus.loc["Hadisalman/smoothing-adversarial:data/certify/strong", "baseline"] == (
+        "Hadisalman/smoothing-adversarial:data/certify/gaussian"
+    )
+    assert versus.loc["someone/smoothing:data/weak", "baseline"] == "someone/smoothing:data/gaussian"
+    lines = family_lines(entries)
+    drawn = {entry.order for members in lines.members.values() for entry in members}
+    assert len(drawn) == 1 and lines.order in drawn
+    assert "order" in curves_figure(entries, "imagenet")._suptitle.get_text()
+
+
+def test_a_log_whose_labels_fit_another_order_than_its_registered_one_is_refused(tmp_path):
+    from ddrs.published.input_orders import InputOrderError
+
+    shifted = (np.arange(N) + 5) % 10
+    salman = {"repository": "Hadisalman/smoothing-adversarial", "dataset": "imagenet"}
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {"dataset": "imagenet"}),
+        "certify/gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=5), labels=shifted), salman),
+        "certify/weak": (
+            log_text(*gaussian_like(N, 0.5, 0.5, 2.0, seed=6), labels=shifted),
+            {**salman, "method_authors": "same"},
+        ),
+        "certify/strong": (  # the standard order's labels, under a path the table gives Salman et al.'s order
+            log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=3)),
+            {**salman, "method_authors": "strong"},
+        ),
+    }
+    registry, files, families = build(tmp_path, logs)
+    with pytest.raises(
+        InputOrderError, match=r"data/certify/strong: its labels differ .* agree with the standard order.*input_orders"
+    ):
+        load_entries(registry, "imagenet", files, families)
+
+
+def _own(tmp_path, world, text, **spec):
+    (tmp_path / "mine.tsv").write_text(text)
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), **spec}}
+    return own_entries(own, "cifar10", world)
+
+
+def _edited(text: str, column: str, value: str, row: int = 0) -> str:
+    """``text`` with ``column`` of data row ``row`` set to ``value``."""
+    lines = text.split("\n")
+    header = lines[0].split("\t")
+    fields = lines[row + 1].split("\t")
+    fields[header.index(column)] = value
+    lines[row + 1] = "\t".join(fields)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("edit", "spec", "message"),
+    [
+        (lambda t: _edited(_edited(t, "radius", "-0.5"), "correct", "1"), {"n": 100_000}, "negative_radius"),
+        (lambda t: _edited(t, "correct", "2"), {"n": 100_000}, "correct_not_binary"),
+        (lambda t: _edited(t, "radius", "25.0"), {"n": 100_000}, r"impossible_radius.*1\.9"),
+        (lambda t: t.split("\n")[0] + "\n", {"n": 100_000}, "header_only.*a header and no rows"),
+        (lambda t: t + t.split("\n")[1] + "\n", {"n": 100_000}, "duplicate idx 0"),
+    ],
+)
+def test_a_bad_own_log_is_refused_naming_the_file_and_the_defect(world, tmp_path, edit, spec, message):
+    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12), labels=np.arange(N) % 10)
+    with pytest.raises(DDRSError, match=rf"mine\.tsv.*{message}"):
+        _own(tmp_path, world, edit(text), **spec)
+
+
+def test_an_own_log_without_n_is_ranked_with_a_named_warning_and_time_is_optional(world, tmp_path):
+    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12))
+    without_time = "\n".join("\t".join(line.split("\t")[:5]) for line in text.split("\n"))
+    with pytest.warns(OwnLogWarning, match=r"own log 'mine' .*mine\.tsv.*no n is given"):
+        (entry,) = _own(tmp_path, world, without_time)
+    assert len(entry.frame) == N and entry.frame["time"].isna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # n given: the cap is checked, nothing to warn of
+        _own(tmp_path, world, text, n=100_000, alpha=0.001)
+
+
+def test_own_logs_leave_the_published_rows_adjusted_p_values_unchanged(world, tmp_path):
+    (own,) = _own(tmp_path, world, log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=11)), n=100_000)
+    alone = gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE)
+    joined = gaussian_comparisons_table([*world, own], "cifar10", RADII, inference=INFERENCE)
+    holm = [column for column in alone.columns if column.endswith("_p_holm")]
+    published = joined[joined["repository"] != "own"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(published[holm], alone[holm])
+    assert joined.loc[joined["repository"] == "own", "ACR_p_holm"].notna().any()
+
+
+def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsys):
+    from ddrs.cli import main
+    from ddrs.published import builders
+    from ddrs.published.manifest import fetch_repository
+
+    gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    strong = log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2))
+    commit = git_repository(tmp_path / "mirror", {"data/gaussian": gaussian, "data/strong": strong})
+    rows = [
+        registry_row("data/gaussian", gaussian, commit=commit),
+        registry_row("data/strong", strong, commit=commit, method_authors="strong", method="external"),
+    ]
+    registry = write_registry(tmp_path / "registry.csv", rows)
+    families = write_families(tmp_path / "families.csv", rows, FAMILIES)
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.7, 2.5, seed=3)))
+    command = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
+    command += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
+    command += ["--own", "mine", "0.5", str(tmp_path / "mine.tsv"), "--n", "100000", "--out", str(tmp_path / "cli")]
+    assert main(command) == 0
+    cli = pd.read_csv(tmp_path / "cli" / "leaderboard.csv")
+    manifest = tmp_path / "manifest.csv"
+    fetch_repository(load_registry(registry), REPOSITORY, tmp_path / "cache", manifest, mirror=tmp_path / "mirror")
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}}
+    builders.dataset_entries([manifest], "cifar10", tmp_path / "entries.npz", registry, families, own)
+    config = builders.leaderboard(tmp_path / "entries.npz", "cifar10", paper_radii("cifar10"))
+    key = ["method", "sigma", "log"]
+    ranks = config[[*key, "rank"]].astype(str).merge(cli[[*key, "rank"]].astype(str), on=key, suffixes=("", "_cli"))
+    assert len(ranks) == len(config) == len(cli) and (ranks["rank"] == ranks["rank_cli"]).all()
+    assert (ranks["rank"] != "").all() and ranks["rank"].nunique() == 3

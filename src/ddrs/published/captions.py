@@ -19,7 +19,7 @@ def audit_caption() -> str:
         "stride_mismatch, non_monotone_idx, duplicate_of (byte-identical logs under other names), mixed_time, "
         "label_conflicts (labels against the majority of the same dataset's logs at the same idx), "
         "impossible_radius (above σ·Φ⁻¹(α^(1/n)), the largest radius CERTIFY can give with the registry's n and α), "
-        "correct_mismatch, abstain_with_radius, negative_radius; findings says each in words "
+        "correct_mismatch, correct_not_binary, abstain_with_radius, negative_radius; findings says each in words "
         "(ddrs.published.audit)."
     )
 
@@ -76,7 +76,8 @@ def leaderboard_caption(alpha: float) -> str:
         "with correct = 1 and radius ≥ r (Cohen et al. 2019, §4). Cells: value [low, high], "
         f"{100 * (1 - alpha):g}% intervals: exact Clopper–Pearson over the row's inputs (an envelope cell: that "
         "of the log that won it), seeded percentile bootstrap for ACR. Methods are ranked within their input set "
-        "(input_set: the idx they certify; logs of other inputs are not in one ranking) by the envelope's "
+        "(input_set: the input order and the idx they certify; logs of other inputs, or of the same idx in another "
+        "order, are not in one ranking) by the envelope's "
         "ACR_per_log; nothing is bold: the claims are in published_vs_gaussian."
     )
 
@@ -87,15 +88,17 @@ def vs_gaussian_caption(alpha: float) -> str:
         "certify (inputs); a user's own log also against the best log of every family. "
         + SOURCE
         + " Baseline rule (against = Gaussian), the same for every row: a Gaussian log certified at that σ from a "
-        "model trained at it, with the same labels at every shared idx; first of the same input set, then of the "
+        "model trained at it, in the same input order (input_orders.csv) with the same labels at every shared "
+        "idx; first of the same input set, then of the "
         "same architecture, then of the log's own repository, then sharing the most inputs, then the first in "
         "registry order; baseline names it. against = Gaussian (Sun et al. 2024): the same rule over Sun et al.'s "
         "own Gaussian logs, where one applies. against = best <family>: the family's log sharing the most inputs, "
         "then of the highest ACR on them. Radius columns: difference of certified accuracy (percentage points) "
         "with the exact McNemar p-value; ACR: difference with its "
         f"{100 * (1 - alpha):g}% paired-bootstrap interval and the paired sign-flip p-value bounded by Hoeffding's "
-        "inequality (valid at every n). p: Holm-adjusted over every test of the table (one family: every row, "
-        f"baseline, radius and ACR). Bold, better_at, worse_at: Holm p < α = {alpha:g}."
+        "inequality (valid at every n). p: Holm-adjusted over every test of the published logs (one family: "
+        "every row, baseline, radius and ACR); a user's own logs' tests are a second family, so they move no "
+        f"published p-value. Bold, better_at, worse_at: Holm p < α = {alpha:g}."
     )
 
 
