@@ -38,7 +38,15 @@ RADII = (0.0, 0.25, 0.5, 0.75)
 INFERENCE = Inference(n_boot=300, seed=0)
 
 
-FAMILIES = {"gaussian": "Gaussian", "strong": "Strong", "same": "consistency", "pretrained": "Strong", "half": "Strong"}
+FAMILIES = {
+    "gaussian": "Gaussian",
+    "strong": "Strong",
+    "same": "consistency",
+    "pretrained": "Strong",
+    "half": "Strong",
+    "near": "Near",
+    "far": "Far",
+}
 
 
 def build(tmp_path, logs: dict, extra_rows=()) -> tuple:
@@ -202,10 +210,12 @@ def test_sun_et_al_s_gaussian_is_a_second_baseline_and_gaussian_logs_are_not_cou
     strong = table[table["method"] == "strong"].set_index("against")
     assert strong.loc["Gaussian", "baseline"] == "someone/smoothing:data/gaussian"  # its own repository's
     assert strong.loc["Gaussian (Sun et al. 2024)", "baseline"] == "eth-sri/acr-weakness:data/sun_gaussian"
-    summary = headline(table, 0.05).set_index(["against", "logs"])
-    assert summary.loc[("Gaussian", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
-    assert summary.loc[("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to"), "compared"] == 1
-    assert summary.loc[("Gaussian", "all"), "gaussian_compared"] == 2  # each Gaussian log against the other
+    summary = headline(table, 0.05).set_index(["against", "logs", "family"])
+    assert summary.loc[("Gaussian", "all", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
+    sun = ("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to", "all")
+    assert summary.loc[sun, "compared"] == 1
+    assert summary.loc[("Gaussian", "all", "all"), "gaussian_compared"] == 2  # each Gaussian log against the other
+    assert summary.loc[("Gaussian", "all", "Strong"), "methods"] == 1
 
 
 def test_the_leaderboard_ranks_within_input_sets(tmp_path):
@@ -496,3 +506,59 @@ def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsy
     ranks = config[[*key, "rank"]].astype(str).merge(cli[[*key, "rank"]].astype(str), on=key, suffixes=("", "_cli"))
     assert len(ranks) == len(config) == len(cli) and (ranks["rank"] == ranks["rank_cli"]).all()
     assert (ranks["rank"] != "").all() and ranks["rank"].nunique() == 3
+
+
+def test_a_win_counts_beyond_the_gaussian_against_gaussian_calibration_only(tmp_path):
+    """Two Gaussian runs of one σ and architecture differ by 0.05 per certified input; a method 0.02
+    above Gaussian is significant but within that spread, one 0.3 above is beyond it."""
+    correct, radius = gaussian_like(N, 0.5, 0.7, 2.0, seed=1)
+
+    def shifted(by):
+        return log_text(correct, np.where(correct, radius + by, 0.0))
+
+    logs = {
+        "gaussian": (shifted(0.0), {}),
+        "gaussian_b": (shifted(0.05), {"repository": "other/gaussian"}),
+        "near": (shifted(0.02), {"method_authors": "near", "method": "external"}),
+        "far": (shifted(0.3), {"method_authors": "far", "method": "external"}),
+    }
+    registry, files, families = build(tmp_path, logs)
+    entries = load_entries(registry, "cifar10", files, families)
+    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    assert table.loc[table["calibration"], "log"].tolist() == [
+        f"{REPOSITORY}:data/gaussian",
+        "other/gaussian:data/gaussian_b",
+    ]
+    assert (table.loc[table["method"] != "gaussian", "ACR_p_holm"] < 1e-6).all()  # both methods "beat" Gaussian
+    path = tmp_path / "versus.csv"
+    table.to_csv(path, index=False)
+    summary = headline(pd.read_csv(path), 0.05)
+    total = summary.iloc[0]
+    margin = table.loc[table["calibration"], "ACR"].abs().max()
+    assert total["calibration_margin"] == pytest.approx(margin) and 0.03 < margin < 0.04  # 0.05 · 70 % certified
+    assert total[["gaussian_vs_gaussian", "gaussian_vs_gaussian_better", "gaussian_vs_gaussian_rate"]].tolist() == [
+        2,
+        1,
+        0.5,
+    ]
+    assert total[
+        ["compared", "better_ACR", "better_ACR_calibrated", "methods", "methods_better_calibrated"]
+    ].tolist() == [
+        2,
+        2,
+        1,
+        2,
+        1,
+    ]
+    families_rows = summary[summary["family"] != "all"].set_index("family")
+    assert (
+        families_rows.loc["Far", "better_ACR_calibrated"] == 1
+        and families_rows.loc["Near", "better_ACR_calibrated"] == 0
+    )
+    assert (families_rows["gaussian_vs_gaussian_rate"] == 0.5).all()  # the calibration beside every family's rate
+
+
+def test_without_a_gaussian_pair_no_win_is_counted_beyond_a_calibration(world):
+    summary = headline(gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE), 0.05)
+    assert (summary["gaussian_vs_gaussian"] == 0).all()
+    assert summary["better_ACR_calibrated"].isna().all() and summary["better_ACR"].iloc[0] >= 1

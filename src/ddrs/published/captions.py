@@ -104,10 +104,19 @@ def vs_gaussian_caption(alpha: float) -> str:
 
 def headline_caption(alpha: float) -> str:
     return (
-        "The leaderboard's headline: per Gaussian baseline of published_vs_gaussian (against; the baseline rule's "
-        "again on the logs Sun et al.'s Gaussian applies to), the published logs other than Gaussian ones "
-        "compared (compared; not_compared: no Gaussian log at their σ and inputs), and how many are "
-        f"significantly better or worse on ACR (Holm over the whole table, p < α = {alpha:g}) and in some "
-        "column. Gaussian logs are not counted among the methods; gaussian_compared and gaussian_better_ACR count "
-        "them apart (a replication check). A user's own logs are not counted."
+        "The leaderboard's headline, from published_vs_gaussian. Rows: per Gaussian baseline (against; the "
+        "baseline rule's again on the logs Sun et al.'s Gaussian applies to) over every family (family = all), "
+        "then one row per family and extra training data under the rule's baseline. compared: published logs "
+        "other than Gaussian ones with a baseline (not_compared: none at their σ and inputs); methods: the "
+        "methods among them (a repository's name with one architecture). better_ACR / worse_ACR: logs "
+        f"significantly better / worse on ACR (Holm over the published logs, p < α = {alpha:g}); that test sees "
+        "the noise of drawing test inputs only, not the variation between runs, so every row gives the "
+        "Gaussian-against-Gaussian calibration beside it: gaussian_vs_gaussian, the Gaussian logs compared with "
+        "another Gaussian log of the same σ from another run or repository (architectures not known to differ, "
+        "neither trained at another σ), gaussian_vs_gaussian_better those significantly better by the same "
+        "test, and their rate. better_ACR_calibrated counts a log only where it is significantly better and its "
+        "ACR difference exceeds calibration_margin, the largest |ΔACR| between two such Gaussian logs on the "
+        "dataset (empty where the dataset has none); methods_better_calibrated, the methods with such a log. "
+        "Gaussian logs are not counted among the methods (gaussian_compared, gaussian_better_ACR: apart); a "
+        "user's own logs are not counted."
     )
