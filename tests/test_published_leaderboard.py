@@ -28,7 +28,14 @@ from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
 from ddrs.published.families import read_families
 from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table, headline
-from ddrs.published.leaderboard import ENVELOPE, leaderboard_table, load_entries, read_entries, save_entries
+from ddrs.published.leaderboard import (
+    ENVELOPE,
+    dataset_logs,
+    leaderboard_table,
+    load_entries,
+    read_entries,
+    save_entries,
+)
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
 from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
 from ddrs.published.registry import load_registry
@@ -562,3 +569,32 @@ def test_without_a_gaussian_pair_no_win_is_counted_beyond_a_calibration(world):
     summary = headline(gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE), 0.05)
     assert (summary["gaussian_vs_gaussian"] == 0).all()
     assert summary["better_ACR_calibrated"].isna().all() and summary["better_ACR"].iloc[0] >= 1
+
+
+def test_a_byte_identical_log_is_credited_to_the_repository_that_produced_it(tmp_path):
+    """The copier sorts first in registry order; the origins table credits the producer, and the
+    copy is listed with it."""
+    text = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    (tmp_path / "log").write_text(text)
+    copy = registry_row("data_cohen/log", text, repository="Copier/repo", method_authors="data_cohen")
+    original = registry_row("data/log", text, repository="producer/repo")
+    registry = load_registry(write_registry(tmp_path / "registry.csv", [copy, original]))
+    assert [names for _, names in dataset_logs(registry, "cifar10", origins={})] == [
+        ("Copier/repo:data_cohen/log", "producer/repo:data/log")
+    ]
+    ((log, names),) = dataset_logs(registry, "cifar10", origins={original["sha256"]: ("producer/repo", "data/log")})
+    assert (log.repository, log.method_authors) == ("producer/repo", "gaussian")
+    assert names == ("producer/repo:data/log", "Copier/repo:data_cohen/log")
+
+
+def test_the_shipped_origins_credit_cohen_et_al_s_logs_to_their_repository():
+    from ddrs.published.origins import read_origins
+
+    registry = load_registry()
+    origins = read_origins()
+    named = set(zip(registry["repository"], registry["path"], strict=True))
+    copies = registry.groupby("sha256").size()
+    assert all(origin in named and copies[sha256] > 1 for sha256, origin in origins.items())
+    data_cohen = registry[registry["path"].str.startswith("data_cohen/")]
+    assert len(data_cohen) == 13
+    assert {origins[sha256][0] for sha256 in data_cohen["sha256"]} == {"locuslab/smoothing"}

@@ -67,7 +67,8 @@ def leaderboard_caption(alpha: float) -> str:
     return (
         "Every published method × σ on this dataset's test inputs, and the user's own logs (repository own). "
         + SOURCE
-        + " Byte-identical logs count once, under their first name in registry order (also_at names the copies). "
+        + " Byte-identical logs count once, credited to the repository that produced them (the copy first "
+        "committed, ddrs/published/origins.csv; log names it, also_at its copies). "
         "A method is its authors' name in one repository with one architecture on one set of test inputs; family "
         "and extra_data (training data beyond the dataset's training set) come from ddrs/published/families.csv. "
         "Its envelope row (sigma = envelope) is the best certified accuracy per radius over its logs (σ, and runs "

@@ -2,7 +2,8 @@
 
 **What is on it.** Every test-split log of the dataset in the registry with a stated σ and at least
 one row (:func:`dataset_logs`). Byte-identical logs (same sha256) are one result: it is counted
-once, under its first ``(repository, path)`` in registry order, and ``also_at`` names its copies.
+once, credited to the repository that produced it (:mod:`ddrs.published.origins`: the copy first
+committed; else the first in registry order), and ``also_at`` names its copies.
 
 **Methods.** A published method is what its authors call it in one repository (``method_authors``,
 which carries its settings, e.g. ``PGD_10steps/eps_127``) with one architecture, over one set of
@@ -57,6 +58,7 @@ from ddrs.jobs.logs import read_log
 from ddrs.published.families import Families, Family, family_of, read_families
 from ddrs.published.input_orders import STANDARD, check_orders, describe, order_of, read_orders
 from ddrs.published.manifest import local_file
+from ddrs.published.origins import read_origins
 from ddrs.published.registry import PublishedLog, select
 
 #: the ``sigma`` of a method's envelope row
@@ -157,14 +159,24 @@ def input_set(idx: np.ndarray, order: str) -> str:
     return f"{len(idx):,} inputs: idx sha1 {digest[:8]}, {describe(order)}"
 
 
-def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[PublishedLog, tuple[str, ...]]]:
+def dataset_logs(
+    registry: pd.DataFrame | None, dataset: str, origins: Mapping[str, tuple[str, str]] | None = None
+) -> list[tuple[PublishedLog, tuple[str, ...]]]:
     """The leaderboard's logs of ``dataset``: test split, σ stated, at least one row; each sha256 once,
-    under its first name in registry order, with the names of all its copies."""
+    under the copy that produced it (``origins``: sha256 → (repository, path), default the shipped
+    :mod:`ddrs.published.origins`; a content it does not name, or whose origin is not selected, under
+    its first copy in registry order), with the names of all its copies, its own first."""
+    origins = read_origins() if origins is None else origins
     rows = select(registry, dataset=dataset, split="test")
     rows = rows[rows["sigma"].notna() & (rows["rows"] > 0)]
-    names = (rows["repository"] + ":" + rows["path"]).groupby(rows["sha256"], sort=False).agg(tuple)
-    first = rows.drop_duplicates("sha256", keep="first")
-    return [(PublishedLog.from_row(row), names[row["sha256"]]) for _, row in first.iterrows()]
+    logs = []
+    for sha256, copies in rows.groupby("sha256", sort=False):
+        names = list(copies["repository"] + ":" + copies["path"])
+        origin = origins.get(sha256)
+        credited = names.index(":".join(origin)) if origin is not None and ":".join(origin) in names else 0
+        names.insert(0, names.pop(credited))
+        logs.append((PublishedLog.from_row(copies.iloc[credited]), tuple(names)))
+    return logs
 
 
 def load_entries(
