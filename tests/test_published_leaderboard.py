@@ -598,3 +598,14 @@ def test_the_shipped_origins_credit_cohen_et_al_s_logs_to_their_repository():
     data_cohen = registry[registry["path"].str.startswith("data_cohen/")]
     assert len(data_cohen) == 13
     assert {origins[sha256][0] for sha256 in data_cohen["sha256"]} == {"locuslab/smoothing"}
+
+
+def test_extra_data_families_get_distinct_dash_patterns_so_coinciding_curves_stay_visible():
+    from ddrs.published.families import Family
+    from ddrs.published.leaderboard_figures import line_styles
+
+    families = [Family("Gaussian"), Family("SmoothAdv"), *(Family("SmoothAdv", extra) for extra in "abc")]
+    styles = line_styles(families)
+    dashes = [styles[family]["linestyle"] for family in families[2:]]
+    assert len(set(dashes)) == 3 and "linestyle" not in styles[families[1]]
+    assert len({style["color"] for style in styles.values()}) == 5

@@ -97,13 +97,21 @@ def family_lines(entries: Sequence[Entry]) -> FamilyLines:
     return FamilyLines(np.sort(sets[chosen]), order[chosen], members, tuple(f for f in families if f not in held))
 
 
+#: the dash patterns of extra-data families, one each in order: their curves nearly coincide on CIFAR-10
+#: (Salman et al.'s pre-trained and self-trained SmoothAdv), and one pattern would hide all but the last drawn
+EXTRA_DATA_DASHES = ((0, (6, 2)), (0, (2, 2)), (0, (6, 2, 1, 2)), (3, (1, 3)))
+
+
 def line_styles(families: Sequence[Family]) -> dict[Family, dict]:
     """One style per family in every figure: Gaussian black, the others a colour each in order,
-    dashed where they used extra training data."""
+    dashed where they used extra training data, each extra-data family with its own dash pattern
+    (:data:`EXTRA_DATA_DASHES`) so that coinciding curves stay visible."""
     others = [family for family in families if family.name != GAUSSIAN_FAMILY]
     colours = {family: f"C{number % 10}" for number, family in enumerate(others)}
+    extra = [family for family in families if family.extra_data]
+    dashes = {family: EXTRA_DATA_DASHES[number % len(EXTRA_DATA_DASHES)] for number, family in enumerate(extra)}
     return {
-        family: {"color": colours.get(family, "black"), **({"linestyle": "--"} if family.extra_data else {})}
+        family: {"color": colours.get(family, "black"), **({"linestyle": dashes[family]} if family in dashes else {})}
         for family in families
     }
 
