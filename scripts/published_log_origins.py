@@ -79,9 +79,12 @@ def origins(registry: pd.DataFrame, mirrors: dict[str, Path]) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", required=True, metavar="DIR", help="a folder of <owner>+<name> mirrors")
+    parser.add_argument(
+        "--registry", default=None, help="the registry whose copies to credit (default: the shipped one)"
+    )
     parser.add_argument("--out", default=str(ORIGINS_PATH), help="the table to write (default: the shipped one)")
     args = parser.parse_args(argv)
-    registry = load_registry()
+    registry = load_registry(args.registry)
     mirrors = {}
     for repository in registry["repository"].unique():
         git_dir = git_dir_in(Path(args.mirrors) / repository.replace("/", "+"))
