@@ -36,7 +36,7 @@ STANDARD = "standard"
 #: how titles name each order
 DESCRIPTIONS = {
     STANDARD: "standard order",
-    "salman2019": "Salman et al.'s order (ImageNet: label 65 at idx 0)",
+    "salman2019": "Salman et al.'s ImageNet order (label 65 at idx 0)",
 }
 
 

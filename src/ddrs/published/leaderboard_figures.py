@@ -41,6 +41,7 @@ from scipy.special import ndtr
 from ddrs.analysis.metrics import acr, certified_accuracy, radius_grid
 from ddrs.analysis.plots import ACCURACY_LABEL, PANEL_SIZE, accuracy_curve, p_a_cdf_figure
 from ddrs.published.families import GAUSSIAN_FAMILY, Family
+from ddrs.published.input_orders import describe
 from ddrs.published.leaderboard import Entry, input_set
 
 #: what a p_A figure says about its recovery, under its panels
@@ -122,6 +123,12 @@ def _line_label(family: Family, entry: Entry) -> str:
     return textwrap.fill(f"{family.label}: {entry.log.method_authors}{arch} [{owner}], σ = {entry.sigma:g}", 75)
 
 
+def _left_out_label(family: Family, entries: Sequence[Entry], order: str) -> str:
+    """A family left out of a figure, with the input orders of its logs where none is the figure's."""
+    orders = sorted({entry.order for entry in entries if entry.family == family})
+    return family.label if order in orders else f"{family.label}, only in the {' and the '.join(map(describe, orders))}"
+
+
 def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None = 0.05) -> Figure:
     """The best log of each family on one common input set, extra-data families in a second panel
     (module docstring), styled by :func:`line_styles`."""
@@ -148,7 +155,7 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
         ax.set_xlabel("ℓ2 radius")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="x-small", frameon=False)
     axes[0].set_ylabel(ACCURACY_LABEL)
-    left_out = "; ".join(family.label for family in lines.left_out)
+    left_out = "; ".join(_left_out_label(family, entries, lines.order) for family in lines.left_out)
     suffix = f"\nno log on these inputs: {left_out}" if left_out else ""
     figure.suptitle(
         f"{dataset}: the best log (highest ACR) of each family on {input_set(lines.idx, lines.order)}{suffix}",
