@@ -273,7 +273,7 @@ def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s
     on the leaderboard, compared with the matched Gaussian log and the best log of every family."""
     published = world
     (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=11)))
-    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}}
     save_entries([*published, *own_entries(own, "cifar10", published)], tmp_path / "entries.npz")
     entries = read_entries(tmp_path / "entries.npz")
     table = leaderboard_table(entries, "cifar10", RADII, inference=INFERENCE)
@@ -299,7 +299,9 @@ def test_an_own_log_of_other_inputs_or_labels_is_refused_naming_the_file(world, 
     (tmp_path / "mine.tsv").write_text(text)
     with pytest.raises(OwnLogError, match=message):
         own_entries(
-            {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}, "cifar10", world
+            {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}},
+            "cifar10",
+            world,
         )
 
 
@@ -319,6 +321,7 @@ def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_
     (tmp_path / "other.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=np.zeros(N, int)))
     common = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
     common += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
+    common += ["--n", "100000"]
     out = tmp_path / "ranked"
     assert main([*common, "--own", "mine", "0.5", str(tmp_path / "mine.tsv"), "--out", str(out)]) == 0
     assert "mine: rank 1 of 600 inputs" in capsys.readouterr().out

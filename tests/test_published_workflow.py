@@ -94,7 +94,15 @@ def world(tmp_path) -> dict:
         "mirrors": {REPOSITORY: str(mirror / ".git")},
         "leaderboards": {"cifar10": RADII},
         "families": str(families),
-        "own": {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "arch": "resnet110"}},
+        "own": {
+            "mine": {
+                "dataset": "cifar10",
+                "sigma": 0.5,
+                "path": str(tmp_path / "mine.tsv"),
+                "arch": "resnet110",
+                "n": 100_000,
+            }
+        },
     }
     config["statistics"] = {"n_boot": 200}
     return {"config": write_config(tmp_path, config), "commit": commit}

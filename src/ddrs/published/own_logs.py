@@ -175,9 +175,9 @@ def own_entries(own: Mapping[str, Mapping[str, Any]], dataset: str, published: S
     for name, spec in chosen.items():
         path = Path(spec["path"])
         frame = read_log(path, require_time=False).sort_values("idx", kind="stable").reset_index(drop=True)
+        order = lined_up_order(frame, labels, path, dataset, spec.get("order"))
         log = _registry_row(name, spec, dataset, path, len(frame))
         audit_own(name, log, path)
-        order = lined_up_order(frame, labels, path, dataset, spec.get("order"))
         family = Family(str(spec.get("family", name)), str(spec.get("extra_data", "")))
         entries.append(Entry(log, (f"{OWN_REPOSITORY}:{name}",), frame, family, order))
     return entries
