@@ -617,3 +617,20 @@ def test_extra_data_families_get_distinct_dash_patterns_so_coinciding_curves_sta
     dashes = [styles[family]["linestyle"] for family in families[2:]]
     assert len(set(dashes)) == 3 and "linestyle" not in styles[families[1]]
     assert len({style["color"] for style in styles.values()}) == 5
+
+
+def test_an_own_log_takes_the_input_order_its_labels_fit_and_is_ranked_only_there(tmp_path):
+    entries = _two_order_world(tmp_path)
+    shifted = (np.arange(N) + 5) % 10
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.97, 3.8, seed=9), labels=shifted))
+    spec = {"dataset": "imagenet", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}
+    (own,) = own_entries({"mine": spec}, "imagenet", entries)
+    assert own.order == "salman2019"
+    table = leaderboard_table([*entries, own], "imagenet", RADII, inference=INFERENCE)
+    mine = table[(table["method"] == "mine") & (table["sigma"] == ENVELOPE)].iloc[0]
+    assert mine["input_order"] == "salman2019" and mine["rank"] == 1
+    alone = leaderboard_table(entries, "imagenet", RADII, inference=INFERENCE)
+    standard = table[table["input_order"] == "standard"].reset_index(drop=True)
+    assert standard["rank"].tolist() == alone.loc[alone["input_order"] == "standard", "rank"].tolist()
+    with pytest.raises(OwnLogError, match=r"mine\.tsv: 600 of its 600 labels differ .* in the standard order"):
+        own_entries({"mine": {**spec, "order": "standard"}}, "imagenet", entries)
