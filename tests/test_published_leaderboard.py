@@ -5,6 +5,8 @@ log, p_A recovered, and a user's own log placed among them."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,14 +22,22 @@ from published_helpers import (
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from ddrs.analysis.metrics import true_class_p_a_lower
+from ddrs.analysis.metrics import paper_radii, true_class_p_a_lower
 from ddrs.analysis.stats import Inference
+from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
 from ddrs.published.families import read_families
 from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table, headline
-from ddrs.published.leaderboard import ENVELOPE, leaderboard_table, load_entries, read_entries, save_entries
+from ddrs.published.leaderboard import (
+    ENVELOPE,
+    dataset_logs,
+    leaderboard_table,
+    load_entries,
+    read_entries,
+    save_entries,
+)
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
-from ddrs.published.own_logs import OwnLogError, own_entries
+from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
 from ddrs.published.registry import load_registry
 
 N = 600
@@ -35,7 +45,15 @@ RADII = (0.0, 0.25, 0.5, 0.75)
 INFERENCE = Inference(n_boot=300, seed=0)
 
 
-FAMILIES = {"gaussian": "Gaussian", "strong": "Strong", "same": "consistency", "pretrained": "Strong", "half": "Strong"}
+FAMILIES = {
+    "gaussian": "Gaussian",
+    "strong": "Strong",
+    "same": "consistency",
+    "pretrained": "Strong",
+    "half": "Strong",
+    "near": "Near",
+    "far": "Far",
+}
 
 
 def build(tmp_path, logs: dict, extra_rows=()) -> tuple:
@@ -199,10 +217,12 @@ def test_sun_et_al_s_gaussian_is_a_second_baseline_and_gaussian_logs_are_not_cou
     strong = table[table["method"] == "strong"].set_index("against")
     assert strong.loc["Gaussian", "baseline"] == "someone/smoothing:data/gaussian"  # its own repository's
     assert strong.loc["Gaussian (Sun et al. 2024)", "baseline"] == "eth-sri/acr-weakness:data/sun_gaussian"
-    summary = headline(table, 0.05).set_index(["against", "logs"])
-    assert summary.loc[("Gaussian", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
-    assert summary.loc[("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to"), "compared"] == 1
-    assert summary.loc[("Gaussian", "all"), "gaussian_compared"] == 2  # each Gaussian log against the other
+    summary = headline(table, 0.05).set_index(["against", "logs", "family"])
+    assert summary.loc[("Gaussian", "all", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
+    sun = ("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to", "all")
+    assert summary.loc[sun, "compared"] == 1
+    assert summary.loc[("Gaussian", "all", "all"), "gaussian_compared"] == 2  # each Gaussian log against the other
+    assert summary.loc[("Gaussian", "all", "Strong"), "methods"] == 1
 
 
 def test_the_leaderboard_ranks_within_input_sets(tmp_path):
@@ -215,8 +235,8 @@ def test_the_leaderboard_ranks_within_input_sets(tmp_path):
     registry, files, families = build(tmp_path, logs)
     table = leaderboard_table(load_entries(registry, "cifar10", files, families), "cifar10", RADII, inference=INFERENCE)
     envelopes = table[table["sigma"] == ENVELOPE].set_index("method")
-    assert envelopes.loc["gaussian", "input_set"] == f"{N} inputs: idx 0:{N - 1}:1"
-    assert envelopes.loc["half", "input_set"] == f"{N // 2} inputs: idx 0:{N - 2}:2"
+    assert envelopes.loc["gaussian", "input_set"] == f"{N} inputs: idx 0:{N - 1}:1, standard order"
+    assert envelopes.loc["half", "input_set"] == f"{N // 2} inputs: idx 0:{N - 2}:2, standard order"
     assert envelopes["rank"].tolist() == [1, 1]  # each first of its input set, the larger set first
     assert envelopes.loc["half", "family"] == "Strong"
 
@@ -253,7 +273,7 @@ def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s
     on the leaderboard, compared with the matched Gaussian log and the best log of every family."""
     published = world
     (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=11)))
-    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}}
     save_entries([*published, *own_entries(own, "cifar10", published)], tmp_path / "entries.npz")
     entries = read_entries(tmp_path / "entries.npz")
     table = leaderboard_table(entries, "cifar10", RADII, inference=INFERENCE)
@@ -279,7 +299,9 @@ def test_an_own_log_of_other_inputs_or_labels_is_refused_naming_the_file(world, 
     (tmp_path / "mine.tsv").write_text(text)
     with pytest.raises(OwnLogError, match=message):
         own_entries(
-            {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv")}}, "cifar10", world
+            {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}},
+            "cifar10",
+            world,
         )
 
 
@@ -299,6 +321,7 @@ def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_
     (tmp_path / "other.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=np.zeros(N, int)))
     common = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
     common += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
+    common += ["--n", "100000"]
     out = tmp_path / "ranked"
     assert main([*common, "--own", "mine", "0.5", str(tmp_path / "mine.tsv"), "--out", str(out)]) == 0
     assert "mine: rank 1 of 600 inputs" in capsys.readouterr().out
@@ -332,3 +355,282 @@ def test_the_p_a_figure_draws_one_panel_per_sigma_and_states_the_recovery_s_limi
     assert [len(ax.get_lines()) for ax in panels] == [2, 3]  # Gaussian and Strong; and consistency at 0.5
     note = figure.legends[0].get_title().get_text()
     assert "lower bound" in note and "predicted" in note and "≤ ½" in note
+
+
+def _two_order_world(tmp_path):
+    """ImageNet idx 0:599 in two orders: Cohen-like Gaussian and a weak method in the standard order
+    (label idx % 10), a strong method and its Gaussian in Salman et al.'s (label (idx + 5) % 10), the
+    latter named by the shipped input-order table (Hadisalman/smoothing-adversarial data/certify/)."""
+    shifted = (np.arange(N) + 5) % 10
+    salman = {"repository": "Hadisalman/smoothing-adversarial", "dataset": "imagenet", "arch": "resnet50"}
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {"dataset": "imagenet", "arch": "resnet50"}),
+        "weak": (
+            log_text(*gaussian_like(N, 0.5, 0.5, 1.5, seed=2)),
+            {"dataset": "imagenet", "arch": "resnet50", "method_authors": "same", "method": "external"},
+        ),
+        "certify/strong": (
+            log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=shifted),
+            {**salman, "method_authors": "strong", "method": "external"},
+        ),
+        "certify/gaussian": (log_text(*gaussian_like(N, 0.5, 0.55, 2.0, seed=4), labels=shifted), salman),
+    }
+    registry, files, families = build(tmp_path, logs)
+    return load_entries(registry, "imagenet", files, families)
+
+
+def test_logs_of_two_input_orders_are_never_ranked_paired_or_drawn_together(tmp_path):
+    entries = _two_order_world(tmp_path)
+    assert {entry.name: entry.order for entry in entries} == {
+        "someone/smoothing:data/gaussian": "standard",
+        "someone/smoothing:data/weak": "standard",
+        "Hadisalman/smoothing-adversarial:data/certify/strong": "salman2019",
+        "Hadisalman/smoothing-adversarial:data/certify/gaussian": "salman2019",
+    }
+    table = leaderboard_table(entries, "imagenet", RADII, inference=INFERENCE)
+    envelopes = table[table["sigma"] == ENVELOPE].set_index(["repository", "method"])
+    standard = f"{N} inputs: idx 0:{N - 1}:1, standard order"
+    salman = f"{N} inputs: idx 0:{N - 1}:1, Salman et al.'s ImageNet order (label 65 at idx 0)"
+    hadi = "Hadisalman/smoothing-adversarial"
+    assert envelopes["input_set"].to_dict() == {
+        (hadi, "strong"): salman,
+        (hadi, "gaussian"): salman,
+        (REPOSITORY, "gaussian"): standard,
+        (REPOSITORY, "same"): standard,
+    }
+    assert envelopes.loc[(hadi, "strong"), "rank"] == 1 and envelopes.loc[(REPOSITORY, "gaussian"), "rank"] == 1
+    versus = gaussian_comparisons_table(entries, "imagenet", RADII, inference=INFERENCE).set_index("log")
+    assert versus.loc["Hadisalman/smoothing-adversarial:data/certify/strong", "baseline"] == (
+        "Hadisalman/smoothing-adversarial:data/certify/gaussian"
+    )
+    assert versus.loc["someone/smoothing:data/weak", "baseline"] == "someone/smoothing:data/gaussian"
+    lines = family_lines(entries)
+    drawn = {entry.order for members in lines.members.values() for entry in members}
+    assert len(drawn) == 1 and lines.order in drawn
+    assert lines.order == "standard"  # two families each way: the first set of the most families
+    title = curves_figure(entries, "imagenet")._suptitle.get_text()
+    assert title == (
+        f"imagenet: the best log (highest ACR) of each family on {standard}\n"
+        "no log on these inputs: Strong, only in the Salman et al.'s ImageNet order (label 65 at idx 0)"
+    )
+
+
+def test_a_log_whose_labels_fit_another_order_than_its_registered_one_is_refused(tmp_path):
+    from ddrs.published.input_orders import InputOrderError
+
+    shifted = (np.arange(N) + 5) % 10
+    salman = {"repository": "Hadisalman/smoothing-adversarial", "dataset": "imagenet"}
+    logs = {
+        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {"dataset": "imagenet"}),
+        "certify/gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=5), labels=shifted), salman),
+        "certify/weak": (
+            log_text(*gaussian_like(N, 0.5, 0.5, 2.0, seed=6), labels=shifted),
+            {**salman, "method_authors": "same"},
+        ),
+        "certify/strong": (  # the standard order's labels, under a path the table gives Salman et al.'s order
+            log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=3)),
+            {**salman, "method_authors": "strong"},
+        ),
+    }
+    registry, files, families = build(tmp_path, logs)
+    with pytest.raises(
+        InputOrderError, match=r"data/certify/strong: its labels differ .* agree with the standard order.*input_orders"
+    ):
+        load_entries(registry, "imagenet", files, families)
+
+
+def _own(tmp_path, world, text, **spec):
+    (tmp_path / "mine.tsv").write_text(text)
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), **spec}}
+    return own_entries(own, "cifar10", world)
+
+
+def _edited(text: str, column: str, value: str, row: int = 0) -> str:
+    """``text`` with ``column`` of data row ``row`` set to ``value``."""
+    lines = text.split("\n")
+    header = lines[0].split("\t")
+    fields = lines[row + 1].split("\t")
+    fields[header.index(column)] = value
+    lines[row + 1] = "\t".join(fields)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("edit", "spec", "message"),
+    [
+        (lambda t: _edited(_edited(t, "radius", "-0.5"), "correct", "1"), {"n": 100_000}, "negative_radius"),
+        (lambda t: _edited(t, "correct", "2"), {"n": 100_000}, "correct_not_binary"),
+        (lambda t: _edited(t, "radius", "25.0"), {"n": 100_000}, r"impossible_radius.*1\.9"),
+        (lambda t: t.split("\n")[0] + "\n", {"n": 100_000}, "header_only.*a header and no rows"),
+        (lambda t: t + t.split("\n")[1] + "\n", {"n": 100_000}, "duplicate idx 0"),
+    ],
+)
+def test_a_bad_own_log_is_refused_naming_the_file_and_the_defect(world, tmp_path, edit, spec, message):
+    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12), labels=np.arange(N) % 10)
+    with pytest.raises(DDRSError, match=rf"mine\.tsv.*{message}"):
+        _own(tmp_path, world, edit(text), **spec)
+
+
+def test_an_own_log_without_n_is_ranked_with_a_named_warning_and_time_is_optional(world, tmp_path):
+    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12))
+    without_time = "\n".join("\t".join(line.split("\t")[:5]) for line in text.split("\n"))
+    with pytest.warns(OwnLogWarning, match=r"own log 'mine' .*mine\.tsv.*no n is given"):
+        (entry,) = _own(tmp_path, world, without_time)
+    assert len(entry.frame) == N and entry.frame["time"].isna().all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # n given: the cap is checked, nothing to warn of
+        _own(tmp_path, world, text, n=100_000, alpha=0.001)
+
+
+def test_own_logs_leave_the_published_rows_adjusted_p_values_unchanged(world, tmp_path):
+    (own,) = _own(tmp_path, world, log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=11)), n=100_000)
+    alone = gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE)
+    joined = gaussian_comparisons_table([*world, own], "cifar10", RADII, inference=INFERENCE)
+    holm = [column for column in alone.columns if column.endswith("_p_holm")]
+    published = joined[joined["repository"] != "own"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(published[holm], alone[holm])
+    assert joined.loc[joined["repository"] == "own", "ACR_p_holm"].notna().any()
+
+
+def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsys):
+    from ddrs.cli import main
+    from ddrs.published import builders
+    from ddrs.published.manifest import fetch_repository
+
+    gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    strong = log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2))
+    commit = git_repository(tmp_path / "mirror", {"data/gaussian": gaussian, "data/strong": strong})
+    rows = [
+        registry_row("data/gaussian", gaussian, commit=commit),
+        registry_row("data/strong", strong, commit=commit, method_authors="strong", method="external"),
+    ]
+    registry = write_registry(tmp_path / "registry.csv", rows)
+    families = write_families(tmp_path / "families.csv", rows, FAMILIES)
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.7, 2.5, seed=3)))
+    command = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
+    command += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
+    command += ["--own", "mine", "0.5", str(tmp_path / "mine.tsv"), "--n", "100000", "--out", str(tmp_path / "cli")]
+    assert main(command) == 0
+    cli = pd.read_csv(tmp_path / "cli" / "leaderboard.csv")
+    manifest = tmp_path / "manifest.csv"
+    fetch_repository(load_registry(registry), REPOSITORY, tmp_path / "cache", manifest, mirror=tmp_path / "mirror")
+    own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}}
+    builders.dataset_entries([manifest], "cifar10", tmp_path / "entries.npz", registry, families, own)
+    config = builders.leaderboard(tmp_path / "entries.npz", "cifar10", paper_radii("cifar10"))
+    key = ["method", "sigma", "log"]
+    ranks = config[[*key, "rank"]].astype(str).merge(cli[[*key, "rank"]].astype(str), on=key, suffixes=("", "_cli"))
+    assert len(ranks) == len(config) == len(cli) and (ranks["rank"] == ranks["rank_cli"]).all()
+    assert (ranks["rank"] != "").all() and ranks["rank"].nunique() == 3
+
+
+def test_a_win_counts_beyond_the_gaussian_against_gaussian_calibration_only(tmp_path):
+    """Two Gaussian runs of one σ and architecture differ by 0.05 per certified input; a method 0.02
+    above Gaussian is significant but within that spread, one 0.3 above is beyond it."""
+    correct, radius = gaussian_like(N, 0.5, 0.7, 2.0, seed=1)
+
+    def shifted(by):
+        return log_text(correct, np.where(correct, radius + by, 0.0))
+
+    logs = {
+        "gaussian": (shifted(0.0), {}),
+        "gaussian_b": (shifted(0.05), {"repository": "other/gaussian"}),
+        "near": (shifted(0.02), {"method_authors": "near", "method": "external"}),
+        "far": (shifted(0.3), {"method_authors": "far", "method": "external"}),
+    }
+    registry, files, families = build(tmp_path, logs)
+    entries = load_entries(registry, "cifar10", files, families)
+    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    assert table.loc[table["calibration"], "log"].tolist() == [
+        f"{REPOSITORY}:data/gaussian",
+        "other/gaussian:data/gaussian_b",
+    ]
+    assert (table.loc[table["method"] != "gaussian", "ACR_p_holm"] < 1e-6).all()  # both methods "beat" Gaussian
+    path = tmp_path / "versus.csv"
+    table.to_csv(path, index=False)
+    summary = headline(pd.read_csv(path), 0.05)
+    total = summary.iloc[0]
+    margin = table.loc[table["calibration"], "ACR"].abs().max()
+    assert total["calibration_margin"] == pytest.approx(margin) and 0.03 < margin < 0.04  # 0.05 · 70 % certified
+    assert total[["gaussian_vs_gaussian", "gaussian_vs_gaussian_better", "gaussian_vs_gaussian_rate"]].tolist() == [
+        2,
+        1,
+        0.5,
+    ]
+    assert total[
+        ["compared", "better_ACR", "better_ACR_calibrated", "methods", "methods_better_calibrated"]
+    ].tolist() == [
+        2,
+        2,
+        1,
+        2,
+        1,
+    ]
+    families_rows = summary[summary["family"] != "all"].set_index("family")
+    assert (
+        families_rows.loc["Far", "better_ACR_calibrated"] == 1
+        and families_rows.loc["Near", "better_ACR_calibrated"] == 0
+    )
+    assert (families_rows["gaussian_vs_gaussian_rate"] == 0.5).all()  # the calibration beside every family's rate
+
+
+def test_without_a_gaussian_pair_no_win_is_counted_beyond_a_calibration(world):
+    summary = headline(gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE), 0.05)
+    assert (summary["gaussian_vs_gaussian"] == 0).all()
+    assert summary["better_ACR_calibrated"].isna().all() and summary["better_ACR"].iloc[0] >= 1
+
+
+def test_a_byte_identical_log_is_credited_to_the_repository_that_produced_it(tmp_path):
+    """The copier sorts first in registry order; the origins table credits the producer, and the
+    copy is listed with it."""
+    text = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
+    (tmp_path / "log").write_text(text)
+    copy = registry_row("data_cohen/log", text, repository="Copier/repo", method_authors="data_cohen")
+    original = registry_row("data/log", text, repository="producer/repo")
+    registry = load_registry(write_registry(tmp_path / "registry.csv", [copy, original]))
+    assert [names for _, names in dataset_logs(registry, "cifar10", origins={})] == [
+        ("Copier/repo:data_cohen/log", "producer/repo:data/log")
+    ]
+    ((log, names),) = dataset_logs(registry, "cifar10", origins={original["sha256"]: ("producer/repo", "data/log")})
+    assert (log.repository, log.method_authors) == ("producer/repo", "gaussian")
+    assert names == ("producer/repo:data/log", "Copier/repo:data_cohen/log")
+
+
+def test_the_shipped_origins_credit_cohen_et_al_s_logs_to_their_repository():
+    from ddrs.published.origins import read_origins
+
+    registry = load_registry()
+    origins = read_origins()
+    named = set(zip(registry["repository"], registry["path"], strict=True))
+    copies = registry.groupby("sha256").size()
+    assert all(origin in named and copies[sha256] > 1 for sha256, origin in origins.items())
+    data_cohen = registry[registry["path"].str.startswith("data_cohen/")]
+    assert len(data_cohen) == 13
+    assert {origins[sha256][0] for sha256 in data_cohen["sha256"]} == {"locuslab/smoothing"}
+
+
+def test_extra_data_families_get_distinct_dash_patterns_so_coinciding_curves_stay_visible():
+    from ddrs.published.families import Family
+    from ddrs.published.leaderboard_figures import line_styles
+
+    families = [Family("Gaussian"), Family("SmoothAdv"), *(Family("SmoothAdv", extra) for extra in "abc")]
+    styles = line_styles(families)
+    dashes = [styles[family]["linestyle"] for family in families[2:]]
+    assert len(set(dashes)) == 3 and "linestyle" not in styles[families[1]]
+    assert len({style["color"] for style in styles.values()}) == 5
+
+
+def test_an_own_log_takes_the_input_order_its_labels_fit_and_is_ranked_only_there(tmp_path):
+    entries = _two_order_world(tmp_path)
+    shifted = (np.arange(N) + 5) % 10
+    (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.97, 3.8, seed=9), labels=shifted))
+    spec = {"dataset": "imagenet", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}
+    (own,) = own_entries({"mine": spec}, "imagenet", entries)
+    assert own.order == "salman2019"
+    table = leaderboard_table([*entries, own], "imagenet", RADII, inference=INFERENCE)
+    mine = table[(table["method"] == "mine") & (table["sigma"] == ENVELOPE)].iloc[0]
+    assert mine["input_order"] == "salman2019" and mine["rank"] == 1
+    alone = leaderboard_table(entries, "imagenet", RADII, inference=INFERENCE)
+    standard = table[table["input_order"] == "standard"].reset_index(drop=True)
+    assert standard["rank"].tolist() == alone.loc[alone["input_order"] == "standard", "rank"].tolist()
+    with pytest.raises(OwnLogError, match=r"mine\.tsv: 600 of its 600 labels differ .* in the standard order"):
+        own_entries({"mine": {**spec, "order": "standard"}}, "imagenet", entries)

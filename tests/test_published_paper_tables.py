@@ -76,28 +76,15 @@ def test_verdict_follows_the_printed_precision_and_the_convention(recomputed, pr
     assert pt.verdict(recomputed, printed, unit, convention) == expected
 
 
-def test_a_table_keeps_half_up_unless_its_cells_show_one_other_convention():
-    truncated = [(37.5, "37", "percent"), (12.8, "12", "percent"), (50.0, "50", "percent"), (61.2, "61", "percent")]
-    assert pt.table_convention(truncated) == (
-        "truncation",
-        "exact of 4 cells fixed in advance: half-up 2, half-even 2, half-down 3, truncation 4, ceiling 1; "
-        "truncation keeps every half-up cell, adds 2, and covers half-down",
-    )
-    # one cell truncated, one rounded up: no single convention explains both, so half-up
-    mixed = [(37.5, "37", "percent"), (12.2, "13", "percent"), (50.0, "50", "percent")]
-    assert pt.table_convention(mixed)[0] == "half-up"
-    # truncation gives more cells (3 against 2) but loses one that half-up gives: half-up
-    losing = [(37.2, "37", "percent"), (12.8, "12", "percent"), (13.9, "13", "percent"), (61.6, "62", "percent")]
-    convention, evidence = pt.table_convention(losing)
-    assert convention == "half-up" and "truncation 3" in evidence and "no other convention keeps" in evidence
-    # half-even and half-down both keep and add the same tie: neither is shown alone
-    tie = [(32.5, "32", "percent"), (50.0, "50", "percent")]
-    assert pt.table_convention(tie) == (
+def test_a_tables_convention_is_the_papers_statement_or_half_up_and_takes_no_cells(monkeypatch):
+    assert pt.table_convention("p", "T") == (
         "half-up",
-        "exact of 2 cells fixed in advance: half-up 1, half-even 2, half-down 2, truncation 2, ceiling 1; "
-        "half-even, half-down, truncation each keep every half-up cell, none covers the others",
+        "half-up: the paper states no rounding convention; fixed before any comparison",
     )
-    assert pt.table_convention([])[0] == "half-up"
+    monkeypatch.setitem(pt.STATED_CONVENTIONS, ("p", "T"), ("truncation", "§5: 'we truncate'"))
+    assert pt.table_convention("p", "T")[0] == "truncation"
+    assert "as the paper states (§5: 'we truncate')" in pt.table_convention("p", "T")[1]
+    assert pt.table_convention("p", "U")[0] == "half-up"
 
 
 def test_single_log_cells_are_exact_or_mismatch_under_the_tables_convention(tmp_path):
@@ -121,36 +108,30 @@ def test_single_log_cells_are_exact_or_mismatch_under_the_tables_convention(tmp_
     assert "radius > r (strict) → 12.5" in diff.loc[2, "tried"]
     assert diff.loc[2, "difference"] == pytest.approx(12.5 - 30.0)
     assert (diff["logs"] == f"{REPO}:a.tsv").all() and (diff["source"] != "").all()
-    assert diff["identified_as"].eq("").all() and diff["log_choice"].eq("as mapped").all()
+    assert diff["best_run_verdict"].eq("").all() and diff["log_choice"].eq("as mapped").all()
 
 
-def test_a_table_whose_cells_show_truncation_is_judged_by_truncation(tmp_path):
-    # two logs of 7 inputs: 3/7 = 42.86 % and 6/7 = 85.71 % at r = 0, both truncated in print
-    files = {
-        (REPO, "a"): write_log(tmp_path / "a", [(1, 0.3)] * 3 + [(0, 0.0)] * 4),
-        (REPO, "b"): write_log(tmp_path / "b", [(1, 0.3)] * 6 + [(0, 0.0)]),
-    }
-    transcription, mapping = frames(
-        [
-            cell("A", "0.25", "0.0", "certified_accuracy", "42"),
-            cell("A", "0.25", "0.5", "certified_accuracy", "0.0"),
-            cell("B", "0.25", "0.0", "certified_accuracy", "85"),
-            cell("B", "0.25", "0.25", "certified_accuracy", "80"),  # no rounding of 85.71 gives it
-        ],
-        [entry("A", "0.25", "a"), entry("B", "0.25", "b")],
-    )
-    diff = pt.recompute_tables(files, transcription, mapping, settings={})
-    assert (diff["convention"] == "truncation").all()
-    assert diff["verdict"].tolist() == ["exact", "exact", "exact", "mismatch"]
-    assert diff["recomputed_rounded"].tolist() == ["42", "0.0", "85", "85"]
-    assert diff.loc[3, "tried"] == "radius > r (strict) → 85.7143"
-    # the same cells under half-up: the truncated ones are mismatches
-    assert [pt.verdict(v, p, "percent") for v, p in zip(diff["recomputed"], diff["printed"], strict=True)] == [
-        "mismatch",
-        "exact",
-        "mismatch",
-        "mismatch",
+def test_the_convention_cannot_see_the_matches(tmp_path):
+    """One table, its logs giving values every printed cell shows truncated, or values no convention
+    prints so: the convention is the same (half-up, no paper statement), so the truncated cells mismatch."""
+    printed = [
+        cell("A", "0.25", "0.0", "certified_accuracy", "42"),
+        cell("B", "0.25", "0.0", "certified_accuracy", "85"),
     ]
+    mapping = [entry("A", "0.25", "a"), entry("B", "0.25", "b")]
+    conventions, verdicts = [], []
+    for name, (a, b) in {"truncated": (3, 6), "other": (1, 2)}.items():
+        files = {
+            (REPO, "a"): write_log(tmp_path / name / "a", [(1, 0.3)] * a + [(0, 0.0)] * (7 - a)),
+            (REPO, "b"): write_log(tmp_path / name / "b", [(1, 0.3)] * b + [(0, 0.0)] * (7 - b)),
+        }
+        diff = pt.recompute_tables(files, *frames(printed, mapping), settings={})
+        conventions.append(diff[["convention", "convention_evidence"]].drop_duplicates().values.tolist())
+        verdicts.append(diff["verdict"].tolist())
+    assert conventions[0] == conventions[1] == [[*pt.table_convention("p", "T")]]
+    # 3/7 = 42.86 and 6/7 = 85.71 print as 42 and 85 only truncated: not the table's convention
+    assert verdicts[0] == ["mismatch", "mismatch"]
+    assert verdicts[1] == ["mismatch", "mismatch"]
 
 
 def test_a_zero_beyond_the_radius_cap_is_trivial(tmp_path):
@@ -196,7 +177,7 @@ def test_mean_and_std_over_seeds_use_sample_std_and_report_ddof0(tmp_path):
     assert "ddof=0 → 0.163299" in diff.loc[2, "tried"]
 
 
-def test_one_of_cells_are_identified_and_judged_under_the_run_fixed_in_advance_too(tmp_path):
+def test_one_of_cells_are_judged_under_the_run_fixed_in_advance_and_the_best_run_is_only_reported(tmp_path):
     files = {
         (REPO, "run_a"): write_log(tmp_path / "run_a", [(1, 0.3), (0, 0.0)]),  # 50 % at r=0, ACR 0.15
         (REPO, "run_b"): write_log(tmp_path / "run_b", [(1, 0.3), (1, 0.1)]),  # 100 % at r=0, ACR 0.2
@@ -206,38 +187,46 @@ def test_one_of_cells_are_identified_and_judged_under_the_run_fixed_in_advance_t
         [
             cell("Gaussian", "1.0", "", "ACR", "0.200", unit="radius"),
             cell("Gaussian", "1.0", "0.0", "certified_accuracy", "100.0"),
-            cell("Gaussian", "1.0", "0.25", "certified_accuracy", "75.0"),  # no run has this
+            cell("Gaussian", "1.0", "0.25", "certified_accuracy", "50.0"),  # run_a gives it, run_b does not
             cell("Gaussian", "1.0", "5.0", "certified_accuracy", "0.0"),  # beyond the cap: trivial
         ],
         [entry("Gaussian", "1.0", p, "one_of") for p in ("run_a", "run_b", "run_c")],
     )
     settings = {(REPO, p): (100_000, 0.001) for p in ("run_a", "run_b", "run_c")}
     diff = pt.recompute_tables(files, transcription, mapping, settings=settings)
-    assert (diff["logs"] == f"{REPO}:run_b").all()
-    assert diff["verdict"].tolist() == ["identified", "identified", "identified", "trivial"]
-    assert diff["identified_as"].tolist() == ["exact", "exact", "mismatch", ""]
-    assert diff["recomputed_fixed"].tolist()[:3] == [0.15, 50.0, 50.0]  # run_a: the mapping's first
-    assert diff["fixed_verdict"].tolist() == ["mismatch", "mismatch", "mismatch", ""]
-    assert diff["candidates_exact"].tolist() == ["010", "011", "000", ""]
+    assert (diff["logs"] == f"{REPO}:run_a").all()  # the mapping's first, not the best match (run_b)
+    assert diff["verdict"].tolist() == ["mismatch", "mismatch", "exact", "trivial"]
+    assert diff["recomputed"].tolist() == [0.15, 50.0, 50.0, 0.0]
+    assert diff["best_run_recomputed"].tolist()[:3] == [0.2, 100.0, 50.0]  # run_b: two cells of three
+    assert diff["best_run_verdict"].tolist() == ["exact", "exact", "exact", ""]
+    assert diff["candidates_exact"].tolist() == ["010", "011", "111", ""]
     assert diff["log_choice"].iloc[0] == (
-        "identified by matching among 3 candidate runs under half-up: 2/3 cells exact; the run fixed in advance "
-        "(the mapping's first, run_a) 0/3; over the candidates best 2, average 1.0, worst 0"
+        "judged under the run fixed in advance (the mapping's first of 3 candidate runs, run_a): 1/3 cells exact "
+        "under half-up; chosen by matching, not a verdict: the best run run_b 3/3; over the candidates best 3, "
+        "average 2.0, worst 1"
     )
-    assert "candidate run_a → 50; candidate run_c → 50" in diff.loc[2, "tried"]
+    assert "candidate run_b → 0.2; candidate run_c → 0.15" in diff.loc[0, "tried"]
     path = tmp_path / "diff.csv"
     pt.write_diff(diff, path)
     summary = builders.seed_table_verdicts([path])
-    assert summary.iloc[0][["paper", "exact", "mismatch", "trivial", "identified", "cells"]].tolist() == [
+    assert summary.iloc[0][["paper", "exact", "mismatch", "trivial", "no_log", "cells"]].tolist() == [
         "all",
-        0,
-        0,
         1,
-        3,
+        2,
+        1,
+        0,
         4,
     ]
     assert summary.iloc[1][
-        ["convention", "identified_fixed_exact", "identified_best", "identified_average", "identified_worst"]
-    ].tolist() == ["half-up", 0, 2, 1.0, 0]
+        [
+            "convention",
+            "several_runs",
+            "several_runs_exact",
+            "candidates_best_exact",
+            "candidates_average_exact",
+            "candidates_worst_exact",
+        ]
+    ].tolist() == ["half-up", 3, 1, 3, 2.0, 1]
 
 
 def test_the_summary_counts_cells_fixed_in_advance_first_and_names_the_mismatches(tmp_path):
@@ -259,12 +248,12 @@ def test_the_summary_counts_cells_fixed_in_advance_first_and_names_the_mismatche
         pt.write_diff(diff, tmp_path / f"{table}.csv")
         paths.append(tmp_path / f"{table}.csv")
     summary = builders.seed_table_verdicts(paths).set_index("table")
-    assert list(summary.columns[:8]) == ["paper", "convention", *pt.VERDICTS, "cells"]
+    assert list(summary.columns[:7]) == ["paper", "convention", *pt.VERDICTS, "cells"]
     assert summary.iloc[0]["paper"] == "all" and summary.index[0] == ""
     assert summary.loc["", ["exact", "mismatch", "no_log", "cells"]].tolist() == [2, 1, 1, 4]
     assert summary.loc["U", ["exact", "mismatch", "no_log"]].tolist() == [1, 1, 1]
     assert summary.loc["U", "mismatched"] == "G σ=0.25 r=0.5: printed 30.0 → 25.0"
-    assert summary.loc["U", "convention_evidence"].startswith("exact of 2 cells fixed in advance: half-up 1")
+    assert summary.loc["U", "convention_evidence"] == pt.table_convention("p", "U")[1]
 
 
 def test_envelope_gives_best_sigma_and_its_standard_accuracy(tmp_path):

@@ -2,7 +2,8 @@
 (scripts/published_registry/rules.py) and its regeneration from mirrors (scripts/published_logs_registry.py).
 
 The regeneration tests build small git repositories of their own (no network, no fetched logs).
-``test_real_mirrors_regenerate_the_shipped_registry`` runs only when ``DDRS_LOG_MIRRORS`` names a
+``test_real_mirrors_regenerate_the_shipped_registry`` (and ``…_origins``, for the table of who produced
+each byte-identical log, scripts/published_log_origins.py) runs only when ``DDRS_LOG_MIRRORS`` names a
 folder of mirrors laid out as ``<owner>+<name>/repo[/.git]`` (what ``scripts/published_logs_registry.py
 --mirrors`` takes), e.g. ``DDRS_LOG_MIRRORS=~/mirrors``: then the shipped file must come out byte for byte.
 """
@@ -25,6 +26,7 @@ from ddrs.published.registry import EXTERNAL, REGISTRY_PATH, load_registry
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "published_logs_registry.py"
+ORIGINS_SCRIPT = REPO / "scripts" / "published_log_origins.py"
 HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime\n"
 
 
@@ -250,3 +252,55 @@ def test_real_mirrors_regenerate_the_shipped_registry(tmp_path):
     result = _run("--mirrors", os.environ["DDRS_LOG_MIRRORS"], "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == REGISTRY_PATH.read_bytes()
+
+
+def _dated_repository(root: Path, files: dict[str, bytes], date: str) -> str:
+    """A git repository at ``root`` committing ``files`` at ``date``; returns its commit."""
+    root.mkdir(parents=True)
+    _git(root, "init", "-q")
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    _git(root, "add", "-A")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t"}
+    env |= {"GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    subprocess.run(["git", "commit", "-q", "-m", "logs"], cwd=root, env=env, check=True, capture_output=True)
+    return _git(root, "rev-parse", "HEAD")
+
+
+def test_the_origins_script_credits_the_copy_first_committed(tmp_path):
+    """The copier sorts first in the registry, but committed the log a year after its producer."""
+    from published_helpers import registry_row, write_registry
+
+    content = HEADER + "0\t3\t3\t0.5\t1\t0:00:01.0\n"
+    copier = _dated_repository(tmp_path / "Aa+copier", {"data_cohen/log": content.encode()}, "2020-06-01T00:00:00")
+    producer = _dated_repository(tmp_path / "zz+producer", {"data/log": content.encode()}, "2019-02-01T00:00:00")
+    alone = _dated_repository(
+        tmp_path / "zz+alone", {"data/other": (content + content[-20:]).encode()}, "2018-01-01T00:00:00"
+    )
+    rows = [
+        registry_row("data_cohen/log", content, repository="Aa/copier", commit=copier),
+        registry_row("data/log", content, repository="zz/producer", commit=producer),
+        registry_row("data/other", content + content[-20:], repository="zz/alone", commit=alone),
+    ]
+    registry = write_registry(tmp_path / "registry.csv", rows)
+    out = tmp_path / "origins.csv"
+    command = [sys.executable, str(ORIGINS_SCRIPT), "--mirrors", str(tmp_path), "--registry", str(registry)]
+    result = subprocess.run([*command, "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "1 contents with copies, 1 credited to another copy than the first in registry order" in result.stdout
+    with open(out, newline="") as handle:
+        (origin,) = list(csv.DictReader(handle))  # the single log has no copies: no row
+    assert (origin["repository"], origin["path"], origin["commit"]) == ("zz/producer", "data/log", producer)
+    assert origin["committed"].startswith("2019-02-01")
+
+
+@pytest.mark.skipif(not os.environ.get("DDRS_LOG_MIRRORS"), reason="DDRS_LOG_MIRRORS names no folder of mirrors")
+def test_real_mirrors_regenerate_the_shipped_origins(tmp_path):
+    from ddrs.published.origins import ORIGINS_PATH
+
+    out = tmp_path / "origins.csv"
+    command = [sys.executable, str(ORIGINS_SCRIPT), "--mirrors", os.environ["DDRS_LOG_MIRRORS"], "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == ORIGINS_PATH.read_bytes()

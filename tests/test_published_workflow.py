@@ -94,7 +94,15 @@ def world(tmp_path) -> dict:
         "mirrors": {REPOSITORY: str(mirror / ".git")},
         "leaderboards": {"cifar10": RADII},
         "families": str(families),
-        "own": {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "arch": "resnet110"}},
+        "own": {
+            "mine": {
+                "dataset": "cifar10",
+                "sigma": 0.5,
+                "path": str(tmp_path / "mine.tsv"),
+                "arch": "resnet110",
+                "n": 100_000,
+            }
+        },
     }
     config["statistics"] = {"n_boot": 200}
     return {"config": write_config(tmp_path, config), "commit": commit}
@@ -182,7 +190,10 @@ def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
     assert mine.loc["best Strong", "baseline"] == f"{REPOSITORY}:data/strong_0.5"
     assert float(mine.loc["best Strong", "ACR"]) > 0 and 0 < float(mine.loc["best Strong", "ACR_p_holm"]) <= 1
     headline = pd.read_csv(tables / "published_headline_cifar10.csv")
-    assert headline[["against", "logs", "compared", "better_ACR"]].values.tolist() == [["Gaussian", "all", 1, 1]]
+    assert headline[["against", "logs", "family", "compared", "better_ACR"]].values.tolist() == [
+        ["Gaussian", "all", "all", 1, 1],
+        ["Gaussian", "all", "Strong", 1, 1],  # one row per family
+    ]
     assert "**" in (tables / "published_vs_gaussian_cifar10.md").read_text()  # significant cells in bold
     figures = tmp_path / "results_published" / "figures"
     for name in ("published_curves_cifar10", "published_pa_cifar10"):

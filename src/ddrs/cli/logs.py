@@ -43,6 +43,16 @@ def add_parser(subparsers) -> None:
     )
     rank.add_argument("--families", default=None, help="families CSV (default: the one shipped in ddrs.published)")
     rank.add_argument("--arch", default="", help="your model's architecture as the registry spells it (resnet110)")
+    rank.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="the Monte Carlo samples your logs were certified with (checks the radius cap)",
+    )
+    rank.add_argument("--alpha", type=float, default=0.001, help="the α your logs were certified at (default 0.001)")
+    rank.add_argument(
+        "--order", default=None, help="the input order your idx number (default: the published order your labels fit)"
+    )
     rank.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     rank.add_argument("--out", required=True, help="folder for leaderboard.csv, vs_gaussian.csv and headline.csv")
     rank.set_defaults(run=run_rank)
@@ -139,7 +149,9 @@ def run_rank(args: argparse.Namespace) -> None:
     registry = registry[[key in files for key in zip(registry["repository"], registry["path"], strict=True)]]
     published = load_entries(registry, dataset, files, read_families(args.families))
     own = {
-        name: {"dataset": dataset, "sigma": float(sigma), "path": path, "arch": args.arch}
+        name: {"dataset": dataset, "sigma": float(sigma), "path": path, "arch": args.arch, "alpha": args.alpha}
+        | ({} if args.n is None else {"n": args.n})
+        | ({} if args.order is None else {"order": args.order})
         for name, sigma, path in args.own
     }
     entries = [*published, *own_entries(own, dataset, published)]

@@ -62,12 +62,13 @@ def _seconds(value) -> float:
     return float(value)
 
 
-def read_log(path: str | os.PathLike) -> pd.DataFrame:
+def read_log(path: str | os.PathLike, *, require_time: bool = True) -> pd.DataFrame:
     """Read a certification log (ours or a published Cohen-format one), validated.
 
     Raises :class:`LogFormatError` naming the file when a column is missing, a value is bad or a
     row is incomplete (see :func:`_check_rows`). A log still being written is ``<path>.partial``,
-    whose torn last line only :class:`LogWriter` reads past.
+    whose torn last line only :class:`LogWriter` reads past. With ``require_time=False`` (a user's own
+    log, whose ``time`` column is optional) a log without ``time`` is read with ``time`` NaN.
     """
     path = Path(path)
     if path.is_dir():
@@ -79,9 +80,12 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise LogFormatError(f"{path}: not a tab-separated certification log ({error})") from None
-    missing = [column for column in COHEN_COLUMNS if column not in frame.columns]
+    required = COHEN_COLUMNS if require_time else tuple(c for c in COHEN_COLUMNS if c != "time")
+    missing = [column for column in required if column not in frame.columns]
     if missing:
         raise LogFormatError(f"{path}: missing column(s) {', '.join(missing)}")
+    if "time" not in frame.columns:
+        frame["time"] = float("nan")
     _check_rows(path, text)
     try:
         for column in ("idx", "label", "predict", "correct"):

@@ -12,15 +12,17 @@ over its dataset's test set, and a flag per defect found reading the four seed r
 - ``stride_mismatch``: its idx step is not the registry's skip (its rows are then counted at its own step);
 - ``non_monotone_idx``: the idx column does not increase (the test stream's order is lost);
 - ``duplicate_of``: byte-identical to logs under other names or repositories (they are one result);
-- ``mixed_time``: Cohen's ``H:MM:SS.ffffff`` and seconds in one ``time`` column;
+- ``mixed_time``: Cohen's ``H:MM:SS.ffffff`` and seconds in one ``time`` column (a log may have
+  none: it states no result);
 - ``label_conflicts``: rows whose label is not the majority label of the same dataset and split's
   logs at the same idx (another order of the test set: its inputs cannot be paired with theirs);
 - ``impossible_radius``: radii above σ·Φ⁻¹(α^(1/n)), the largest CERTIFY can give from n samples
   at level α (all n agree: the Clopper–Pearson lower bound is α^(1/n); Cohen et al. 2019, §3.2.2);
   a radius is printed rounded (Cohen's ``{:.3}``), so only one whose smallest unrounded value
   exceeds the bound counts;
-- ``correct_mismatch`` / ``abstain_with_radius`` / ``negative_radius``: rows where ``correct`` is
-  not ``predict == label``, an abstention (``predict`` −1) with a radius, or a radius below 0.
+- ``correct_mismatch`` / ``correct_not_binary`` / ``abstain_with_radius`` / ``negative_radius``:
+  rows where ``correct`` is not ``predict == label``, ``correct`` is neither 0 nor 1, an abstention
+  (``predict`` −1) with a radius, or a radius below 0.
 
 ``findings`` says each in a sentence, with the numbers, and names a check that could not be made (a
 dataset of unknown size, a log without n or α); a clean log has none.
@@ -72,6 +74,7 @@ FLAGS = (
     "label_conflicts",
     "impossible_radius",
     "correct_mismatch",
+    "correct_not_binary",
     "abstain_with_radius",
     "negative_radius",
 )
@@ -182,7 +185,8 @@ def _audit_one(log, path) -> _Audit:
         entry.findings.append("Has a header and no rows: no input was certified.")
         return entry
     _check_coverage(entry)
-    _check_time(entry, raw["time"])
+    if "time" in raw:  # optional: it states no result
+        _check_time(entry, raw["time"])
     _check_rows(entry)
     _check_radius_bound(entry, raw["radius"])
     return entry
@@ -205,7 +209,7 @@ def _read_raw(entry: _Audit, path) -> pd.DataFrame | None:
         )
         return None
     try:
-        entry.frame = read_log(path)
+        entry.frame = read_log(path, require_time=False)
         raw = pd.read_csv(io.BytesIO(data), sep="\t", dtype=str, keep_default_na=False)
     except LogFormatError as error:
         entry.flags["unreadable"] = True
@@ -302,7 +306,8 @@ def _check_time(entry: _Audit, times: pd.Series) -> None:
 
 
 def _check_rows(entry: _Audit) -> None:
-    """Rows that contradict themselves: ``correct``, abstentions with a radius, negative radii."""
+    """Rows that contradict themselves: ``correct`` (against predict and label, or not 0/1), abstentions
+    with a radius, negative radii."""
     frame = entry.frame
     checks = (
         (
@@ -310,6 +315,7 @@ def _check_rows(entry: _Audit) -> None:
             frame["correct"] != (frame["predict"] == frame["label"]).astype(int),
             "correct ≠ (predict = label)",
         ),
+        ("correct_not_binary", ~frame["correct"].isin([0, 1]), "a correct value other than 0 or 1"),
         (
             "abstain_with_radius",
             (frame["predict"] == ABSTAIN) & (frame["radius"] != 0),
@@ -345,15 +351,24 @@ def _check_radius_bound(entry: _Audit, printed: pd.Series) -> None:
         return
     worst = int(np.argmax(np.where(impossible, radius, -np.inf)))
     z = lowest[worst] / sigma
-    alpha_needed = math.exp(n * float(log_ndtr(z)))
-    n_needed = math.ceil(math.log(alpha) / float(log_ndtr(z)))
+    log_miss = _log_minus_log_phi(z)  # ln(−ln Φ(z)): far above the bound Φ(z) is 1 in floating point
+    alpha_needed = math.exp(-n * math.exp(log_miss))
+    log10_n = (math.log(-math.log(alpha)) - log_miss) / math.log(10)
+    n_text = f"{math.ceil(10**log10_n):,}" if log10_n < 15 else f"10^{log10_n:.0f}"
     entry.flags["impossible_radius"] = int(impossible.sum())
     entry.findings.append(
         f"{_rows(impossible.sum())} a radius above σ·Φ⁻¹(α^(1/n)) = {bound:.4f}, the largest CERTIFY gives at "
         f"σ = {sigma:g} with n = {n:,} and α = {alpha:g} (Cohen et al. 2019, §3.2.2); its largest, "
         f"{printed.iloc[worst]} at idx {entry.frame['idx'].iloc[worst]}, needs α ≥ {alpha_needed:.3g} at "
-        f"n = {n:,}, or n ≥ {n_needed:,} at α = {alpha:g}."
+        f"n = {n:,}, or n ≥ {n_text} at α = {alpha:g}."
     )
+
+
+def _log_minus_log_phi(z: float) -> float:
+    """ln(−ln Φ(z)) for z > 0, exact where Φ(z) rounds to 1: −ln Φ(z) = −log1p(−Φ(−z)) ≈ Φ(−z)."""
+    log_tail = float(log_ndtr(-z))
+    minus_log_phi = -math.log1p(-math.exp(log_tail))
+    return math.log(minus_log_phi) if minus_log_phi > 1e-300 else log_tail
 
 
 def _half_unit(text: str) -> float:

@@ -64,9 +64,10 @@ def seed_table(
 
 
 def seed_table_verdicts(diffs: Paths) -> pd.DataFrame:
-    """Per seed table (their diff CSVs), its rounding convention and why, its cells per verdict, its
-    identified cells under the run fixed in advance and over the candidate runs, and its mismatched
-    cells named; the total over every table first (:func:`ddrs.published.paper_tables.table_counts`)."""
+    """Per seed table (their diff CSVs), its rounding convention and where it comes from, its cells per
+    verdict under the run fixed in advance, what matching among candidate runs would give (extra columns,
+    labelled), and its mismatched cells named; the total over every table first
+    (:func:`ddrs.published.paper_tables.table_counts`)."""
     from ddrs.published.paper_tables import table_counts
 
     diff = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in diffs], ignore_index=True)
@@ -85,7 +86,7 @@ def seed_table_verdicts(diffs: Paths) -> pd.DataFrame:
     words = ("paper", "table", "convention", "convention_evidence", "mismatched")
     total = {column: "" if column in words else frame[column].sum() for column in frame.columns} | {"paper": "all"}
     frame = pd.concat([pd.DataFrame([total]), frame], ignore_index=True)
-    return frame.round({"identified_average": 1})
+    return frame.round({"candidates_average_exact": 1})
 
 
 def _named_cells(cells: pd.DataFrame) -> str:

@@ -19,7 +19,7 @@ def audit_caption() -> str:
         "stride_mismatch, non_monotone_idx, duplicate_of (byte-identical logs under other names), mixed_time, "
         "label_conflicts (labels against the majority of the same dataset's logs at the same idx), "
         "impossible_radius (above σ·Φ⁻¹(α^(1/n)), the largest radius CERTIFY can give with the registry's n and α), "
-        "correct_mismatch, abstain_with_radius, negative_radius; findings says each in words "
+        "correct_mismatch, correct_not_binary, abstain_with_radius, negative_radius; findings says each in words "
         "(ddrs.published.audit)."
     )
 
@@ -30,18 +30,20 @@ def seed_table_caption() -> str:
         "ddrs/reference/seed_papers.csv; source names the page, row, column and line of the text copy), "
         "recomputed the same cell from the logs named in logs (ddrs/reference/seed_paper_logs.csv; " + SOURCE + ") "
         "as the paper defines it: certified accuracy the share of rows with correct = 1 and radius ≥ r, ACR the "
-        "mean of radius · correct. convention: the table's one rounding convention, half-up unless its cells "
-        "whose log was fixed in advance show one other (one that keeps every cell half-up makes exact, adds "
-        "some, and covers every other such convention; convention_evidence counts the cells each convention "
-        "makes exact). verdict: "
-        "exact (the convention at the printed precision gives the printed value), mismatch (it does not; "
-        "tried says what else was computed: other conventions, a strict radius > r, ddof 0, other runs, "
-        "others' re-certification), trivial (a certified accuracy printed 0 beyond σ·Φ⁻¹(α^(1/n)), the largest "
-        "radius the logs' n and α allow: no log could miss it), identified (the row's run was chosen among "
-        "several published runs by matching, log_choice: identified_as is its verdict with that run, "
-        "recomputed_fixed and fixed_verdict those with the run fixed in advance, the mapping's first, and "
-        "candidates_exact one digit per candidate run, 1 where it gives the printed value), no_log (no "
-        "published log backs the row). Nothing is tuned toward the printed number."
+        "mean of radius · correct. convention: the table's one rounding convention, fixed from the paper before "
+        "any comparison (half-up: no seed paper states one; convention_evidence says so), never from the matches. "
+        "Every verdict uses the run fixed in advance: the logs the mapping names, and for a row whose authors "
+        "publish several runs without saying which is printed (combine one_of) the mapping's first candidate "
+        "(logs names it). verdict: exact (the convention at the printed precision gives the printed value), "
+        "mismatch (it does not; tried says what else was computed: other conventions, a strict radius > r, "
+        "ddof 0, the other candidate runs, others' re-certification), trivial (a certified accuracy printed 0 "
+        "beyond σ·Φ⁻¹(α^(1/n)), the largest radius the logs' n and α allow: no log could miss it), no_log (no "
+        "published log backs the row). Chosen by matching, never a verdict, for a one_of row only: "
+        "best_run_recomputed and best_run_verdict, the candidate run that reproduces most of the row's cells; "
+        "candidates_exact, one digit per candidate run (1: exact); log_choice, the counts of each. What was "
+        "chosen: the transcription, the mapping of rows to logs (from the repositories' own documentation), the "
+        "run fixed in advance (the mapping's first, in path order) and the convention; none of them was "
+        "chosen by comparing with the printed numbers."
     )
 
 
@@ -49,14 +51,15 @@ def seed_verdicts_caption() -> str:
     return (
         "Cells per verdict of every seed table recomputed from its authors' published logs (the "
         "published_<paper>_<table> tables, which give every cell, its logs and what was tried). The first "
-        "line is the total: exact and mismatch count only cells whose log was fixed in advance, under each "
-        "table's one rounding convention (convention, with convention_evidence: the cells fixed in advance "
-        "that each convention makes exact); trivial cells (0 beyond the radius cap) and identified cells "
-        "(a run chosen among several by matching) are counted apart. For the identified cells: "
-        "identified_fixed_exact, exact with the run fixed in advance (the mapping's first candidate); "
-        "identified_best, _average and _worst, each row's exact count over its candidate runs, summed. "
-        "mismatched: the mismatched cells by row, σ and radius: printed → recomputed, rounded by the "
-        "table's convention at the printed precision."
+        "line is the total. exact and mismatch count every cell with a log under the run fixed in advance (a "
+        "row's mapped logs; where the authors publish several runs of a row and do not say which is printed, "
+        "the mapping's first candidate) and the table's rounding convention, fixed from the paper before any "
+        "comparison (convention, convention_evidence); trivial cells (0 beyond the radius cap) are counted "
+        "apart. several_runs: the non-trivial cells of rows with several candidate runs, several_runs_exact "
+        "those exact under the run fixed in advance (counted in exact). Chosen by matching, not verdicts: "
+        "candidates_best_exact, _average_exact and _worst_exact, each such row's exact count over its "
+        "candidate runs (best, average, worst), summed. mismatched: the mismatched cells by row, σ and "
+        "radius: printed → recomputed, rounded by the table's convention at the printed precision."
     )
 
 
@@ -64,7 +67,8 @@ def leaderboard_caption(alpha: float) -> str:
     return (
         "Every published method × σ on this dataset's test inputs, and the user's own logs (repository own). "
         + SOURCE
-        + " Byte-identical logs count once, under their first name in registry order (also_at names the copies). "
+        + " Byte-identical logs count once, credited to the repository that produced them (the copy first "
+        "committed, ddrs/published/origins.csv; log names it, also_at its copies). "
         "A method is its authors' name in one repository with one architecture on one set of test inputs; family "
         "and extra_data (training data beyond the dataset's training set) come from ddrs/published/families.csv. "
         "Its envelope row (sigma = envelope) is the best certified accuracy per radius over its logs (σ, and runs "
@@ -73,7 +77,8 @@ def leaderboard_caption(alpha: float) -> str:
         "with correct = 1 and radius ≥ r (Cohen et al. 2019, §4). Cells: value [low, high], "
         f"{100 * (1 - alpha):g}% intervals: exact Clopper–Pearson over the row's inputs (an envelope cell: that "
         "of the log that won it), seeded percentile bootstrap for ACR. Methods are ranked within their input set "
-        "(input_set: the idx they certify; logs of other inputs are not in one ranking) by the envelope's "
+        "(input_set: the input order and the idx they certify; logs of other inputs, or of the same idx in another "
+        "order, are not in one ranking) by the envelope's "
         "ACR_per_log; nothing is bold: the claims are in published_vs_gaussian."
     )
 
@@ -84,24 +89,35 @@ def vs_gaussian_caption(alpha: float) -> str:
         "certify (inputs); a user's own log also against the best log of every family. "
         + SOURCE
         + " Baseline rule (against = Gaussian), the same for every row: a Gaussian log certified at that σ from a "
-        "model trained at it, with the same labels at every shared idx; first of the same input set, then of the "
+        "model trained at it, in the same input order (input_orders.csv) with the same labels at every shared "
+        "idx; first of the same input set, then of the "
         "same architecture, then of the log's own repository, then sharing the most inputs, then the first in "
         "registry order; baseline names it. against = Gaussian (Sun et al. 2024): the same rule over Sun et al.'s "
         "own Gaussian logs, where one applies. against = best <family>: the family's log sharing the most inputs, "
         "then of the highest ACR on them. Radius columns: difference of certified accuracy (percentage points) "
         "with the exact McNemar p-value; ACR: difference with its "
         f"{100 * (1 - alpha):g}% paired-bootstrap interval and the paired sign-flip p-value bounded by Hoeffding's "
-        "inequality (valid at every n). p: Holm-adjusted over every test of the table (one family: every row, "
-        f"baseline, radius and ACR). Bold, better_at, worse_at: Holm p < α = {alpha:g}."
+        "inequality (valid at every n). p: Holm-adjusted over every test of the published logs (one family: "
+        "every row, baseline, radius and ACR); a user's own logs' tests are a second family, so they move no "
+        f"published p-value. Bold, better_at, worse_at: Holm p < α = {alpha:g}."
     )
 
 
 def headline_caption(alpha: float) -> str:
     return (
-        "The leaderboard's headline: per Gaussian baseline of published_vs_gaussian (against; the baseline rule's "
-        "again on the logs Sun et al.'s Gaussian applies to), the published logs other than Gaussian ones "
-        "compared (compared; not_compared: no Gaussian log at their σ and inputs), and how many are "
-        f"significantly better or worse on ACR (Holm over the whole table, p < α = {alpha:g}) and in some "
-        "column. Gaussian logs are not counted among the methods; gaussian_compared and gaussian_better_ACR count "
-        "them apart (a replication check). A user's own logs are not counted."
+        "The leaderboard's headline, from published_vs_gaussian. Rows: per Gaussian baseline (against; the "
+        "baseline rule's again on the logs Sun et al.'s Gaussian applies to) over every family (family = all), "
+        "then one row per family and extra training data under the rule's baseline. compared: published logs "
+        "other than Gaussian ones with a baseline (not_compared: none at their σ and inputs); methods: the "
+        "methods among them (a repository's name with one architecture). better_ACR / worse_ACR: logs "
+        f"significantly better / worse on ACR (Holm over the published logs, p < α = {alpha:g}); that test sees "
+        "the noise of drawing test inputs only, not the variation between runs, so every row gives the "
+        "Gaussian-against-Gaussian calibration beside it: gaussian_vs_gaussian, the Gaussian logs compared with "
+        "another Gaussian log of the same σ from another run or repository (architectures not known to differ, "
+        "neither trained at another σ), gaussian_vs_gaussian_better those significantly better by the same "
+        "test, and their rate. better_ACR_calibrated counts a log only where it is significantly better and its "
+        "ACR difference exceeds calibration_margin, the largest |ΔACR| between two such Gaussian logs on the "
+        "dataset (empty where the dataset has none); methods_better_calibrated, the methods with such a log. "
+        "Gaussian logs are not counted among the methods (gaussian_compared, gaussian_better_ACR: apart); a "
+        "user's own logs are not counted."
     )

@@ -4,10 +4,11 @@ user's own logs also against the best log of every family.
 **Baseline rule**, the same for every row (:func:`choose_baseline`). A log certified at σ is compared
 with a Gaussian log (family ``Gaussian``, :mod:`ddrs.published.families`: Gaussian data augmentation,
 Cohen et al. 2019) of the same dataset, certified at the same σ from a model trained at that σ (or
-at a σ the registry does not state), not the log itself, whose labels agree with the log's at every
-shared ``idx``. Among those, in this order:
+at a σ the registry does not state), not the log itself, in the same input order
+(:mod:`ddrs.published.input_orders`), whose labels agree with the log's at every shared ``idx``.
+Among those, in this order:
 
-1. the same input set (the same ``idx``);
+1. the same input set (the same order and ``idx``);
 2. the same architecture (``cifar_resnet110`` is ``resnet110``; an unstated one matches none);
 3. the log's own repository (under any name of its byte-identical copies);
 4. the most shared test inputs;
@@ -31,17 +32,18 @@ per-input radii, its p-value bounded in closed form by Hoeffding's inequality
 difference's paired-bootstrap interval (:func:`~ddrs.analysis.stats.bootstrap_means`; pairs of as
 many shared inputs share one bootstrap draw).
 
-**One multiplicity control over the whole leaderboard: Holm.** Every test of the table (every row,
-both Gaussian baselines and a user's family comparisons, every radius and ACR) is one Holm family,
-less the tests that cannot reject whatever the data (:func:`~ddrs.analysis.stats.holm`; fewer than
-two discordant or differing inputs). Holm, not Benjamini–Hochberg: the claims are read one by one
-("this log beats Gaussian"), which the family-wise error rate covers and the false discovery rate
-does not; Holm holds under any dependence, and these tests are dependent (many logs share one
-Gaussian baseline and the same inputs), where BH needs positive dependence or the Benjamini–Yekutieli
-price; and the exact McNemar and bounded sign-flip p-values reach its thresholds (α/m ≈ 1.6·10⁻⁶
-on CIFAR-10's 2,650 rows × 12 columns, at most 31,800 tests). A cell is bold where its Holm-adjusted
-p is below α; ``better_at`` / ``worse_at`` list the columns where the log is significantly above /
-below its baseline.
+**One multiplicity control over the published logs: Holm.** Every test of a published log (every
+row, both Gaussian baselines, every radius and ACR) is one Holm family, less the tests that cannot
+reject whatever the data (:func:`~ddrs.analysis.stats.holm`; fewer than two discordant or differing
+inputs). A user's own logs' tests (their Gaussian and family comparisons) are a second family, so
+that adding them leaves every published row's adjusted p-value unchanged. Holm, not
+Benjamini–Hochberg: the claims are read one by one ("this log beats Gaussian"), which the
+family-wise error rate covers and the false discovery rate does not; Holm holds under any
+dependence, and these tests are dependent (many logs share one Gaussian baseline and the same
+inputs), where BH needs positive dependence or the Benjamini–Yekutieli price; and the exact McNemar
+and bounded sign-flip p-values reach its thresholds (α/m ≈ 1.6·10⁻⁶ on CIFAR-10's 2,650 rows × 12
+columns, at most 31,800 tests). A cell is bold where its Holm-adjusted p is below α; ``better_at`` /
+``worse_at`` list the columns where the log is significantly above / below its baseline.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ LEADING = (
     "baseline",
     "inputs",
     "tested",
+    "calibration",
 )
 #: ``against`` of the rule over every Gaussian log
 MATCHED = "Gaussian"
@@ -97,8 +100,11 @@ class Pair:
 
 
 def shared_inputs(a: Entry, b: Entry) -> np.ndarray | None:
-    """The ``idx`` both logs certify, or None when they share none or disagree on a label there
-    (another order or set of test inputs: their rows cannot be paired)."""
+    """The ``idx`` both logs certify, or None when their input orders differ (the same idx, other
+    images), they share none, or they disagree on a label there (another set of test inputs): their
+    rows cannot be paired."""
+    if a.order != b.order:
+        return None
     shared, at_a, at_b = np.intersect1d(a.idx, b.idx, assume_unique=True, return_indices=True)
     if len(shared) == 0:
         return None
@@ -117,6 +123,21 @@ def same_architecture(a: str, b: str) -> bool:
     aside); an unstated architecture matches none."""
     a, b = (arch.removeprefix("cifar_") for arch in (a, b))
     return bool(a) and a == b
+
+
+def is_calibration(pair: Pair) -> bool:
+    """Whether ``pair`` measures Gaussian against Gaussian (:func:`headline`'s calibration): two distinct
+    Gaussian logs (byte-identical copies are one entry) from different runs or repositories, of one σ,
+    of architectures not known to differ (the same, or one unstated: Sun et al.'s Gaussian logs state
+    none), neither known to be trained at another σ. Including the pairs not known to differ makes the
+    calibration larger, so fewer wins count beyond it: the conservative side."""
+    variant, baseline = pair.variant, pair.baseline
+    a, b = variant.log.arch, baseline.log.arch
+    return (
+        variant.family.name == baseline.family.name == GAUSSIAN_FAMILY
+        and (not a or not b or same_architecture(a, b))
+        and all(_trained_at(entry, entry.sigma) for entry in (variant, baseline))
+    )
 
 
 def choose_baseline(entry: Entry, gaussians: Sequence[Entry]) -> Pair | None:
@@ -218,6 +239,7 @@ def gaussian_comparisons_table(
                     "baseline": "" if pair is None else pair.baseline.name,
                     "inputs": 0 if pair is None else len(pair.shared),
                     "tested": pair is not None,
+                    "calibration": pair is not None and not is_own(entry) and is_calibration(pair),
                 }
             )
             pairs.append(pair)
@@ -248,7 +270,12 @@ def gaussian_comparisons_table(
             bounds = dict(zip(interval_columns(SINGLE_ACR), (float(low[j]), float(high[j])), strict=True))
             rows[k] |= {SINGLE_ACR: float(differences[:, j].mean()), **bounds}
     adjusted = np.full_like(p, np.nan)
-    adjusted[tested] = stats.holm(p[tested].ravel(), can_reject[tested].ravel()).reshape(len(tested), len(columns))
+    for family in (
+        [k for k in tested if not is_own(pairs[k].variant)],
+        [k for k in tested if is_own(pairs[k].variant)],
+    ):
+        if family:
+            adjusted[family] = stats.holm(p[family].ravel(), can_reject[family].ravel()).reshape(len(family), -1)
     bold = set()
     for k in tested:
         better_at, worse_at = [], []
@@ -269,42 +296,125 @@ def gaussian_comparisons_table(
     return frame
 
 
+#: the headline's columns, in order
+HEADLINE_COLUMNS = (
+    "against",
+    "logs",
+    "family",
+    "extra_data",
+    "methods",
+    "methods_better_calibrated",
+    "compared",
+    "better_ACR",
+    "better_rate",
+    "better_ACR_calibrated",
+    "calibrated_rate",
+    "worse_ACR",
+    "better_somewhere",
+    "worse_somewhere",
+    "not_compared",
+    "gaussian_compared",
+    "gaussian_better_ACR",
+    "gaussian_vs_gaussian",
+    "gaussian_vs_gaussian_better",
+    "gaussian_vs_gaussian_rate",
+    "calibration_margin",
+)
+#: ``family`` of a headline row over every family
+ALL_FAMILIES = "all"
+
+
+def calibration(table: pd.DataFrame, alpha: float) -> tuple[int, int, float]:
+    """Gaussian against Gaussian in a comparisons table (its ``calibration`` rows under the rule's
+    baseline, :func:`is_calibration`): how many, how many significantly better on ACR (Holm p <
+    ``alpha``), and the margin, the largest |ΔACR| among them (NaN where there is none)."""
+    rows = table[(table["against"] == MATCHED) & table["calibration"].astype(bool)]
+    differences = rows["ACR"].astype(float)
+    better = (rows["ACR_p_holm"].astype(float) < alpha) & (differences > 0)
+    margin = float(differences.abs().max()) if len(rows) else float("nan")
+    return len(rows), int(better.sum()), margin
+
+
 def headline(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """The leaderboard's headline of a comparisons table (:func:`gaussian_comparisons_table`, or its
-    CSV read back), one row per Gaussian baseline (``against``) the table holds, and the rule's baseline
-    again on the logs an alternative one applies to (``logs``: which): the published logs other than Gaussian ones
-    compared, and how many are significantly better / worse than their baseline on ACR and at some
-    column (Holm over the whole table, p < ``alpha``). Gaussian logs and a user's own logs are not
-    counted; the Gaussian logs compared are counted apart."""
+    """The leaderboard's headline of a comparisons table (:func:`gaussian_comparisons_table`, or its CSV
+    read back).
+
+    **Calibrated against Gaussian itself.** The test of a row sees the noise of drawing test inputs,
+    not the variation between training or certification runs: two Gaussian logs of one σ and
+    architecture from different runs or repositories "beat" each other too. Every row therefore
+    states the Gaussian-against-Gaussian rate (``gaussian_vs_gaussian``: the calibration rows,
+    :func:`calibration`; ``_better``: those significantly better; ``_rate``) beside its own, and a
+    log counts as beating Gaussian beyond that calibration (``better_ACR_calibrated``) only where it is
+    significantly better on ACR (Holm p < ``alpha``) *and* its ACR difference exceeds
+    ``calibration_margin``, the largest |ΔACR| between two such Gaussian logs on the dataset (pooled
+    over σ). Where the dataset has no calibration pair, no win is counted beyond it (NaN).
+
+    **Rows.** One per Gaussian baseline (``against``) over every family (``family`` = ``all``), and
+    the rule's baseline again on the logs an alternative one applies to (``logs``: which); then, under
+    the rule's baseline, one per family and extra training data. ``methods`` counts methods (a
+    repository's name with one architecture), ``methods_better_calibrated`` those with at least one log
+    beating Gaussian beyond the calibration; the other counts are logs. Gaussian logs and a user's own
+    logs are not counted among the methods; the Gaussian logs compared are counted apart."""
     published = table[~table["repository"].astype(str).map(is_own_repository)]
-    rows = [_headline_row(published, MATCHED, "all", alpha)]
+    counts = calibration(published, alpha)
+    rows = [_headline_row(published, MATCHED, "all", alpha, counts)]
     for against in ALTERNATIVE_GAUSSIANS.values():
         logs = set(published.loc[published["against"] == against, "log"])
         if not logs:
             continue
-        rows.append(_headline_row(published, against, f"those {against} applies to", alpha))
-        rows.append(
-            _headline_row(published[published["log"].isin(logs)], MATCHED, f"those {against} applies to", alpha)
-        )
-    return pd.DataFrame(rows)
+        applies = f"those {against} applies to"
+        rows.append(_headline_row(published, against, applies, alpha, counts))
+        rows.append(_headline_row(published[published["log"].isin(logs)], MATCHED, applies, alpha, counts))
+    methods = published[published["family"] != GAUSSIAN_FAMILY]
+    extra = methods["extra_data"].fillna("").astype(str)
+    for (family, extra_data), members in methods.groupby([methods["family"], extra], sort=True):
+        rows.append(_headline_row(members, MATCHED, "all", alpha, counts, family=family, extra_data=extra_data))
+    return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
 
 
-def _headline_row(table: pd.DataFrame, against: str, logs: str, alpha: float) -> dict:
+def _headline_row(
+    table: pd.DataFrame,
+    against: str,
+    logs: str,
+    alpha: float,
+    counts: tuple[int, int, float],
+    family: str = ALL_FAMILIES,
+    extra_data: str = "",
+) -> dict:
     at = table[table["against"] == against]
     gaussian = at["family"] == GAUSSIAN_FAMILY
     tested = at["tested"].astype(bool)
+    difference = at["ACR"].astype(float)
     significant = at["ACR_p_holm"].astype(float) < alpha
-    better, worse = significant & (at["ACR"].astype(float) > 0), significant & (at["ACR"].astype(float) < 0)
-    methods = tested & ~gaussian
+    better, worse = significant & (difference > 0), significant & (difference < 0)
+    pairs, pairs_better, margin = counts
+    calibrated = better & (difference > margin) if pairs else pd.Series(False, index=at.index)
+    compared = tested & ~gaussian
+    method = at["repository"].astype(str) + "\0" + at["method"].astype(str) + "\0" + at["arch"].fillna("").astype(str)
     return {
         "against": against,
         "logs": logs,
-        "compared": int(methods.sum()),
-        "better_ACR": int((methods & better).sum()),
-        "worse_ACR": int((methods & worse).sum()),
-        "better_somewhere": int((methods & (at["better_at"].fillna("") != "")).sum()),
-        "worse_somewhere": int((methods & (at["worse_at"].fillna("") != "")).sum()),
+        "family": family,
+        "extra_data": extra_data,
+        "methods": int(method[compared].nunique()),
+        "methods_better_calibrated": int(method[compared & calibrated].nunique()) if pairs else np.nan,
+        "compared": int(compared.sum()),
+        "better_ACR": int((compared & better).sum()),
+        "better_rate": _rate(int((compared & better).sum()), int(compared.sum())),
+        "better_ACR_calibrated": int((compared & calibrated).sum()) if pairs else np.nan,
+        "calibrated_rate": _rate(int((compared & calibrated).sum()), int(compared.sum())) if pairs else np.nan,
+        "worse_ACR": int((compared & worse).sum()),
+        "better_somewhere": int((compared & (at["better_at"].fillna("") != "")).sum()),
+        "worse_somewhere": int((compared & (at["worse_at"].fillna("") != "")).sum()),
         "not_compared": int((~tested & ~gaussian).sum()),
         "gaussian_compared": int((tested & gaussian).sum()),
         "gaussian_better_ACR": int((tested & gaussian & better).sum()),
+        "gaussian_vs_gaussian": pairs,
+        "gaussian_vs_gaussian_better": pairs_better,
+        "gaussian_vs_gaussian_rate": _rate(pairs_better, pairs),
+        "calibration_margin": margin,
     }
+
+
+def _rate(part: int, whole: int) -> float:
+    return part / whole if whole else float("nan")

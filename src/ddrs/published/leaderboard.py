@@ -2,7 +2,8 @@
 
 **What is on it.** Every test-split log of the dataset in the registry with a stated σ and at least
 one row (:func:`dataset_logs`). Byte-identical logs (same sha256) are one result: it is counted
-once, under its first ``(repository, path)`` in registry order, and ``also_at`` names its copies.
+once, credited to the repository that produced it (:mod:`ddrs.published.origins`: the copy first
+committed; else the first in registry order), and ``also_at`` names its copies.
 
 **Methods.** A published method is what its authors call it in one repository (``method_authors``,
 which carries its settings, e.g. ``PGD_10steps/eps_127``) with one architecture, over one set of
@@ -11,8 +12,13 @@ test inputs: ``(repository, method_authors, arch, inputs)`` (:class:`MethodKey`)
 inputs (a full test set beside a 1-in-20 subset, a run split in halves) make another method row, so
 that every envelope compares its logs on the same inputs.
 
-**Input sets and families.** Methods are ranked within their input set (``input_set``: the
-``idx`` they certify), never across: a 500-input log and a 10,000-input log are not one ranking.
+**Input sets and families.** An input set is its images, not its indices: a log's inputs are keyed
+by ``(input order, idx)``, its order the registry's (:mod:`ddrs.published.input_orders`: its
+repository's test-set order, checked against the labels). Methods are ranked within their input set
+(``input_set``: the order and the ``idx`` they certify), never across: a 500-input log and a
+10,000-input log are not one ranking, nor are Salman et al.'s ImageNet logs (their own order, label
+65 at idx 0) and Cohen et al.'s (the sorted order, label 0 at idx 0), though both certify idx
+0:49900:100.
 Each row carries its method's family and extra training data (:mod:`ddrs.published.families`).
 A user's own logs (:mod:`ddrs.published.own_logs`) are entries like the published ones.
 
@@ -50,7 +56,9 @@ from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import read_log
 from ddrs.published.families import Families, Family, family_of, read_families
+from ddrs.published.input_orders import STANDARD, check_orders, describe, order_of, read_orders
 from ddrs.published.manifest import local_file
+from ddrs.published.origins import read_origins
 from ddrs.published.registry import PublishedLog, select
 
 #: the ``sigma`` of a method's envelope row
@@ -59,6 +67,7 @@ ENVELOPE = "envelope"
 LEADING = (
     "dataset",
     "input_set",
+    "input_order",
     "rank",
     "method",
     "family",
@@ -85,7 +94,7 @@ class MethodKey:
     method_authors: str
     arch: str
     inputs: int
-    #: a digest of the ``idx`` it certifies: logs of one method and one digest certify the same inputs
+    #: a digest of the input order and the ``idx`` it certifies: logs of one digest certify the same images
     inputs_digest: str
 
     @property
@@ -98,12 +107,14 @@ class MethodKey:
 @dataclass(frozen=True, eq=False)
 class Entry:
     """One distinct published log of the dataset (or a user's own): its registry row, the names of its
-    byte-identical copies (its own first), its rows sorted by ``idx``, and its method's family."""
+    byte-identical copies (its own first), its rows sorted by ``idx``, its method's family, and the
+    input order its ``idx`` number (:mod:`ddrs.published.input_orders`)."""
 
     log: PublishedLog
     names: tuple[str, ...]
     frame: pd.DataFrame
     family: Family
+    order: str = STANDARD
 
     @property
     def name(self) -> str:
@@ -119,8 +130,8 @@ class Entry:
 
     @functools.cached_property
     def inputs_digest(self) -> str:
-        """A digest of the ``idx`` it certifies: logs of one digest certify the same inputs."""
-        return hashlib.sha1(np.ascontiguousarray(self.idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+        """A digest of its input order and the ``idx`` it certifies: logs of one digest certify the same images."""
+        return inputs_digest(self.idx, self.order)
 
     @property
     def method(self) -> MethodKey:
@@ -131,26 +142,41 @@ class Entry:
         return any(name.startswith(f"{repository}:") for name in self.names)
 
 
-def input_set(idx: np.ndarray) -> str:
-    """How tables name the test inputs a log certifies: ``10,000 inputs: idx 0:9999:1`` where evenly
-    spaced (first:last:step), else ``… inputs: idx sha1 <digest>``."""
+def inputs_digest(idx: np.ndarray, order: str) -> str:
+    """A digest of the images ``idx`` number in input ``order``: equal digests, the same images."""
+    return hashlib.sha1(order.encode() + b"\0" + np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def input_set(idx: np.ndarray, order: str) -> str:
+    """How tables and figures name the test inputs a log certifies: ``10,000 inputs: idx 0:9999:1,
+    standard order`` where evenly spaced (first:last:step), else ``… inputs: idx sha1 <digest>, …``."""
     idx = np.asarray(idx)
     steps = np.diff(idx)
     if len(idx) == 1 or (len(idx) > 1 and (steps == steps[0]).all()):
         step = int(steps[0]) if len(idx) > 1 else 1
-        return f"{len(idx):,} inputs: idx {int(idx[0])}:{int(idx[-1])}:{step}"
+        return f"{len(idx):,} inputs: idx {int(idx[0])}:{int(idx[-1])}:{step}, {describe(order)}"
     digest = hashlib.sha1(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()
-    return f"{len(idx):,} inputs: idx sha1 {digest[:8]}"
+    return f"{len(idx):,} inputs: idx sha1 {digest[:8]}, {describe(order)}"
 
 
-def dataset_logs(registry: pd.DataFrame | None, dataset: str) -> list[tuple[PublishedLog, tuple[str, ...]]]:
+def dataset_logs(
+    registry: pd.DataFrame | None, dataset: str, origins: Mapping[str, tuple[str, str]] | None = None
+) -> list[tuple[PublishedLog, tuple[str, ...]]]:
     """The leaderboard's logs of ``dataset``: test split, σ stated, at least one row; each sha256 once,
-    under its first name in registry order, with the names of all its copies."""
+    under the copy that produced it (``origins``: sha256 → (repository, path), default the shipped
+    :mod:`ddrs.published.origins`; a content it does not name, or whose origin is not selected, under
+    its first copy in registry order), with the names of all its copies, its own first."""
+    origins = read_origins() if origins is None else origins
     rows = select(registry, dataset=dataset, split="test")
     rows = rows[rows["sigma"].notna() & (rows["rows"] > 0)]
-    names = (rows["repository"] + ":" + rows["path"]).groupby(rows["sha256"], sort=False).agg(tuple)
-    first = rows.drop_duplicates("sha256", keep="first")
-    return [(PublishedLog.from_row(row), names[row["sha256"]]) for _, row in first.iterrows()]
+    logs = []
+    for sha256, copies in rows.groupby("sha256", sort=False):
+        names = list(copies["repository"] + ":" + copies["path"])
+        origin = origins.get(sha256)
+        credited = names.index(":".join(origin)) if origin is not None and ":".join(origin) in names else 0
+        names.insert(0, names.pop(credited))
+        logs.append((PublishedLog.from_row(copies.iloc[credited]), tuple(names)))
+    return logs
 
 
 def load_entries(
@@ -158,17 +184,23 @@ def load_entries(
     dataset: str,
     files: Mapping[tuple[str, str], str | Path],
     families: Families | None = None,
+    orders: pd.DataFrame | None = None,
 ) -> list[Entry]:
     """:func:`dataset_logs` read from their local ``files`` ((repository, path) → file; a manifest's),
-    each with its family in ``families`` (default: the shipped table)."""
+    each with its family in ``families`` (default: the shipped table) and its input order in ``orders``
+    (default: the shipped table; checked against the labels, :func:`~ddrs.published.input_orders.check_orders`)."""
     families = read_families() if families is None else families
+    orders = read_orders() if orders is None else orders
     entries = []
     for log, names in dataset_logs(registry, dataset):
         frame = read_log(local_file(files, log.repository, log.path))
         family = family_of(families, log.repository, log.method_authors)
-        entries.append(Entry(log, names, frame.sort_values("idx", kind="stable").reset_index(drop=True), family))
+        order = order_of(orders, dataset, log.repository, log.path)
+        frame = frame.sort_values("idx", kind="stable").reset_index(drop=True)
+        entries.append(Entry(log, names, frame, family, order))
     if not entries:
         raise ValueError(f"the registry holds no test-split log of {dataset!r} with a stated σ and rows")
+    check_orders([(entry.name, entry.order, entry.frame) for entry in entries])
     return entries
 
 
@@ -191,6 +223,7 @@ def save_entries(entries: Sequence[Entry], path: str | os.PathLike) -> None:
                 "log": dataclasses.asdict(entry.log),
                 "names": list(entry.names),
                 "family": dataclasses.asdict(entry.family),
+                "order": entry.order,
             }
             for entry in entries
         ]
@@ -221,6 +254,7 @@ def read_entries(path: str | os.PathLike) -> list[Entry]:
             tuple(item["names"]),
             pd.DataFrame({column: values[offsets[k] : offsets[k + 1]] for column, values in arrays.items()}),
             Family(**item["family"]),
+            item["order"],
         )
         for k, item in enumerate(meta)
     ]
@@ -246,7 +280,8 @@ def _shared_keys(key: MethodKey, members: Sequence[Entry], dataset: str) -> dict
         "paper": log.paper,
         "arch": key.arch,
         "inputs": key.inputs,
-        "input_set": input_set(members[0].idx),
+        "input_set": input_set(members[0].idx, members[0].order),
+        "input_order": members[0].order,
         "family": members[0].family.name,
         "extra_data": members[0].family.extra_data,
     }

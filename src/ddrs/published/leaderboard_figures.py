@@ -3,8 +3,10 @@
 **Which lines.** One per family and extra training data (:mod:`ddrs.published.families`; a user's
 own log is its own family): the family's best log, the one of the highest ACR on the figure's input
 set (:func:`family_lines`). The input set is one common to every line drawn, so that the curves
-compare: of the input sets the dataset's logs certify, the one that the most families hold a log
-covering, then the largest; each line is its log cut to those inputs. A family with no log covering
+compare: of the input sets the dataset's logs certify (keyed by input order and idx: logs of two
+orders certify other images at one idx and are never drawn together), the one that the most
+families hold a log covering, then the largest; each line is its log cut to those inputs, and the
+title names the set and its order. A family with no log covering
 them is left out and named in the title. The best log is chosen on the inputs drawn (the figure
 shows the families' best, not an unbiased estimate of them; the claims are in
 published_vs_gaussian). The table holds every method; a figure of hundreds of curves would show none.
@@ -39,6 +41,7 @@ from scipy.special import ndtr
 from ddrs.analysis.metrics import acr, certified_accuracy, radius_grid
 from ddrs.analysis.plots import ACCURACY_LABEL, PANEL_SIZE, accuracy_curve, p_a_cdf_figure
 from ddrs.published.families import GAUSSIAN_FAMILY, Family
+from ddrs.published.input_orders import describe
 from ddrs.published.leaderboard import Entry, input_set
 
 #: what a p_A figure says about its recovery, under its panels
@@ -51,9 +54,11 @@ P_A_NOTE = (
 
 @dataclass(frozen=True)
 class FamilyLines:
-    """The figure's input set (sorted ``idx``), each family's logs covering it, and the families left out."""
+    """The figure's input set (sorted ``idx`` in one input ``order``), each family's logs covering it,
+    and the families left out."""
 
     idx: np.ndarray
+    order: str
     members: dict[Family, list[Entry]]
     left_out: tuple[Family, ...]
 
@@ -73,10 +78,12 @@ def family_lines(entries: Sequence[Entry]) -> FamilyLines:
     """The input set the most families cover, then the largest, and each family's logs covering it
     (module docstring); families in order of first appearance, Gaussian first."""
     sets = {entry.inputs_digest: entry.idx for entry in entries}
+    order = {entry.inputs_digest: entry.order for entry in entries}
     families = list(dict.fromkeys(entry.family for entry in entries))
     families.sort(key=lambda family: family.name != GAUSSIAN_FAMILY)
     covers = {
-        (outer, inner): outer == inner or np.isin(sets[inner], sets[outer], assume_unique=True).all()
+        (outer, inner): outer == inner
+        or (order[outer] == order[inner] and np.isin(sets[inner], sets[outer], assume_unique=True).all())
         for outer in sets
         for inner in sets
     }
@@ -88,16 +95,24 @@ def family_lines(entries: Sequence[Entry]) -> FamilyLines:
     chosen = max(sets, key=lambda digest: (len(covering[digest]), len(sets[digest])))
     held = covering[chosen]
     members = {family: held[family] for family in families if family in held}
-    return FamilyLines(np.sort(sets[chosen]), members, tuple(f for f in families if f not in held))
+    return FamilyLines(np.sort(sets[chosen]), order[chosen], members, tuple(f for f in families if f not in held))
+
+
+#: the dash patterns of extra-data families, one each in order: their curves nearly coincide on CIFAR-10
+#: (Salman et al.'s pre-trained and self-trained SmoothAdv), and one pattern would hide all but the last drawn
+EXTRA_DATA_DASHES = ((0, (6, 2)), (0, (2, 2)), (0, (6, 2, 1, 2)), (3, (1, 3)))
 
 
 def line_styles(families: Sequence[Family]) -> dict[Family, dict]:
     """One style per family in every figure: Gaussian black, the others a colour each in order,
-    dashed where they used extra training data."""
+    dashed where they used extra training data, each extra-data family with its own dash pattern
+    (:data:`EXTRA_DATA_DASHES`) so that coinciding curves stay visible."""
     others = [family for family in families if family.name != GAUSSIAN_FAMILY]
     colours = {family: f"C{number % 10}" for number, family in enumerate(others)}
+    extra = [family for family in families if family.extra_data]
+    dashes = {family: EXTRA_DATA_DASHES[number % len(EXTRA_DATA_DASHES)] for number, family in enumerate(extra)}
     return {
-        family: {"color": colours.get(family, "black"), **({"linestyle": "--"} if family.extra_data else {})}
+        family: {"color": colours.get(family, "black"), **({"linestyle": dashes[family]} if family in dashes else {})}
         for family in families
     }
 
@@ -106,6 +121,12 @@ def _line_label(family: Family, entry: Entry) -> str:
     arch = f" ({entry.log.arch})" if entry.log.arch else ""
     owner = entry.log.repository.split("/")[0]
     return textwrap.fill(f"{family.label}: {entry.log.method_authors}{arch} [{owner}], σ = {entry.sigma:g}", 75)
+
+
+def _left_out_label(family: Family, entries: Sequence[Entry], order: str) -> str:
+    """A family left out of a figure, with the input orders of its logs where none is the figure's."""
+    orders = sorted({entry.order for entry in entries if entry.family == family})
+    return family.label if order in orders else f"{family.label}, only in the {' and the '.join(map(describe, orders))}"
 
 
 def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None = 0.05) -> Figure:
@@ -134,10 +155,11 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
         ax.set_xlabel("ℓ2 radius")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="x-small", frameon=False)
     axes[0].set_ylabel(ACCURACY_LABEL)
-    left_out = "; ".join(family.label for family in lines.left_out)
+    left_out = "; ".join(_left_out_label(family, entries, lines.order) for family in lines.left_out)
     suffix = f"\nno log on these inputs: {left_out}" if left_out else ""
     figure.suptitle(
-        f"{dataset}: the best log (highest ACR) of each family on {input_set(lines.idx)}{suffix}", fontsize="medium"
+        f"{dataset}: the best log (highest ACR) of each family on {input_set(lines.idx, lines.order)}{suffix}",
+        fontsize="medium",
     )
     return figure
 
@@ -181,5 +203,7 @@ def p_a_figure(entries: Sequence[Entry], dataset: str) -> Figure:
     )
     width, height = figure.get_size_inches()
     figure.set_size_inches(width, height + 0.17 * (len(handles) + note.count("\n") + 1) + 0.4)
-    figure.suptitle(f"{dataset}: p̲A of the true class, recovered from radius and σ, on {input_set(lines.idx)}")
+    figure.suptitle(
+        f"{dataset}: p̲A of the true class, recovered from radius and σ, on {input_set(lines.idx, lines.order)}"
+    )
     return figure

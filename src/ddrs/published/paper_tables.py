@@ -17,11 +17,11 @@ behind it, by the registry's ``repository, path``, and how the row is computed f
 
 * ``single``: one log;
 * ``one_of``: the row prints one run and the authors publish several runs of its configuration
-  without saying which; each candidate is computed and the row is compared with the candidate
-  that reproduces most of its cells (``log_choice`` says which, and how many cells it matched):
-  this identifies a log, it does not change how any value is computed, and its cells are counted
-  apart (``identified``), with the verdicts under the run fixed in advance (the mapping's first
-  candidate, in the repository's path order) and the best, average and worst over the candidates;
+  without saying which; the row is judged under the run fixed in advance, the mapping's first
+  candidate (in the repository's path order; no mapping note names another), like every other row.
+  Each candidate is computed too: the run that reproduces most of the row's cells, and the best,
+  average and worst over the candidates, are extra columns (``best_run_*``, ``candidates_exact``,
+  ``log_choice``), labelled as chosen by matching and never a verdict;
 * ``mean_std``: ``ACR`` is the mean over the logs (seeds), ``ACR_std`` their standard deviation
   with :data:`STD_DDOF` (the paper does not state its convention);
 * ``envelope``: the best certified accuracy over the logs at each radius, the σ that attains it
@@ -34,8 +34,9 @@ Certified accuracy at r is the percentage of the log's rows with ``correct == 1`
 ``radius >= r``; ACR the mean of ``radius · correct`` (Cohen et al. 2019, §4;
 :mod:`ddrs.analysis.metrics`).
 
-A recomputed cell is compared with the printed one under one rounding convention per table
-(:func:`table_convention`: half-up unless the table's cells show exactly one other); a certified
+A recomputed cell is compared with the printed one under one rounding convention per table, fixed
+from the paper before any comparison (:func:`table_convention`: half-up, as no seed paper states
+one); a certified
 accuracy printed 0 beyond the largest radius its logs' n and α allow (σΦ⁻¹(α^(1/n)), Cohen et al.
 §3.2.2) cannot miss and is counted apart (``trivial``).
 """
@@ -67,8 +68,8 @@ METRICS = ("certified_accuracy", "ACR", "ACR_std", "best_sigma", "standard_accur
 UNITS = ("percent", "fraction", "radius", "sigma")
 COMBINES = ("single", "one_of", "mean_std", "envelope")
 ROLES = ("primary", "alternative")
-#: a cell's verdict (:func:`recompute_tables`): the first two only for cells whose log was fixed in advance
-VERDICTS = ("exact", "mismatch", "trivial", "identified", "no_log")
+#: a cell's verdict (:func:`recompute_tables`), always under the run fixed in advance
+VERDICTS = ("exact", "mismatch", "trivial", "no_log")
 #: ddof of the standard deviation over seeds (sample standard deviation); the papers do not say
 STD_DDOF = 1
 #: the rounding conventions a table may print by (all values are ≥ 0, so "up" is away from zero) ...
@@ -79,7 +80,7 @@ ROUNDINGS = {
     "truncation": ROUND_DOWN,
     "ceiling": ROUND_UP,
 }
-#: ... and the one a table keeps unless its cells show another (:func:`table_convention`)
+#: ... and the one a table is judged by where its paper states none (:func:`table_convention`)
 DEFAULT_ROUNDING = "half-up"
 #: Row key of a printed row, shared by the transcription and the mapping
 KEY = ("paper", "table", "row", "sigma")
@@ -215,39 +216,25 @@ def verdict(recomputed: float, printed: str, unit: str, convention: str = DEFAUL
     return "exact" if _rounded(recomputed, printed_decimals(printed, unit), convention) == target else "mismatch"
 
 
-def table_convention(cells: list[tuple[float, str, str]]) -> tuple[str, str]:
-    """The rounding convention of one table, from its ``(recomputed, printed, unit)`` cells, and the
-    evidence in words.
+#: the rounding convention a seed paper states for a table ((paper, table) → (convention, where it says
+#: so)); none of the seed papers states one (their text copies say nothing of rounding), so every
+#: table is judged half-up (:func:`table_convention`)
+STATED_CONVENTIONS: dict[tuple[str, str], tuple[str, str]] = {}
 
-    Half-up, unless the cells show one other convention of :data:`ROUNDINGS`: among those that make
-    exact every cell half-up makes exact and at least one more, the one that makes exact every cell
-    any of them does (a table truncated throughout is judged by truncation, though half-down agrees
-    with it on the ties). Where none keeps every half-up cell (e.g. some cells truncated and others
-    rounded up), or two explain the same cells or different ones, the cells show no single
-    convention and half-up stays.
+
+def table_convention(paper: str, table: str) -> tuple[str, str]:
+    """The rounding convention of one printed table, and where it comes from: the paper's own statement
+    (:data:`STATED_CONVENTIONS`), else half-up.
+
+    It is fixed from the paper and table alone, before any cell is compared: no recomputed value, and
+    so no match, can change it. What other conventions would give is reported per cell (``tried``),
+    never counted.
     """
-    exact = {
-        name: {i for i, (value, printed, unit) in enumerate(cells) if verdict(value, printed, unit, name) == "exact"}
-        for name in ROUNDINGS
-    }
-    default = exact[DEFAULT_ROUNDING]
-    keeping = [name for name in ROUNDINGS if name != DEFAULT_ROUNDING and exact[name] > default]
-    widest = [name for name in keeping if all(exact[name] > exact[other] for other in keeping if other != name)]
-    counts = ", ".join(f"{name} {len(found)}" for name, found in exact.items())
-    evidence = f"exact of {len(cells)} cells fixed in advance: {counts}"
-    if widest:
-        (shown,) = widest
-        return shown, f"{evidence}; {shown} keeps every half-up cell, adds {len(exact[shown] - default)}, and " + (
-            "no other convention does"
-            if keeping == [shown]
-            else f"covers {', '.join(n for n in keeping if n != shown)}"
-        )
-    if keeping:
-        return (
-            DEFAULT_ROUNDING,
-            f"{evidence}; {', '.join(keeping)} each keep every half-up cell, none covers the others",
-        )
-    return DEFAULT_ROUNDING, f"{evidence}; no other convention keeps every half-up cell and adds one"
+    stated = STATED_CONVENTIONS.get((paper, table))
+    if stated is not None:
+        convention, where = stated
+        return convention, f"{convention}, as the paper states ({where}); fixed before any comparison"
+    return DEFAULT_ROUNDING, f"{DEFAULT_ROUNDING}: the paper states no rounding convention; fixed before any comparison"
 
 
 def _percent_at(log: pd.DataFrame, radius: float, strict: bool = False) -> float:
@@ -338,16 +325,6 @@ class _PrintedRow:
     trivial: list[bool]  # per cell (see _trivial_cells)
     alternatives: list  # the alternative entries whose logs are here
 
-    def fixed_cells(self) -> list[tuple[float, str, str]]:
-        """``(value, printed, unit)`` of the non-trivial cells under the run fixed in advance."""
-        return [
-            (value, cell.printed, cell.unit)
-            for cell, value, trivial in zip(
-                self.cells.itertuples(index=False), self.values[0], self.trivial, strict=True
-            )
-            if not trivial
-        ]
-
 
 def _radius_cap(entries: list, settings: Settings) -> float | None:
     """The largest radius any of ``entries``' logs can certify, σ·Φ⁻¹(α^(1/n)) with the n and α it was
@@ -392,10 +369,10 @@ def _computed_row(cells: pd.DataFrame, entries: pd.DataFrame, read: _Logs, setti
     return _PrintedRow(cells, combine, runs, values, trivial, alternatives)
 
 
-def _identify(row: _PrintedRow, convention: str) -> tuple[int, list[str], str]:
-    """A ``one_of`` row's run that gives most non-trivial cells exact under ``convention`` (ties go to the
-    first, in the mapping's order), each cell's digits of :data:`DIFF_COLUMNS`' ``candidates_exact``,
-    and the row's ``log_choice``."""
+def _best_run(row: _PrintedRow, convention: str) -> tuple[int, list[str], str]:
+    """A ``one_of`` row's candidates compared with the printed cells: the run that gives most non-trivial
+    cells exact under ``convention`` (ties go to the first, in the mapping's order), each cell's digits of
+    ``candidates_exact``, and the row's ``log_choice``. Reported beside the verdict, never one."""
     cells = list(row.cells.itertuples(index=False))
     exact = [
         [
@@ -410,28 +387,30 @@ def _identify(row: _PrintedRow, convention: str) -> tuple[int, list[str], str]:
     ties = counts.count(counts[best]) - 1
     tied = f" (tied with {ties} other{'s' * (ties > 1)})" if ties else ""
     log_choice = (
-        f"identified by matching among {len(counts)} candidate runs under {convention}: {counts[best]}/{judged} "
-        f"cells exact{tied}; the run fixed in advance (the mapping's first, "
-        f"{row.runs[0][0].path}) {counts[0]}/{judged}; over the candidates best {max(counts)}, average "
-        f"{np.mean(counts):.1f}, worst {min(counts)}"
+        f"judged under the run fixed in advance (the mapping's first of {len(counts)} candidate runs, "
+        f"{row.runs[0][0].path}): {counts[0]}/{judged} cells exact under {convention}; chosen by matching, not a "
+        f"verdict: the best run {row.runs[best][0].path} {counts[best]}/{judged}{tied}; over the candidates best "
+        f"{max(counts)}, average {np.mean(counts):.1f}, worst {min(counts)}"
     )
     digits = ["".join("1" if run[k] else "0" for run in exact) for k in range(len(cells))]
     return best, digits, log_choice
 
 
 def _diff_rows(row: _PrintedRow, convention: str, read: _Logs) -> pd.DataFrame:
-    """The diff rows of one printed row under its table's ``convention``."""
-    if row.combine == "one_of":
-        chosen, digits, log_choice = _identify(row, convention)
+    """The diff rows of one printed row under its table's ``convention``, judged with the run fixed in
+    advance (the first; for a ``one_of`` row the best run by matching is reported beside it)."""
+    several = row.combine == "one_of"
+    if several:
+        best, digits, log_choice = _best_run(row, convention)
     else:
-        chosen, digits, log_choice = 0, [""] * len(row.cells), "as mapped"
+        best, digits, log_choice = 0, [""] * len(row.cells), "as mapped"
     records = []
     for k, cell in enumerate(row.cells.itertuples(index=False)):
-        value = row.values[chosen][k]
+        value = row.values[0][k]
         result = verdict(value, cell.printed, cell.unit, convention)
-        identified = row.combine == "one_of" and not row.trivial[k]
-        fixed = row.values[0][k] if identified else float("nan")
-        tried = _tried(row, k, chosen, convention, read) if result == "mismatch" and not row.trivial[k] else []
+        matched = several and not row.trivial[k]
+        best_value = row.values[best][k] if matched else float("nan")
+        tried = _tried(row, k, convention, read) if result == "mismatch" and not row.trivial[k] else []
         records.append(
             {
                 **{column: getattr(cell, column) for column in (*CELL_COLUMNS, "printed", "unit")},
@@ -440,14 +419,13 @@ def _diff_rows(row: _PrintedRow, convention: str, read: _Logs) -> pd.DataFrame:
                 "recomputed": float(_decimal(value)),
                 "recomputed_rounded": _as_printed(value, cell.printed, cell.unit, convention),
                 "difference": value - float(cell.value),
-                "verdict": "trivial" if row.trivial[k] else "identified" if identified else result,
+                "verdict": "trivial" if row.trivial[k] else result,
                 "convention": convention,
-                "identified_as": result if identified else "",
-                "recomputed_fixed": float(_decimal(fixed)) if identified else fixed,
-                "fixed_verdict": verdict(fixed, cell.printed, cell.unit, convention) if identified else "",
-                "candidates_exact": digits[k] if identified else "",
+                "best_run_recomputed": float(_decimal(best_value)) if matched else best_value,
+                "best_run_verdict": verdict(best_value, cell.printed, cell.unit, convention) if matched else "",
+                "candidates_exact": digits[k] if matched else "",
                 "combine": row.combine,
-                "logs": "; ".join(_label(e) for e in row.runs[chosen]),
+                "logs": "; ".join(_label(e) for e in row.runs[0]),
                 "log_choice": log_choice,
                 "tried": "; ".join(tried),
                 "source": cell.source,
@@ -456,10 +434,11 @@ def _diff_rows(row: _PrintedRow, convention: str, read: _Logs) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=list(DIFF_COLUMNS))
 
 
-def _tried(row: _PrintedRow, k: int, chosen: int, convention: str, read: _Logs) -> list[str]:
-    """What else was computed for cell ``k``, mismatched with run ``chosen``: reported, never a verdict."""
+def _tried(row: _PrintedRow, k: int, convention: str, read: _Logs) -> list[str]:
+    """What else was computed for cell ``k``, mismatched with the run fixed in advance: reported, never a
+    verdict."""
     cell = row.cells.iloc[k]
-    value, radius, logs = row.values[chosen][k], _radius(cell), _pairs(row.runs[chosen], read)
+    value, radius, logs = row.values[0][k], _radius(cell), _pairs(row.runs[0], read)
     single = "single" if row.combine == "one_of" else row.combine
     tried = []
     others = [
@@ -474,7 +453,7 @@ def _tried(row: _PrintedRow, k: int, chosen: int, convention: str, read: _Logs) 
     tried += [
         f"candidate {run[0].path} → {_fmt(values[k])}"
         for i, (run, values) in enumerate(zip(row.runs, row.values, strict=True))
-        if row.combine == "one_of" and i != chosen
+        if row.combine == "one_of" and i != 0
     ]
     if row.alternatives:
         alternative = _pairs(row.alternatives, read)
@@ -504,9 +483,8 @@ DIFF_COLUMNS = (
     "verdict",
     "convention",
     "convention_evidence",
-    "identified_as",
-    "recomputed_fixed",
-    "fixed_verdict",
+    "best_run_recomputed",
+    "best_run_verdict",
     "candidates_exact",
     "combine",
     "logs",
@@ -538,17 +516,16 @@ def recompute_tables(
     progress: Callable | None = None,
     settings: Settings | None = None,
 ) -> pd.DataFrame:
-    """One row per printed cell: printed and recomputed value and the verdict, under one rounding
-    convention per table (:func:`table_convention`, chosen from the table's cells whose log was fixed
-    in advance: a row's mapped logs, or for a ``one_of`` row its first candidate; ``convention`` and
-    ``convention_evidence`` state it on every cell).
+    """One row per printed cell: printed and recomputed value and the verdict, under the run fixed in
+    advance (a row's mapped logs; for a ``one_of`` row the mapping's first candidate) and one rounding
+    convention per table, fixed from the paper before any comparison (:func:`table_convention`;
+    ``convention`` and ``convention_evidence`` state it on every cell).
 
     Verdicts (:data:`VERDICTS`): ``trivial``, a certified accuracy printed 0 beyond the radius cap of
-    the row's logs (:func:`_trivial_cells`); ``identified``, a cell of a ``one_of`` row, whose run
-    was chosen by matching (:func:`_identify`): ``identified_as`` gives its verdict with the chosen
-    run, ``recomputed_fixed`` and ``fixed_verdict`` the value and verdict with the run fixed in
-    advance (the mapping's first candidate), ``candidates_exact`` one digit per candidate (1: exact);
-    ``exact`` or ``mismatch`` for every other cell with a log; ``no_log`` for a row without one.
+    the row's logs (:func:`_trivial_cells`); ``exact`` or ``mismatch`` for every other cell with a log;
+    ``no_log`` for a row without one. A ``one_of`` row's cells also carry, labelled as chosen by
+    matching and never a verdict, the best run's value and verdict (``best_run_recomputed``,
+    ``best_run_verdict``) and one digit per candidate (``candidates_exact``, 1: exact; :func:`_best_run`).
 
     ``files`` maps each mapped log's ``(repository, path)`` to its local file (alternative logs may be
     absent: they are then left out of ``tried``); ``settings`` each log's ``(n, α)``, the shipped
@@ -574,9 +551,8 @@ def recompute_tables(
         rows.append(((paper, table), cells if entries.empty else _computed_row(cells, entries, read, settings)))
     frames = []
     for table in dict.fromkeys(key for key, _ in rows):
+        convention, evidence = table_convention(*table)
         printed = [row for key, row in rows if key == table]
-        fixed = [cell for row in printed if isinstance(row, _PrintedRow) for cell in row.fixed_cells()]
-        convention, evidence = table_convention(fixed)
         frames += [
             (_diff_rows(row, convention, read) if isinstance(row, _PrintedRow) else _no_log(row, convention)).assign(
                 convention_evidence=evidence
@@ -597,20 +573,22 @@ def _no_log(cells: pd.DataFrame, convention: str) -> pd.DataFrame:
 
 
 def table_counts(cells: pd.DataFrame) -> dict[str, int | float]:
-    """One table's diff in numbers: cells per verdict (:data:`VERDICTS`) and in all; for its identified
-    cells, how many are exact with the run fixed in advance (``identified_fixed_exact``) and, summing
-    each row's exact count per candidate run, the best, average and worst over the candidates."""
+    """One table's diff in numbers: cells per verdict (:data:`VERDICTS`, under the run fixed in advance)
+    and in all; then, for the non-trivial cells of rows with several candidate runs (``several_runs``),
+    what matching would give, labelled as such: summing each row's exact count per candidate run, the
+    best, average and worst over the candidates (``candidates_best_exact``, ``_average_``, ``_worst_``)."""
     counts: dict[str, int | float] = {name: int((cells["verdict"] == name).sum()) for name in VERDICTS}
     counts["cells"] = len(cells)
-    identified = cells[cells["verdict"] == "identified"]
+    several = cells[cells["candidates_exact"].fillna("") != ""]
     per_row = [
         np.array([[int(digit) for digit in digits] for digits in row["candidates_exact"]]).sum(axis=0)
-        for _, row in identified.groupby(["row", "sigma"], sort=False)
+        for _, row in several.groupby(["row", "sigma"], sort=False)
     ]
-    counts["identified_fixed_exact"] = int((identified["fixed_verdict"] == "exact").sum())
-    counts["identified_best"] = int(sum(runs.max() for runs in per_row))
-    counts["identified_average"] = float(sum(runs.mean() for runs in per_row))
-    counts["identified_worst"] = int(sum(runs.min() for runs in per_row))
+    counts["several_runs"] = len(several)
+    counts["several_runs_exact"] = int((several["verdict"] == "exact").sum())
+    counts["candidates_best_exact"] = int(sum(runs.max() for runs in per_row))
+    counts["candidates_average_exact"] = float(sum(runs.mean() for runs in per_row))
+    counts["candidates_worst_exact"] = int(sum(runs.min() for runs in per_row))
     return counts
 
 
