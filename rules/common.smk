@@ -89,13 +89,20 @@ def train_inputs(wildcards):
     return inputs
 
 
-def train_options(wildcards, input):
-    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it), with the model
-    it fine-tunes (`init`) where it has one."""
-    options = EXP.training.train_options(run_of(wildcards))
-    if "init" in input.keys():
-        options["init"] = input.init
-    return json.dumps(options, sort_keys=True)
+def train_options(wildcards):
+    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it): every option that
+    decides its weights, the model it fine-tunes (`init`) included. A function of the wildcards
+    alone, so Snakemake compares it and re-trains the model when it changes."""
+    return json.dumps(EXP.training.train_options(run_of(wildcards)), sort_keys=True)
+
+
+def train_speed(wildcards, threads):
+    """The `ddrs train --speed` mapping: what changes how fast the model trains, never its weights.
+    It depends on the job's threads, so Snakemake 9 counts it as derived and does not compare it.
+    """
+    return json.dumps(
+        EXP.training.train_speed(run_of(wildcards), threads), sort_keys=True
+    )
 
 
 # --- certification-side jobs: each hands `ddrs job --config -` its document (ddrs.pipeline.job_plan) ---

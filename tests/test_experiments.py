@@ -483,9 +483,11 @@ def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
 
 def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today():
     run = Run("digits", "cohen", "fs", 0.25)
-    assert "num_workers" not in Experiment(digits_config()).training.train_options(run)  # the CPU default: unchanged
+    assert Experiment(digits_config()).training.train_speed(run, threads=8) == {}  # the CPU default: unchanged
     gpu = {**digits_config(), "gpus_per_job": 1, "threads_per_job": 8, "device": "auto"}
-    assert Experiment(gpu).training.train_options(run)["num_workers"] == 7
-    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).training.train_options(run)
+    assert Experiment(gpu).training.train_speed(run, threads=8) == {"num_workers": 7}
+    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).training.train_speed(run, threads=8)
     given = {**gpu, "train": {**gpu["train"], "num_workers": 2}}
-    assert Experiment(given).training.train_options(run)["num_workers"] == 2  # the config's own choice wins
+    assert Experiment(given).training.train_speed(run, threads=8) == {"num_workers": 2}  # the config's own choice wins
+    # speed never enters what the workflow compares: the same options train the same model
+    assert Experiment(given).training.train_options(run) == Experiment(digits_config()).training.train_options(run)

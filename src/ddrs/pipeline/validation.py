@@ -144,7 +144,7 @@ def check_training_options(exp) -> None:
         if exp.grid.is_published(run.dataset) and run.mode == "fs":  # imported, not trained
             continue
         try:
-            TrainConfig.from_mapping(exp.training.train_options(run))
+            TrainConfig.from_mapping(exp.training.options(run))
         except ValueError as error:
             raise ValueError(f"the training options of {exp.grid.run_dir(run)}: {error}") from None
 
