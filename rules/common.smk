@@ -117,6 +117,13 @@ def job_document(name, **given):
     )
 
 
+def job_speed(wildcards, resources):
+    """The `ddrs job --speed` mapping (``JobPlan.speed``): what changes only how fast the job runs.
+    It reads the job's resources, so Snakemake 9 counts it as derived and does not compare it: an
+    edit of certify.batch re-runs nothing."""
+    return json.dumps(PLAN.speed(run_of(wildcards)), sort_keys=True)
+
+
 def certify_runtime(wildcards, passes=1):
     return job_minutes(EXP.grid, "certify", wildcards.dataset, passes)
 

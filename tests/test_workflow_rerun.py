@@ -65,3 +65,43 @@ def test_a_methods_hyper_parameter_retrains_only_that_methods_models(tree):
     assert {rule for rule, _ in sources(jobs)} == {"train"}
     assert {output.split("/")[2] for _, output in sources(jobs)} == {"macer"}
     assert len(sources(jobs)) == 6  # fs and ds at three σ
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    [
+        {"certify": {"batch": 64}},
+        {"certify": {"batch": "auto", "memory_format": "channels_last", "compile": True}},
+        {"optimize_sigma": {"batch": 8}},
+        {"threads_per_job": 2},
+        {"train": {"num_workers": 2, "activation_checkpoints": 1}},
+    ],
+    ids=["certify.batch", "certify machine", "optimize_sigma.batch", "threads_per_job", "train speed"],
+)
+def test_a_setting_that_changes_only_speed_reruns_nothing(tree, overlay):
+    assert rerun(tree, overlay) == []
+
+
+def test_a_sequential_setting_reruns_only_the_sequential_jobs_and_their_tables(tmp_path_factory):
+    """With the sequential comparison on (config.yaml's default), a change of the stopping rule
+    re-runs the sequential logs and what reads them; every fixed-n, σ-search and training job keeps."""
+    workdir = tmp_path_factory.mktemp("sequential")
+    config = load_config()
+    config["certify"]["sequential"] = {"compare": True}
+    path = write_config(workdir, config)
+    finished_tree(workdir, path)
+    jobs = scheduled(
+        workdir, path, write_config(workdir, {"certify": {"sequential": {"sequence": "union_cp"}}}, "o.yaml")
+    )
+    assert {rule for rule, _ in sources(jobs)} == {"certify_sequential"}
+    assert len(sources(jobs)) == 3  # cohen's fixed-σ models at three σ
+    assert {job.output for job in jobs} == {
+        job.output for job in scheduled(workdir, path, args=("--forcerun", "certify_sequential"))
+    }
+    assert not {job.rule for job in jobs} & {"train", "certify_fixed", "certify_grid_search"}
+
+
+def test_the_radii_rerun_only_tables_and_figures(tree):
+    jobs = rerun(tree, {"datasets": {"digits": {"radii": [0.0, 0.5, 1.0]}}})
+    assert jobs and {job.rule for job in jobs}.isdisjoint({"prepare_data", "train"})
+    assert not any(job.rule.startswith("certify") for job in jobs)

@@ -2,15 +2,19 @@
 
 The document is the other door to the settings the flags of ``ddrs certify``, ``ddrs optimize-sigma``
 and ``ddrs gradient-norms`` build: its ``certify``, ``algorithm1`` and ``grid_search`` sections are
-the fields of :class:`~ddrs.core.settings.CertifySettings`, :class:`~ddrs.core.settings.Algorithm1Settings`
-and :class:`~ddrs.core.settings.SigmaSettings` (with the grid's ``low``, ``high``, ``budget``), so a
-field added to a settings class travels with no change here. By its sections, a document runs
+the ``resume_settings()`` of :class:`~ddrs.core.settings.CertifySettings`,
+:class:`~ddrs.core.settings.Algorithm1Settings` and :class:`~ddrs.core.settings.SigmaSettings` (with
+the grid's ``low``, ``high``, ``budget``), so a field added to a settings class travels with no
+change here; ``--speed`` gives the settings that change only how fast it runs
+(:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`). By its ``kind``, a document runs
 
-- ``inputs``, ``sigma``, ``certify``: CERTIFY with one σ (``--out LOG``);
-- ``inputs``, ``algorithm1`` or ``grid_search``, ``certify``: σ per input into ``--sigma-log``, then
-  CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3 (``--memory-out``), the
-  model and data loaded once;
-- ``inputs``, ``sigma``, ``method``, ``precision``: the gradient norms of ``ddrs gradient-norms`` (``--out``).
+- ``fixed_certification`` (``inputs``, ``sigma``, ``certify``): CERTIFY with one σ (``--out LOG``);
+- ``data_dependent_certification`` (``inputs``, ``algorithm1``, ``certify``) or
+  ``grid_search_certification`` (``inputs``, ``grid_search``, ``certify``): σ per input into
+  ``--sigma-log``, then CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3
+  (``--memory-out``), the model and data loaded once;
+- ``gradient_norms`` (``inputs``, ``sigma``, ``method``, ``precision``): the gradient norms of
+  ``ddrs gradient-norms`` (``--out``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--sigma-log", help="the σ log a σ search writes (resumes from <LOG>.partial)")
     parser.add_argument("--out", required=True, nargs="+", metavar="FILE", help="the log(s) or table to write")
     parser.add_argument("--memory-out", nargs="+", metavar="LOG", help="each --out made sound by Algorithm 3")
+    parser.add_argument(
+        "--speed",
+        default="{}",
+        metavar="JSON",
+        help="what changes only how fast the job runs: {certify: CERTIFY's speed settings, sigma_search: {batch}}",
+    )
     parser.set_defaults(run=run)
 
 
@@ -49,24 +59,36 @@ def _test_inputs(document: dict[str, Any], checkpoint: str) -> argparse.Namespac
     return argparse.Namespace(checkpoint=checkpoint, **document["inputs"])
 
 
-def sigma_search_settings(document: dict[str, Any]):
+def sigma_search_settings(document: dict[str, Any], speed: dict[str, Any] | None = None):
     """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
     from ddrs.core.settings import Algorithm1Settings, GridSearchSettings
 
+    speed = (speed or {}).get("sigma_search", {})
     if "algorithm1" in document:
-        return Algorithm1Settings(**document["algorithm1"])
+        return Algorithm1Settings(**{**document["algorithm1"], **speed})
     if "grid_search" in document:
         from ddrs.core.sigma import grid_for_budget
 
-        search = dict(document["grid_search"])
+        search = {**document["grid_search"], **speed}
         grid = grid_for_budget(search.pop("low"), search.pop("high"), search["n"], search.pop("budget"))
         return GridSearchSettings(**search, grid=grid.tolist())
     return None
 
 
+def kind_of(document: dict[str, Any]) -> str:
+    """The document's ``kind`` (:data:`ddrs.pipeline.job_plan.KINDS`)."""
+    from ddrs.pipeline.job_plan import KINDS
+
+    kind = document.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"the job document's kind is {kind!r}; it must be one of {list(KINDS)}")
+    return kind
+
+
 def run(args: argparse.Namespace) -> None:
     document = read_document(args.config)
-    if "method" in document:
+    speed = json.loads(args.speed)
+    if kind_of(document) == "gradient_norms":
         from ddrs.cli.gradient_norms import measure
 
         inputs = document["inputs"]
@@ -81,10 +103,10 @@ def run(args: argparse.Namespace) -> None:
             max_index=inputs["max"],
         )
         return
-    _certify(document, args)
+    _certify(document, speed, args)
 
 
-def _certify(document: dict[str, Any], args: argparse.Namespace) -> None:
+def _certify(document: dict[str, Any], speed: dict[str, Any], args: argparse.Namespace) -> None:
     from ddrs.cli import _test_inputs as test_inputs
     from ddrs.cli.certify import certify_logs, sigma_log_jobs
     from ddrs.cli.optimize_sigma import write_sigma_log
@@ -92,8 +114,8 @@ def _certify(document: dict[str, Any], args: argparse.Namespace) -> None:
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.sigma_log_format import grid_column, sigma_column
 
-    settings = CertifySettings(**document["certify"])
-    search = sigma_search_settings(document)
+    settings = CertifySettings.from_parts(document["certify"], speed.get("certify", {}))
+    search = sigma_search_settings(document, speed)
     namespace = _test_inputs(document, args.checkpoint)
     test_inputs.check(namespace)
     if search is None:
