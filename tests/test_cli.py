@@ -30,7 +30,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser()._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job",
+        "gradient-norms", "logs", "job", "provenance",
     }  # fmt: skip
 
 

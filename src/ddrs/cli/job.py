@@ -86,8 +86,15 @@ def kind_of(document: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.pipeline.provenance import record
+
     document = read_document(args.config)
-    speed = json.loads(args.speed)
+    _run(document, json.loads(args.speed), args)
+    outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
+    record(outputs, kind_of(document), document)
+
+
+def _run(document: dict[str, Any], speed: dict[str, Any], args: argparse.Namespace) -> None:
     if kind_of(document) == "gradient_norms":
         from ddrs.cli.gradient_norms import measure
 

@@ -114,10 +114,14 @@ def _dest(method: str, field: dataclasses.Field) -> str:
     return f"{method}.{field.name}"
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Defaults, overridden by the YAML file, overridden by the flags given on the command line."""
+def _source(args: argparse.Namespace) -> str:
+    return f"training config {args.config}" if args.config else "ddrs train"
+
+
+def option_values(args: argparse.Namespace) -> dict:
+    """The options the YAML file gives, ``--speed`` and the flags over them; TrainConfig's defaults
+    fill the rest."""
     values = read_yaml(args.config) if args.config else {}
-    source = f"training config {args.config}" if args.config else "ddrs train"
     values.update(speed_options(args.speed))
     for field in dataclasses.fields(TrainConfig):
         given = getattr(args, field.name, None)
@@ -131,7 +135,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             given = getattr(args, _dest(method.name, field))
             if given is not None:
                 values.setdefault(method.name, {})[field.name] = given
-    return TrainConfig.from_mapping(values, source=source)
+    return values
 
 
 def speed_options(text: str | None) -> dict:
@@ -149,8 +153,13 @@ def speed_options(text: str | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.pipeline.provenance import record
     from ddrs.training.trainer import train
 
-    config = config_from_args(args)
+    values = option_values(args)
+    config = TrainConfig.from_mapping(values, source=_source(args))
     out = train(config, args.out, log=args.log, sigma_table=args.sigma_table, progress=not args.no_progress)
+    # what the workflow compares (TrainingPlan.train_options): every option but the speed ones
+    identity = {key: value for key, value in values.items() if key not in SPEED_FIELDS}
+    record([out, *(path for path in (args.log, args.sigma_table) if path)], "train", identity)
     print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")
