@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from ddrs.io import write_text_atomic
-from ddrs.pipeline.layout import RUN_FILES, Run
+from ddrs.pipeline.layout import RUN_FILES, Run, scale_label
 
 #: the suffix of an output's provenance record
 SUFFIX = ".provenance.json"
@@ -70,6 +70,11 @@ def read_record(output: str | Path) -> dict[str, Any] | None:
 def train_identity(options: Mapping[str, Any]) -> Any:
     """A model's identity as ``ddrs train --config -`` reads it: the workflow's JSON through YAML."""
     return yaml.safe_load(json.dumps(options, sort_keys=True))
+
+
+def import_identity(published: str, arch: str, method: str | None, sigma: float | None) -> dict[str, Any]:
+    """An imported model's identity: the published file, our architecture, its method and σ."""
+    return {"published": str(published), "arch": arch, "method": method, "sigma": sigma}
 
 
 def document_identity(document: Mapping[str, Any]) -> Any:
@@ -126,6 +131,10 @@ def _run_outputs(exp, on_disk) -> Iterator[tuple[Run, str, str, dict[str, str]]]
 
 def expected_identity(exp, plan, run: Run, job: str, fields: Mapping[str, str]) -> Any:
     """The identity the config asks of ``job`` (a :data:`JOB_OF_FILE` value) for ``run``."""
+    if job == "train" and exp.grid.is_published(run.dataset) and run.mode == "fs":
+        spec = exp.grid.datasets[run.dataset]
+        published = spec["checkpoints"][run.method][scale_label(run.sigma)]
+        return import_identity(published, spec["arch"], run.method, float(scale_label(run.sigma)))
     if job == "train":
         return train_identity(exp.training.train_options(run))
     if job == "grid_search_certification":
