@@ -12,6 +12,7 @@ from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
+    missing_own_logs_message,
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
@@ -37,6 +38,7 @@ MISSING = (
         or ["config/config.yaml"],
     )
     or missing_logs_message(EXP.grid)
+    or missing_own_logs_message(EXP)
     or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
 )
 if MISSING:

@@ -429,13 +429,17 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     paths = cfg["datasets"]["imagenet"]["checkpoints"]
     assert [path for _, path in missing_checkpoints(exp.grid)] == [p for m in paths.values() for p in m.values()]
     message = missing_checkpoints_message(exp.grid, ["config/paper.yaml"])
-    assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
+    assert 'datasets.imagenet.checkpoints.smoothadv."0.25": ' + paths["smoothadv"]["0.25"] in message
     assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
     for methods in paths.values():
         for path in methods.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).touch()
     assert missing_checkpoints(exp.grid) == [] and missing_checkpoints_message(exp.grid) is None
+    (tmp_path / paths["cohen"]["0.25"]).unlink()  # one missing: a short message naming its config path
+    one = missing_checkpoints_message(exp.grid, ["config/paper.yaml"]).splitlines()
+    assert len(one) <= 5 and one[1] == f'  datasets.imagenet.checkpoints.cohen."0.25": {paths["cohen"]["0.25"]}'
+    (tmp_path / paths["cohen"]["0.25"]).touch()
     # leaving a dataset out drops it from the whole experiment
     alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
     assert list(alone.grid.datasets) == ["cifar10"] and {r.dataset for r in alone.records.table_records("table1")} == {
