@@ -259,6 +259,10 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
             lambda c: c["grid_search"].update(n=[3]),
             "grid_search: n = 3 does not divide the budget 200: its grid would spend 198 evaluations",
         ),
+        (
+            lambda c: c["datasets"]["mnist5k"].update(sigmas=[0.12, 0.1234567]),
+            "datasets.mnist5k.sigmas: σ 0.1234567 is spelled sigma0.123457 in paths, which reads back as 0.123457",
+        ),
     ],
     ids=[
         "float-for-integer",
@@ -267,6 +271,7 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
         "paper-comparison-no-table",
         "sigma-floor-above-sigma0",
         "grid-n-not-dividing-budget",
+        "sigma-changed-by-its-path",
     ],
 )
 def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):
