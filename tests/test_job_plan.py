@@ -12,9 +12,9 @@ from workflow_helpers import REPO, load_config
 
 from ddrs.cli import build_parser
 from ddrs.cli.certify import check as certify_flags
-from ddrs.cli.job import sigma_search_settings
 from ddrs.cli.optimize_sigma import check as optimize_flags
 from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings, SequentialSettings
+from ddrs.jobs.runner import sigma_search_settings
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
 

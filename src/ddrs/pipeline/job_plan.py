@@ -1,12 +1,12 @@
 """What each compute job of a run grid is handed (no torch): one JSON document per job, read by
-``ddrs job --config -`` (:mod:`ddrs.cli.job`), as :class:`~ddrs.pipeline.training_plan.TrainingPlan`
+``ddrs job --config -`` (:mod:`ddrs.jobs.runner`), as :class:`~ddrs.pipeline.training_plan.TrainingPlan`
 hands ``ddrs train --config -`` its options.
 
 A document holds every argument that decides the job's output rows, and nothing else (the
 workflow compares it to decide a re-run; docs/architecture.md, "What re-runs"); the rule names the
 job's files on the command line:
 
-- ``kind``: which job it is (:data:`KINDS`, the name of the method that made it);
+- ``kind``: which job it is (:data:`ddrs.jobs.runner.KINDS`, the name of the method that made it);
 - ``inputs``: the test inputs and where they come from (the keys of ``ddrs certify``'s test-input
   flags: ``dataset``, ``data_root``, ``skip``, ``max``, ``seed``, ``device``);
 - ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.noise_sigma`);
@@ -38,9 +38,6 @@ from ddrs.core.settings import (
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run
-
-#: the kinds of job a document names (its ``kind``): the :class:`JobPlan` methods that make them
-KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
 
 
 class JobPlan:
