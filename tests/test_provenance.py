@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from workflow_helpers import REPO, load_config, snakemake, write_config
 
-from ddrs.pipeline.provenance import SUFFIX, code_version, identity_digest, read_record, record
+from ddrs.jobs.provenance import SUFFIX, code_version, identity_digest, read_record, record
 
 #: a small slice of config/digits.yaml: two Cohen models of one epoch, certified on 10 inputs
 OVERLAY = {

@@ -58,8 +58,8 @@ def read_document(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.jobs.provenance import record
     from ddrs.jobs.runner import kind_of, run_document
-    from ddrs.pipeline.provenance import record
 
     document = read_document(args.config)
     run_document(

@@ -153,7 +153,7 @@ def speed_options(text: str | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ddrs.pipeline.provenance import record
+    from ddrs.jobs.provenance import record
     from ddrs.training.trainer import train
 
     values = option_values(args)

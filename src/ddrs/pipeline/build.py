@@ -18,8 +18,8 @@ from ddrs.analysis.plots import save_figure
 from ddrs.analysis.render import write_table
 from ddrs.analysis.tables import BestTable
 from ddrs.io import atomic_path
+from ddrs.jobs.provenance import record
 from ddrs.pipeline.catalogue import CATALOGUE
-from ddrs.pipeline.provenance import record
 
 
 def build(name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, str]) -> None:
