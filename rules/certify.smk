@@ -25,9 +25,10 @@ rule certify_fixed:
         gpu=GPUS,
     params:
         document=job_document("fixed_certification"),
+        speed=job_speed,
     shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
-        "--out {output} 2> {log}"
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+        "--checkpoint {input.model} --out {output} 2> {log}"
 
 
 # The same fixed-σ certification, sequential (the sequential_comparison table's logs).
@@ -52,9 +53,10 @@ rule certify_sequential:
         gpu=GPUS,
     params:
         document=job_document("sequential_certification"),
+        speed=job_speed,
     shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
-        "--out {output} 2> {log}"
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+        "--checkpoint {input.model} --out {output} 2> {log}"
 
 
 # One job per model runs Algorithm 1 to the largest K of its grid (the σ log, a snapshot at each K),
@@ -91,9 +93,11 @@ for group in EXP.grid.k_grid_groups():
             gpu=GPUS,
         params:
             document=job_document("data_dependent_certification"),
+            speed=job_speed,
         shell:
-            "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
-            "--sigma-log {output.sigmas} --out {output.certified} --memory-out {output.memory} 2> {log}"
+            "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+            "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
+            "--memory-out {output.memory} 2> {log}"
 
 
 rule certify_grid_search:
@@ -119,6 +123,8 @@ rule certify_grid_search:
         gpu=GPUS,
     params:
         document=job_document("grid_search_certification", n="n"),
+        speed=job_speed,
     shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --checkpoint {input.model} "
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+        "--checkpoint {input.model} "
         "--sigma-log {output.sigmas} --out {output.certified} --memory-out {output.memory} 2> {log}"

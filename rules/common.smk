@@ -12,6 +12,7 @@ from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
+    missing_own_logs_message,
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
@@ -37,6 +38,7 @@ MISSING = (
         or ["config/config.yaml"],
     )
     or missing_logs_message(EXP.grid)
+    or missing_own_logs_message(EXP)
     or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
 )
 if MISSING:
@@ -89,13 +91,20 @@ def train_inputs(wildcards):
     return inputs
 
 
-def train_options(wildcards, input):
-    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it), with the model
-    it fine-tunes (`init`) where it has one."""
-    options = EXP.training.train_options(run_of(wildcards))
-    if "init" in input.keys():
-        options["init"] = input.init
-    return json.dumps(options, sort_keys=True)
+def train_options(wildcards):
+    """The `ddrs train --config -` mapping of one model, as JSON (YAML reads it): every option that
+    decides its weights, the model it fine-tunes (`init`) included. A function of the wildcards
+    alone, so Snakemake compares it and re-trains the model when it changes."""
+    return json.dumps(EXP.training.train_options(run_of(wildcards)), sort_keys=True)
+
+
+def train_speed(wildcards, threads):
+    """The `ddrs train --speed` mapping: what changes how fast the model trains, never its weights.
+    It depends on the job's threads, so Snakemake 9 counts it as derived and does not compare it.
+    """
+    return json.dumps(
+        EXP.training.train_speed(run_of(wildcards), threads), sort_keys=True
+    )
 
 
 # --- certification-side jobs: each hands `ddrs job --config -` its document (ddrs.pipeline.job_plan) ---
@@ -108,6 +117,13 @@ def job_document(name, **given):
             run_of(wildcards), **{k: wildcards[v] for k, v in given.items()}
         )
     )
+
+
+def job_speed(wildcards, resources):
+    """The `ddrs job --speed` mapping (``JobPlan.speed``): what changes only how fast the job runs.
+    It reads the job's resources, so Snakemake 9 counts it as derived and does not compare it: an
+    edit of certify.batch re-runs nothing."""
+    return json.dumps(PLAN.speed(run_of(wildcards)), sort_keys=True)
 
 
 def certify_runtime(wildcards, passes=1):

@@ -25,8 +25,9 @@ rule train:
         gpu=GPUS,
     params:
         options=train_options,
+        speed=train_speed,
     shell:
-        "echo {params.options:q} | ddrs --threads {threads} train --config - "
+        "echo {params.options:q} | ddrs --threads {threads} train --config - --speed {params.speed:q} "
         "--out {output.model} --log {output.log} --sigma-table {output.sigmas} 2> {log}"
 
 

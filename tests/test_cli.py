@@ -30,7 +30,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser()._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job",
+        "gradient-norms", "logs", "job", "provenance",
     }  # fmt: skip
 
 
@@ -132,3 +132,14 @@ def test_prepare_data_names_an_unknown_dataset(tmp_path, capsys):
     assert main(["prepare-data", "--dataset", "svhn", "--out", str(tmp_path / "x.json")]) == 2
     assert "ddrs prepare-data: error: unknown dataset 'svhn'" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_train_speed_takes_only_what_changes_how_fast_a_model_trains():
+    from ddrs.cli.train import speed_options
+
+    assert speed_options('{"num_workers": 3, "activation_checkpoints": 2}') == {
+        "num_workers": 3,
+        "activation_checkpoints": 2,
+    }
+    with pytest.raises(ValueError, match=r"\['epochs'\] change what is trained"):
+        speed_options('{"epochs": 3}')

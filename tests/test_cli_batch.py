@@ -128,6 +128,7 @@ def test_a_job_document_writes_what_the_commands_write_with_their_flags(digits_c
     inputs = {"dataset": "digits", "data_root": "data", "skip": 2, "max": 12, "seed": 0, "device": "cpu"}
     shared = {"noise": "gaussian", "seed": 0, "precision": "fp32"}
     document = {
+        "kind": "data_dependent_certification",
         "inputs": inputs,
         "algorithm1": {**shared, "sigma0": 0.25, "steps": [0, 3], "n0": 20, "lr": 0.01},
         "certify": {**shared, "n0": 20, "n": 200, "alpha": 0.01},

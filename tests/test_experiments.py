@@ -429,13 +429,17 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     paths = cfg["datasets"]["imagenet"]["checkpoints"]
     assert [path for _, path in missing_checkpoints(exp.grid)] == [p for m in paths.values() for p in m.values()]
     message = missing_checkpoints_message(exp.grid, ["config/paper.yaml"])
-    assert "imagenet smoothadv σ = 0.25: " + paths["smoothadv"]["0.25"] in message
+    assert 'datasets.imagenet.checkpoints.smoothadv."0.25": ' + paths["smoothadv"]["0.25"] in message
     assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
     for methods in paths.values():
         for path in methods.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).touch()
     assert missing_checkpoints(exp.grid) == [] and missing_checkpoints_message(exp.grid) is None
+    (tmp_path / paths["cohen"]["0.25"]).unlink()  # one missing: a short message naming its config path
+    one = missing_checkpoints_message(exp.grid, ["config/paper.yaml"]).splitlines()
+    assert len(one) <= 5 and one[1] == f'  datasets.imagenet.checkpoints.cohen."0.25": {paths["cohen"]["0.25"]}'
+    (tmp_path / paths["cohen"]["0.25"]).touch()
     # leaving a dataset out drops it from the whole experiment
     alone = Experiment({**cfg, "exclude_datasets": ["imagenet"]})
     assert list(alone.grid.datasets) == ["cifar10"] and {r.dataset for r in alone.records.table_records("table1")} == {
@@ -483,9 +487,11 @@ def test_the_macer_script_imports_the_run_grid_api_and_prints_its_usage():
 
 def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today():
     run = Run("digits", "cohen", "fs", 0.25)
-    assert "num_workers" not in Experiment(digits_config()).training.train_options(run)  # the CPU default: unchanged
+    assert Experiment(digits_config()).training.train_speed(run, threads=8) == {}  # the CPU default: unchanged
     gpu = {**digits_config(), "gpus_per_job": 1, "threads_per_job": 8, "device": "auto"}
-    assert Experiment(gpu).training.train_options(run)["num_workers"] == 7
-    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).training.train_options(run)
+    assert Experiment(gpu).training.train_speed(run, threads=8) == {"num_workers": 7}
+    assert "num_workers" not in Experiment({**gpu, "device": "cpu"}).training.train_speed(run, threads=8)
     given = {**gpu, "train": {**gpu["train"], "num_workers": 2}}
-    assert Experiment(given).training.train_options(run)["num_workers"] == 2  # the config's own choice wins
+    assert Experiment(given).training.train_speed(run, threads=8) == {"num_workers": 2}  # the config's own choice wins
+    # speed never enters what the workflow compares: the same options train the same model
+    assert Experiment(given).training.train_options(run) == Experiment(digits_config()).training.train_options(run)

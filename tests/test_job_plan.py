@@ -12,9 +12,9 @@ from workflow_helpers import REPO, load_config
 
 from ddrs.cli import build_parser
 from ddrs.cli.certify import check as certify_flags
-from ddrs.cli.job import sigma_search_settings
 from ddrs.cli.optimize_sigma import check as optimize_flags
 from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings, SequentialSettings
+from ddrs.jobs.runner import sigma_search_settings
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
 
@@ -34,9 +34,16 @@ def through_json(document: dict) -> dict:
     return json.loads(json.dumps(document))
 
 
+def certify_of(jobs: JobPlan, run: Run, document: dict) -> CertifySettings:
+    """CERTIFY's settings as ``ddrs job`` builds them from the document and the plan's speed."""
+    return CertifySettings.from_parts(through_json(document)["certify"], through_json(jobs.speed(run))["certify"])
+
+
 def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
     config = load_config()
-    document = through_json(plan().fixed_certification(Run("digits", "cohen", "fs", 0.25)))
+    run = Run("digits", "cohen", "fs", 0.25)
+    document = through_json(plan().fixed_certification(run))
+    assert document["kind"] == "fixed_certification"
     assert document["inputs"] == {
         "dataset": "digits",
         "data_root": "data",
@@ -46,14 +53,11 @@ def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
         "device": "auto",
     }
     assert document["sigma"] == 0.25
-    certify = config["certify"]
-    assert CertifySettings(**document["certify"]) == CertifySettings(
-        noise="gaussian",
-        n0=certify["n0"],
-        n=certify["n"],
-        alpha=certify["alpha"],
-        batch_size=certify["batch"],
-        sequential=SequentialSettings(radii=tuple(config["datasets"]["digits"]["radii"])),
+    section = config["certify"]
+    expected = CertifySettings(noise="gaussian", n0=section["n0"], n=section["n"], alpha=section["alpha"])
+    assert document["certify"] == expected.resume_settings()  # the statistics only: no batch, no sequential rule
+    assert certify_of(plan(), run, document) == CertifySettings(
+        **expected.resume_settings(), batch_size=section["batch"]
     )
 
 
@@ -65,8 +69,9 @@ def test_uniform_noise_is_handed_its_half_width_under_the_configs_convention():
 
 
 def test_an_absent_or_auto_batch_lets_the_device_choose():
-    document = plan(lambda c: c["certify"].pop("batch")).fixed_certification(Run("digits", "cohen", "fs", 0.25))
-    assert document["certify"]["batch_size"] is None
+    run = Run("digits", "cohen", "fs", 0.25)
+    assert plan(lambda c: c["certify"].pop("batch")).speed(run)["certify"]["batch_size"] is None
+    assert plan(lambda c: c["certify"].update(batch="auto")).speed(run)["certify"]["batch_size"] is None
 
 
 def test_a_settings_field_the_config_names_travels_to_the_job_without_the_plan_naming_it():
@@ -74,8 +79,35 @@ def test_a_settings_field_the_config_names_travels_to_the_job_without_the_plan_n
     (and to the schema) reaches the job as it is."""
     config = load_config()
     config["certify"]["inputs_per_call"] = 7
-    grid = Experiment(config).grid
-    assert JobPlan(grid).fixed_certification(Run("digits", "cohen", "fs", 0.25))["certify"]["inputs_per_call"] == 7
+    config["certify"]["alpha"] = 0.01
+    jobs, run = JobPlan(Experiment(config).grid), Run("digits", "cohen", "fs", 0.25)
+    assert jobs.speed(run)["certify"]["inputs_per_call"] == 7  # a speed setting: beside the document
+    assert jobs.fixed_certification(run)["certify"]["alpha"] == 0.01  # a statistic: in it
+    assert certify_of(jobs, run, jobs.fixed_certification(run)).inputs_per_call == 7
+
+
+def test_the_document_holds_what_decides_rows_and_the_speed_what_does_not():
+    """What the workflow compares (the document) changes with a statistic and never with a speed
+    setting; the speed mapping is the other way round."""
+    run = Run("digits", "cohen", "fs", 0.25)
+    base = plan()
+    faster = plan(
+        lambda c: (
+            c["certify"].update(batch=64, memory_format="channels_last", compile=True),
+            c["optimize_sigma"].update(batch=8),
+        )
+    )
+    for kind in ("fixed_certification", "data_dependent_certification", "sequential_certification"):
+        assert getattr(faster, kind)(run) == getattr(base, kind)(run)
+    assert faster.grid_search_certification(run, 4) == base.grid_search_certification(run, 4)
+    assert faster.speed(run) != base.speed(run)
+    stricter = plan(lambda c: c["certify"].update(n=500))
+    assert stricter.fixed_certification(run) != base.fixed_certification(run)
+    assert stricter.speed(run) == base.speed(run)
+    # the sequential stopping rule decides the sequential job only
+    sequential = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp"}))
+    assert sequential.fixed_certification(run) == base.fixed_certification(run)
+    assert sequential.sequential_certification(run) != base.sequential_certification(run)
 
 
 def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to_every_k():
@@ -84,7 +116,8 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
     edited = plan(lambda c: c["optimize_sigma"].update(n_by_method={"macer": 8}))
     document = through_json(edited.data_dependent_certification(run))
     options = config["optimize_sigma"]
-    assert Algorithm1Settings(**document["algorithm1"]) == Algorithm1Settings(
+    assert document["kind"] == "data_dependent_certification"
+    assert sigma_search_settings(document, edited.speed(run)) == Algorithm1Settings(
         sigma0=0.5,
         n=8,
         steps=tuple(options["k"]),
@@ -94,7 +127,7 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
         min_scale=options["min_sigma"],
         objective=options["objective"],
     )
-    assert "sigma" not in document and CertifySettings(**document["certify"]).n == config["certify"]["n"]
+    assert "sigma" not in document and certify_of(edited, run, document).n == config["certify"]["n"]
 
 
 def _flags(command: str, *words: str):
@@ -112,17 +145,19 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     grid_flags = ["--grid-search", "--grid-n", "4", "--grid-budget", str(grid["budget"])]
     grid_flags += ["--grid-min", str(grid["low"]), "--grid-max", str(grid["high"])]
     by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
-    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
+    speed = through_json(plan().speed(run))
+    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document, speed) == by_flags
     certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     radii = ["--radii", *map(str, config["datasets"]["digits"]["radii"])]
     by_flags = certify_flags(
         _flags("certify", "--sigma", "0.5", *certify_words, "--batch", "2000", *radii, "--out", "c.tsv")
     )
-    assert CertifySettings(**document["certify"]) == by_flags
+    assert certify_of(plan(), run, document).resume_settings() == by_flags.resume_settings()
+    assert certify_of(plan(), run, document).speed_settings() == by_flags.speed_settings()
     ds = through_json(plan().data_dependent_certification(run))
     algorithm1 = ["--sigma0", "0.5", "--k", *map(str, opt["k"]), "--n", str(opt["n"]), "--lr", str(opt["lr"])]
     algorithm1 += ["--min-sigma", str(opt["min_sigma"]), *shared, "--out", "s.tsv"]
-    assert sigma_search_settings(ds) == optimize_flags(_flags("optimize-sigma", *algorithm1))
+    assert sigma_search_settings(ds, speed) == optimize_flags(_flags("optimize-sigma", *algorithm1))
     assert sigma_search_settings(plan().fixed_certification(run)) is None
 
 
@@ -142,7 +177,7 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     edited = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp", "first_look": 16}))
     run = Run("digits", "cohen", "fs", 0.5)
     document = through_json(edited.sequential_certification(run))
-    settings = CertifySettings(**document["certify"])
+    settings = certify_of(edited, run, document)
     radii = config["datasets"]["digits"]["radii"]
     assert document["sigma"] == 0.5 and settings.mode == "sequential"
     assert settings.sequential == SequentialSettings(sequence="union_cp", first_look=16, radii=tuple(radii))
@@ -151,6 +186,7 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--first-look", "16"]
     by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *words, "--radii", *map(str, radii), "--out", "c.tsv"))
     assert settings == by_flags
-    assert CertifySettings(**edited.fixed_certification(run)["certify"]).mode == "fixed"
-    uniform = CertifySettings(**edited.sequential_certification(Run("digits", "uniform", "fs", 0.5))["certify"])
+    assert certify_of(edited, run, edited.fixed_certification(run)).mode == "fixed"
+    uniform_run = Run("digits", "uniform", "fs", 0.5)
+    uniform = certify_of(edited, uniform_run, edited.sequential_certification(uniform_run))
     assert uniform.sequential.radii == tuple(sorted({0.0, *config["datasets"]["digits"]["l1_radii"]}))

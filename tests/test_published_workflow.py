@@ -209,3 +209,18 @@ def test_a_published_table_asked_of_a_config_without_published_logs_says_what_bu
     exp = Experiment(load_config("digits.yaml"))
     with pytest.raises(ValueError, match=f"{name} tabulates published logs: it needs a published_logs section"):
         CATALOGUE[name].inputs(exp, {})
+
+
+def test_a_missing_own_log_stops_the_dag_naming_its_config_path(tmp_path):
+    """A user's own log that has gone away: Snakemake would keep the leaderboard built from it
+    ("Nothing to be done"); the DAG stops first, in a few lines naming the config key."""
+    config = load_config("published.yaml")
+    board = next(iter(config["published_logs"]["leaderboards"]))
+    config["published_logs"]["own"] = {"mine": {"dataset": board, "sigma": 0.5, "path": "gone/mine.tsv"}}
+    result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "Your own logs named in the config are missing" in output, output
+    message = output[output.index("Your own logs named in the config are missing") :].strip()
+    assert message.splitlines()[1] == "  published_logs.own.mine.path: gone/mine.tsv"
+    assert len(message.splitlines()) <= 5

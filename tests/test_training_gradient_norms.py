@@ -15,8 +15,8 @@ import torch
 from torch import nn
 
 from ddrs.cli import main
-from ddrs.cli.gradient_norms import RUN_COLUMNS
 from ddrs.data import TensorImages
+from ddrs.jobs.runner import GRADIENT_NORM_COLUMNS as RUN_COLUMNS
 from ddrs.methods import get_method
 from ddrs.training import cohen_loss
 from ddrs.training.gradient_norms import SUMMARY_COLUMNS, gradient_norm_table, per_input_gradient_norms, summarize
@@ -136,8 +136,9 @@ def test_command_module_imports_without_torch():
     code = (
         "import sys, importlib.util; sys.modules['torch'] = None; "
         f"spec = importlib.util.spec_from_file_location('gradient_norms', {str(path)!r}); "
-        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); print(module.RUN_COLUMNS[0])"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); "
+        "print(module.COMMAND_HELP.split()[0])"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "method"
+    assert result.stdout.strip() == "mean"

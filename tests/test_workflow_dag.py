@@ -156,7 +156,8 @@ def test_a_config_of_only_datasets_and_methods_runs_on_the_schemas_defaults(tmp_
     assert counts["best_table"] == 1 and "mnist5k" not in output
     embedded = load_config("config.yaml")
     certify = embedded["certify"]
-    assert f'"n0": {certify["n0"]}, "n": {certify["n"]}, "alpha": {certify["alpha"]}, "batch_size": null' in output
+    assert f'"n0": {certify["n0"]}, "n": {certify["n"]}, "alpha": {certify["alpha"]}, "seed": 0' in output
+    assert '--speed \'{"certify": {"batch_size": null,' in output  # the device chooses the batch
     assert f"{embedded['results']}/digits/cohen/fs/sigma0.25/model.pt" in output
 
 
@@ -259,6 +260,10 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
             lambda c: c["grid_search"].update(n=[3]),
             "grid_search: n = 3 does not divide the budget 200: its grid would spend 198 evaluations",
         ),
+        (
+            lambda c: c["datasets"]["mnist5k"].update(sigmas=[0.12, 0.1234567]),
+            "datasets.mnist5k.sigmas: σ 0.1234567 is spelled sigma0.123457 in paths, which reads back as 0.123457",
+        ),
     ],
     ids=[
         "float-for-integer",
@@ -267,6 +272,7 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
         "paper-comparison-no-table",
         "sigma-floor-above-sigma0",
         "grid-n-not-dividing-budget",
+        "sigma-changed-by-its-path",
     ],
 )
 def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -47,3 +48,49 @@ def job_counts(output: str) -> dict[str, int]:
             break
         counts[match[1]] = int(match[2])
     return counts
+
+
+def finished_tree(workdir: Path, config: Path) -> None:
+    """Make ``workdir`` a results tree that Snakemake records as finished under ``config``, in seconds:
+    every output of the DAG as an empty file, then ``--touch --forceall`` (which records each job's
+    params, code and inputs as a run would). Dry runs against it show what a config edit re-runs."""
+    summary = snakemake(workdir, "--summary", config=config)
+    assert summary.returncode == 0, summary.stderr
+    for line in summary.stdout.splitlines()[1:]:
+        path = workdir / line.split("\t", 1)[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    touched = snakemake(workdir, "--touch", "--forceall", "--cores", "1", config=config)
+    assert touched.returncode == 0, touched.stderr
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """One job of a dry run: its rule, its first output and why Snakemake schedules it."""
+
+    rule: str
+    output: str
+    reason: str
+
+    @property
+    def source(self) -> bool:
+        """Scheduled for a reason of its own, not only because a job before it runs again."""
+        return any(
+            part.strip() and not part.strip().startswith(("Input files updated by another job", "Forced execution"))
+            for part in self.reason.split(";")
+        )
+
+
+def scheduled(workdir: Path, *configs: Path, args: tuple[str, ...] = ()) -> list[Scheduled]:
+    """Every job a dry run of ``configs`` (merged in order) schedules, ``all`` left out."""
+    result = snakemake(workdir, "-n", *args, "--configfile", *map(str, configs))
+    assert result.returncode == 0, result.stderr
+    jobs, rule, fields = [], None, {}
+    for line in (result.stdout + result.stderr).splitlines():
+        if match := re.fullmatch(r"(?:local)?rule (\w+):", line.strip()):
+            rule, fields = match[1], {}
+        elif rule and (match := re.fullmatch(r"\s+(\w+): (.*)", line)):
+            fields[match[1]] = match[2]
+            if match[1] == "reason" and rule != "all":
+                jobs.append(Scheduled(rule, fields.get("output", "").split(", ")[0], match[2]))
+    return jobs

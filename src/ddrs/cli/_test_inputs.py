@@ -10,15 +10,12 @@ image in a σ log and in the certification log that uses it. Building the parser
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddrs.core.settings import PRECISIONS
 
 if TYPE_CHECKING:
-    import torch
-    from torch import nn
-    from torch.utils.data import Dataset
+    from ddrs.jobs.runner import LoadedTestSet
 
 
 def add_parser(subparsers, name: str, help: str, description: str | None, verb: str) -> argparse.ArgumentParser:
@@ -43,19 +40,6 @@ def add_parser(subparsers, name: str, help: str, description: str | None, verb: 
     return parser
 
 
-@dataclass(frozen=True)
-class LoadedTestSet:
-    """The base classifier on its device and the test inputs a command visits."""
-
-    model: nn.Module
-    dataset: Dataset
-    indices: list[int]
-    num_classes: int
-    device: torch.device
-    #: what names the model in the settings of a resumable log (the checkpoint's digest)
-    provenance: dict
-
-
 def check(args: argparse.Namespace) -> None:
     """Check ``--dataset``, ``--skip`` and ``--max`` without loading anything."""
     from ddrs.data import get_info, subsample_indices
@@ -66,27 +50,14 @@ def check(args: argparse.Namespace) -> None:
 
 def load(args: argparse.Namespace) -> LoadedTestSet:
     """Load the checkpoint (checked against ``--dataset``) and the selected test inputs."""
-    from ddrs.core.device import select_device
-    from ddrs.data import get_info, load_dataset, subsample_indices
-    from ddrs.io import file_digest
-    from ddrs.models import load_checkpoint
+    from ddrs.jobs.runner import load_test_inputs
 
-    info = get_info(args.dataset)
-    device = select_device(args.device)
-    model, meta = load_checkpoint(args.checkpoint, dataset=args.dataset, device=device)
-    trained_seed = (meta.get("config") or {}).get("seed")
-    if info.arrays is not None and trained_seed is not None and trained_seed != args.seed:
-        raise ValueError(
-            f"{args.checkpoint} was trained on the {args.dataset} split of seed {trained_seed}, but --seed "
-            f"{args.seed} draws another train/test split, whose test inputs the model partly trained on; "
-            f"use --seed {trained_seed}"
-        )
-    dataset = load_dataset(args.dataset, "test", root=args.data_root, seed=args.seed)
-    return LoadedTestSet(
-        model=model,
-        dataset=dataset,
-        indices=subsample_indices(len(dataset), args.skip, args.max),
-        num_classes=info.num_classes,
-        device=device,
-        provenance={"checkpoint": file_digest(args.checkpoint)},
+    return load_test_inputs(
+        args.checkpoint,
+        dataset=args.dataset,
+        data_root=args.data_root,
+        skip=args.skip,
+        max=args.max,
+        seed=args.seed,
+        device=args.device,
     )

@@ -179,62 +179,17 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
 
     In a batch the σ log may be written by an earlier command, so :func:`check` does not read it.
     """
+    from ddrs.jobs.runner import sigma_log_jobs
+
     columns = _columns(args)
     if columns is None:
         return [(f"sigma {args.sigma}", args.sigma, args.out[0])]
     return sigma_log_jobs(args.sigma_log, columns, args.out)
 
 
-def sigma_log_jobs(sigma_log: str, columns: list[str], outs: list[str]) -> list[tuple[str, dict[int, float], str]]:
-    """``(what, σ per idx, out)`` of every σ-log column, each certified into its log."""
-    from ddrs.jobs.sigma_log_format import read_sigma_log
-
-    return [
-        (f"{column} of {sigma_log}", read_sigma_log(sigma_log, column=column), out)
-        for column, out in zip(columns, outs, strict=True)
-    ]
-
-
 def run(args: argparse.Namespace) -> None:
+    from ddrs.jobs.runner import certify_logs
+
     settings = check(args)
     jobs = _jobs(args)
     certify_logs(settings, jobs, _test_inputs.load(args), args.memory_out)
-
-
-def certify_logs(
-    settings: CertifySettings,
-    jobs: list[tuple[str, float | dict[int, float], str]],
-    inputs: _test_inputs.LoadedTestSet,
-    memory_outs: list[str] | None = None,
-) -> None:
-    """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
-    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given."""
-    from ddrs.core.settings import resolve_memory_format
-    from ddrs.jobs.certification import certify_dataset
-    from ddrs.jobs.logs import kept_partials
-    from ddrs.jobs.memory_log import memory_certify_log
-
-    memory_outs = memory_outs or [None] * len(jobs)
-    with kept_partials():
-        for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
-            path = certify_dataset(
-                inputs.model,
-                inputs.dataset,
-                inputs.indices,
-                sigmas,
-                out,
-                settings,
-                num_classes=inputs.num_classes,
-                device=inputs.device,
-                provenance=inputs.provenance,
-            )
-            print(
-                f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-                f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
-                f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
-                f"{', compiled' if settings.compile else ''}"
-                f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
-            )
-            if memory_out is not None:
-                counts = memory_certify_log(path, inputs.dataset, memory_out)
-                print(f"memory: {counts} -> {memory_out}")

@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ddrs.methods import METHODS, get_method
-
-#: the ``--out`` row's leading columns; :data:`ddrs.training.gradient_norms.SUMMARY_COLUMNS` follow
-RUN_COLUMNS = ("method", "sigma", "split", "draws")
-
+from ddrs.methods import METHODS
 
 #: the command's line in ``ddrs --help``
 COMMAND_HELP = "mean per-input loss-gradient norm of easy (p_A > 0.5) and hard training inputs (Sun et al. Table 1)"
@@ -56,76 +52,6 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     flags = {key: value for key, value in vars(args).items() if key not in ("command", "threads", "run", "max")}
-    measure(**flags, max_index=args.max)
+    from ddrs.jobs.runner import gradient_norms
 
-
-def measure(
-    *,
-    checkpoint: str,
-    out: str,
-    dataset: str,
-    sigma: float,
-    method: str = "cohen",
-    epoch: int | None = None,
-    split: str = "train",
-    draws: int = 100,
-    skip: int = 1,
-    max_index: int | None = None,
-    batch: int = 400,
-    seed: int = 0,
-    data_root: str = "data",
-    device: str = "auto",
-    precision: str = "fp32",
-    per_input: str | None = None,
-) -> None:
-    """The command's work, its flags as keywords (``--max`` as ``max_index``; ``ddrs job`` passes a
-    job document's)."""
-    import pandas as pd
-
-    from ddrs.core.device import select_device
-    from ddrs.core.settings import PRECISIONS
-    from ddrs.data import load_dataset, subsample_indices
-    from ddrs.io import atomic_path
-    from ddrs.models import load_checkpoint
-    from ddrs.training.gradient_norms import gradient_norm_table
-
-    if not sigma > 0:
-        raise ValueError(f"--sigma must be > 0, got {sigma}")
-    if draws < 1 or batch < 1:
-        raise ValueError(f"--draws and --batch must be >= 1, got {draws}, {batch}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown --precision {precision!r}; choose one of {sorted(PRECISIONS)}")
-    trained_method = get_method(method)
-    device = select_device(device)
-    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=device)
-    trained_with = meta.get("config") if meta.get("method") == trained_method.name else None
-    params = trained_method.make_params(trained_with["params"] if trained_with else None, source=str(checkpoint))
-    epoch = epoch if epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
-    inputs = load_dataset(dataset, split, root=data_root, seed=seed, augment=False)
-    indices = subsample_indices(len(inputs), skip, max_index)
-    per_input_table, summary = gradient_norm_table(
-        model,
-        inputs,
-        indices,
-        sigma,
-        loss=trained_method.load_loss(),
-        params=params,
-        epoch=epoch,
-        draws=draws,
-        noise=trained_method.noise,
-        seed=seed,
-        batch_size=batch,
-        device=device,
-        precision=precision,
-    )
-    row = dict(zip(RUN_COLUMNS, (method, sigma, split, draws), strict=True)) | summary
-    with atomic_path(out) as tmp:
-        pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
-    if per_input:
-        with atomic_path(per_input) as tmp:
-            per_input_table.to_csv(tmp, sep="\t", index=False)
-    print(
-        f"gradient-norms: {summary['inputs']} {split} inputs, {trained_method.name} loss at σ = {sigma}: "
-        f"easy {summary['easy_grad_norm']:.4g} ({summary['easy_inputs']}), hard {summary['hard_grad_norm']:.4g} "
-        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {out}"
-    )
+    gradient_norms(**flags, max_index=args.max)

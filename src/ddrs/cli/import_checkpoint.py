@@ -55,4 +55,8 @@ def run(args: argparse.Namespace) -> None:
     if args.method is not None:
         meta["method"] = args.method
     save_checkpoint(args.out, model, **meta)
+    from ddrs.jobs.provenance import record
+    from ddrs.pipeline.provenance import import_identity
+
+    record([args.out], "import_checkpoint", import_identity(args.published, args.arch, args.method, args.sigma))
     print(f"imported {args.published} ({meta['source']}, {args.arch} on {args.dataset}) -> {args.out}")

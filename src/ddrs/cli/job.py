@@ -1,16 +1,23 @@
 """``ddrs job``: one workflow job from its JSON document (:mod:`ddrs.pipeline.job_plan`), files on the command line.
 
+It parses; :func:`ddrs.jobs.runner.run_document` runs the document's kind, and records what made
+each output (:mod:`ddrs.pipeline.provenance`).
+
 The document is the other door to the settings the flags of ``ddrs certify``, ``ddrs optimize-sigma``
 and ``ddrs gradient-norms`` build: its ``certify``, ``algorithm1`` and ``grid_search`` sections are
-the fields of :class:`~ddrs.core.settings.CertifySettings`, :class:`~ddrs.core.settings.Algorithm1Settings`
-and :class:`~ddrs.core.settings.SigmaSettings` (with the grid's ``low``, ``high``, ``budget``), so a
-field added to a settings class travels with no change here. By its sections, a document runs
+the ``resume_settings()`` of :class:`~ddrs.core.settings.CertifySettings`,
+:class:`~ddrs.core.settings.Algorithm1Settings` and :class:`~ddrs.core.settings.SigmaSettings` (with
+the grid's ``low``, ``high``, ``budget``), so a field added to a settings class travels with no
+change here; ``--speed`` gives the settings that change only how fast it runs
+(:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`). By its ``kind``, a document runs
 
-- ``inputs``, ``sigma``, ``certify``: CERTIFY with one σ (``--out LOG``);
-- ``inputs``, ``algorithm1`` or ``grid_search``, ``certify``: σ per input into ``--sigma-log``, then
-  CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3 (``--memory-out``), the
-  model and data loaded once;
-- ``inputs``, ``sigma``, ``method``, ``precision``: the gradient norms of ``ddrs gradient-norms`` (``--out``).
+- ``fixed_certification`` (``inputs``, ``sigma``, ``certify``): CERTIFY with one σ (``--out LOG``);
+- ``data_dependent_certification`` (``inputs``, ``algorithm1``, ``certify``) or
+  ``grid_search_certification`` (``inputs``, ``grid_search``, ``certify``): σ per input into
+  ``--sigma-log``, then CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3
+  (``--memory-out``), the model and data loaded once;
+- ``gradient_norms`` (``inputs``, ``sigma``, ``method``, ``precision``): the gradient norms of
+  ``ddrs gradient-norms`` (``--out``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--sigma-log", help="the σ log a σ search writes (resumes from <LOG>.partial)")
     parser.add_argument("--out", required=True, nargs="+", metavar="FILE", help="the log(s) or table to write")
     parser.add_argument("--memory-out", nargs="+", metavar="LOG", help="each --out made sound by Algorithm 3")
+    parser.add_argument(
+        "--speed",
+        default="{}",
+        metavar="JSON",
+        help="what changes only how fast the job runs: {certify: CERTIFY's speed settings, sigma_search: {batch}}",
+    )
     parser.set_defaults(run=run)
 
 
@@ -44,74 +57,18 @@ def read_document(path: str) -> dict[str, Any]:
     return document
 
 
-def _test_inputs(document: dict[str, Any], checkpoint: str) -> argparse.Namespace:
-    """The ``inputs`` section as the test-input options of ``ddrs certify``."""
-    return argparse.Namespace(checkpoint=checkpoint, **document["inputs"])
-
-
-def sigma_search_settings(document: dict[str, Any]):
-    """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
-    from ddrs.core.settings import Algorithm1Settings, GridSearchSettings
-
-    if "algorithm1" in document:
-        return Algorithm1Settings(**document["algorithm1"])
-    if "grid_search" in document:
-        from ddrs.core.sigma import grid_for_budget
-
-        search = dict(document["grid_search"])
-        grid = grid_for_budget(search.pop("low"), search.pop("high"), search["n"], search.pop("budget"))
-        return GridSearchSettings(**search, grid=grid.tolist())
-    return None
-
-
 def run(args: argparse.Namespace) -> None:
+    from ddrs.jobs.provenance import record
+    from ddrs.jobs.runner import kind_of, run_document
+
     document = read_document(args.config)
-    if "method" in document:
-        from ddrs.cli.gradient_norms import measure
-
-        inputs = document["inputs"]
-        (out,) = args.out
-        measure(
-            checkpoint=args.checkpoint,
-            out=out,
-            sigma=document["sigma"],
-            method=document["method"],
-            precision=document["precision"],
-            **{key: value for key, value in inputs.items() if key != "max"},
-            max_index=inputs["max"],
-        )
-        return
-    _certify(document, args)
-
-
-def _certify(document: dict[str, Any], args: argparse.Namespace) -> None:
-    from ddrs.cli import _test_inputs as test_inputs
-    from ddrs.cli.certify import certify_logs, sigma_log_jobs
-    from ddrs.cli.optimize_sigma import write_sigma_log
-    from ddrs.core.settings import Algorithm1Settings, CertifySettings
-    from ddrs.jobs.logs import kept_partials
-    from ddrs.jobs.sigma_log_format import grid_column, sigma_column
-
-    settings = CertifySettings(**document["certify"])
-    search = sigma_search_settings(document)
-    namespace = _test_inputs(document, args.checkpoint)
-    test_inputs.check(namespace)
-    if search is None:
-        if args.sigma_log is not None or len(args.out) != 1:
-            raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
-        sigma = float(document["sigma"])
-        certify_logs(settings, [(f"sigma {sigma}", sigma, args.out[0])], test_inputs.load(namespace), args.memory_out)
-        return
-    if args.sigma_log is None:
-        raise ValueError("a σ-search job needs --sigma-log")
-    columns = (
-        [sigma_column(k) for k in search.steps] if isinstance(search, Algorithm1Settings) else [grid_column(search.n)]
+    run_document(
+        document,
+        json.loads(args.speed),
+        checkpoint=args.checkpoint,
+        outs=args.out,
+        sigma_log=args.sigma_log,
+        memory_outs=args.memory_out,
     )
-    if len(args.out) != len(columns) or (args.memory_out is not None and len(args.memory_out) != len(columns)):
-        raise ValueError(
-            f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
-        )
-    inputs = test_inputs.load(namespace)
-    with kept_partials():
-        write_sigma_log(search, inputs, args.sigma_log)
-        certify_logs(settings, sigma_log_jobs(args.sigma_log, columns, args.out), inputs, args.memory_out)
+    outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
+    record(outputs, kind_of(document), document)

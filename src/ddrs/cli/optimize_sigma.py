@@ -70,31 +70,7 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.jobs.runner import write_sigma_log
+
     settings = check(args)
     write_sigma_log(settings, _test_inputs.load(args), args.out)
-
-
-def write_sigma_log(
-    settings: Algorithm1Settings | GridSearchSettings, inputs: _test_inputs.LoadedTestSet, out: str
-) -> None:
-    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log ``out``."""
-    from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
-
-    if isinstance(settings, GridSearchSettings):
-        write = grid_search_dataset
-        interval = f"[{settings.grid[0]}, {settings.grid[-1]}]"
-        what = f"grid search over {len(settings.grid)} scales in {interval} with n={settings.n}"
-    else:
-        write = optimize_dataset
-        what = f"Algorithm 1 with K in {list(settings.steps)}, n={settings.n}, lr={settings.lr}"
-    path = write(
-        inputs.model,
-        inputs.dataset,
-        inputs.indices,
-        out,
-        settings,
-        num_classes=inputs.num_classes,
-        device=inputs.device,
-        provenance=inputs.provenance,
-    )
-    print(f"optimize-sigma: {len(inputs.indices)} inputs, {what}, {settings.objective} objective -> {path}")

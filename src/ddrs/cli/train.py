@@ -14,9 +14,11 @@ import argparse
 import dataclasses
 import typing
 
+import yaml
+
 from ddrs.methods import METHODS
 from ddrs.training.config import CHOICES as OPTION_CHOICES
-from ddrs.training.config import TrainConfig, read_yaml
+from ddrs.training.config import SPEED_FIELDS, TrainConfig, read_yaml
 
 HELP = {
     "dataset": "dataset name (ddrs.data.DATASETS)",
@@ -81,6 +83,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", required=True, help="checkpoint to write (<out>.partial while training)")
     parser.add_argument("--log", help="per-epoch CSV log")
     parser.add_argument("--sigma-table", help="TSV of the per-example σ table (idx, sigma), rewritten every epoch")
+    parser.add_argument(
+        "--speed",
+        metavar="JSON",
+        help="options that change only how fast the model trains, as a JSON or YAML mapping over --config's: "
+        f"{', '.join(sorted(SPEED_FIELDS))} (the workflow's channel for what it does not compare)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
     hints = typing.get_type_hints(TrainConfig)
     options = parser.add_argument_group("training options (also YAML keys)")
@@ -106,10 +114,15 @@ def _dest(method: str, field: dataclasses.Field) -> str:
     return f"{method}.{field.name}"
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Defaults, overridden by the YAML file, overridden by the flags given on the command line."""
+def _source(args: argparse.Namespace) -> str:
+    return f"training config {args.config}" if args.config else "ddrs train"
+
+
+def option_values(args: argparse.Namespace) -> dict:
+    """The options the YAML file gives, ``--speed`` and the flags over them; TrainConfig's defaults
+    fill the rest."""
     values = read_yaml(args.config) if args.config else {}
-    source = f"training config {args.config}" if args.config else "ddrs train"
+    values.update(speed_options(args.speed))
     for field in dataclasses.fields(TrainConfig):
         given = getattr(args, field.name, None)
         if given is not None:
@@ -122,12 +135,31 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             given = getattr(args, _dest(method.name, field))
             if given is not None:
                 values.setdefault(method.name, {})[field.name] = given
-    return TrainConfig.from_mapping(values, source=source)
+    return values
+
+
+def speed_options(text: str | None) -> dict:
+    """The ``--speed`` mapping: only :data:`~ddrs.training.config.SPEED_FIELDS`, which change how fast
+    a model trains and never what it learns."""
+    speed = yaml.safe_load(text or "") or {}
+    if not isinstance(speed, dict):
+        raise ValueError(f"--speed must be a mapping of option: value, got {text!r}")
+    unknown = sorted(set(speed) - SPEED_FIELDS)
+    if unknown:
+        raise ValueError(
+            f"--speed takes only {sorted(SPEED_FIELDS)}; {unknown} change what is trained: give them in --config"
+        )
+    return speed
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.jobs.provenance import record
     from ddrs.training.trainer import train
 
-    config = config_from_args(args)
+    values = option_values(args)
+    config = TrainConfig.from_mapping(values, source=_source(args))
     out = train(config, args.out, log=args.log, sigma_table=args.sigma_table, progress=not args.no_progress)
+    # what the workflow compares (TrainingPlan.train_options): every option but the speed ones
+    identity = {key: value for key, value in values.items() if key not in SPEED_FIELDS}
+    record([out, *(path for path in (args.log, args.sigma_table) if path)], "train", identity)
     print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")

@@ -127,6 +127,11 @@ def _at_least_one(**values: int) -> None:
             raise ValueError(f"{name} must be an integer >= 1, got {value}")
 
 
+#: CERTIFY's settings that change how fast it runs and never its rows' statistics (module
+#: :class:`CertifySettings`; the sequential pool too): the workflow hands them to a job apart from
+#: what it compares (docs/architecture.md, "What re-runs").
+CERTIFY_SPEED_FIELDS = ("batch_size", "inputs_per_call", "memory_format", "compile")
+
 #: How CERTIFY spends its estimation draws: ``fixed`` = Cohen et al.'s n for every input;
 #: ``sequential`` = in looks until the run's radii are decided (:mod:`ddrs.core.sequential`), at most n.
 CERTIFY_MODES = ("fixed", "sequential")
@@ -211,15 +216,30 @@ class CertifySettings:
             raise ValueError(f"inputs_per_call must be positive, got {self.inputs_per_call}")
 
     def resume_settings(self) -> dict[str, object]:
-        """The settings that decide a log's rows (all but the batching): a partial log resumes only
-        under the same ones."""
+        """The settings that decide a log's rows, all but :meth:`speed_settings`: a partial log
+        resumes only under the same ones, and the workflow re-runs a job when they change. In
+        fixed mode the sequential stopping rule decides nothing and is left out."""
         settings = asdict(self)
-        del settings["batch_size"], settings["inputs_per_call"]
+        for name in CERTIFY_SPEED_FIELDS:
+            del settings[name]
         if self.mode == "fixed":  # as before the mode existed, so fixed-n partial logs still resume
             del settings["mode"], settings["sequential"]
         else:
             del settings["sequential"]["pool"]
         return settings
+
+    def speed_settings(self) -> dict[str, object]:
+        """The settings that change only how fast CERTIFY runs (:data:`CERTIFY_SPEED_FIELDS` and the
+        sequential ``pool``): the machine's knobs, beside :meth:`resume_settings`."""
+        return {**{name: getattr(self, name) for name in CERTIFY_SPEED_FIELDS}, "pool": self.sequential.pool}
+
+    @classmethod
+    def from_parts(cls, rows: Mapping[str, Any], speed: Mapping[str, Any]) -> CertifySettings:
+        """The settings whose :meth:`resume_settings` are ``rows`` and whose :meth:`speed_settings`
+        are ``speed`` (either may hold more of the fields; ``speed`` wins)."""
+        speed = dict(speed)
+        sequential = {**rows.get("sequential", {}), **({"pool": speed.pop("pool")} if "pool" in speed else {})}
+        return cls(**{**rows, "sequential": sequential, **speed})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,10 +270,15 @@ class SigmaSettings:
         check_precision(self.precision)
 
     def resume_settings(self) -> dict[str, object]:
-        """Every setting but ``batch``: a partial σ log resumes only under the same ones."""
+        """Every setting but ``batch`` (:meth:`speed_settings`): a partial σ log resumes only under
+        the same ones, and the workflow re-runs a job when they change."""
         settings = asdict(self)
         del settings["batch"]
         return settings
+
+    def speed_settings(self) -> dict[str, object]:
+        """The setting that changes only how fast σ is found: ``batch`` inputs solved together."""
+        return {"batch": self.batch}
 
 
 @dataclass(frozen=True, kw_only=True)

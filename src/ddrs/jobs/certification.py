@@ -107,6 +107,7 @@ def certify_dataset(
     resume_settings = {
         **settings.resume_settings(),
         "memory_format": resolve_memory_format(settings.memory_format, device.type),
+        "compile": settings.compile,
         "noise": noise,
         **stream_settings(device),
         "scales": sorted(sigma_of.items()) if isinstance(sigmas, Mapping) else float(sigmas),

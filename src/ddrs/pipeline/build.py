@@ -18,6 +18,7 @@ from ddrs.analysis.plots import save_figure
 from ddrs.analysis.render import write_table
 from ddrs.analysis.tables import BestTable
 from ddrs.io import atomic_path
+from ddrs.jobs.provenance import record
 from ddrs.pipeline.catalogue import CATALOGUE
 
 
@@ -26,6 +27,7 @@ def build(name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mappin
     module, function = CATALOGUE[name].builder.split(":")
     result = getattr(import_module(module), function)(**arguments["builder"])
     write(result, outputs, **arguments["render"])
+    record(outputs.values(), name, arguments)
 
 
 @singledispatch

@@ -1,27 +1,31 @@
 """What each compute job of a run grid is handed (no torch): one JSON document per job, read by
-``ddrs job --config -`` (:mod:`ddrs.cli.job`), as :class:`~ddrs.pipeline.training_plan.TrainingPlan`
+``ddrs job --config -`` (:mod:`ddrs.jobs.runner`), as :class:`~ddrs.pipeline.training_plan.TrainingPlan`
 hands ``ddrs train --config -`` its options.
 
-A document holds every argument but the job's files, which the rule names on the command line:
+A document holds every argument that decides the job's output rows, and nothing else (the
+workflow compares it to decide a re-run; docs/architecture.md, "What re-runs"); the rule names the
+job's files on the command line:
 
+- ``kind``: which job it is (:data:`ddrs.jobs.runner.KINDS`, the name of the method that made it);
 - ``inputs``: the test inputs and where they come from (the keys of ``ddrs certify``'s test-input
   flags: ``dataset``, ``data_root``, ``skip``, ``max``, ``seed``, ``device``);
 - ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.noise_sigma`);
 - ``algorithm1`` or ``grid_search``: how σ per input is found first (DDRS §3.4; Appendix B), the
   fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
   :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
-- ``certify``: the fields of :class:`~ddrs.core.settings.CertifySettings`, every σ-log column
-  certified with them and made sound by Algorithm 3 (DDRS §3.3).
+- ``certify``: the settings of :class:`~ddrs.core.settings.CertifySettings` that decide rows, every
+  σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3).
 
-Each settings section is ``dataclasses.asdict`` of a settings object built from the config's
+Each settings section is the ``resume_settings()`` of a settings object built from the config's
 section by field name (:func:`~ddrs.core.settings.settings_from`), so a field added to a settings
 class (and its config key) reaches the job with no change here; the objects are built, and so
-checked, when the DAG is.
+checked, when the DAG is. What changes only how fast a job runs (CERTIFY's batch, inputs per call,
+memory format, compilation and sequential pool; the σ search's batch) is :meth:`JobPlan.speed`,
+handed to ``ddrs job --speed`` beside the document.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from ddrs.core.settings import (
@@ -108,13 +112,23 @@ class JobPlan:
             min_scale=options["min_sigma"],
         )
 
+    def speed(self, run: Run) -> dict[str, Any]:
+        """What changes only how fast a certification-side job of the run goes, never its rows:
+        CERTIFY's :meth:`~ddrs.core.settings.CertifySettings.speed_settings` and the σ search's
+        ``batch`` (``ddrs job --speed``)."""
+        return {
+            "certify": self.certify_settings(run).speed_settings(),
+            "sigma_search": {"batch": self.config["optimize_sigma"]["batch"]},
+        }
+
     def fixed_certification(self, run: Run, mode: str | None = None) -> dict[str, Any]:
         """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows), in ``mode``
         where given (:meth:`certify_settings`)."""
         return {
+            "kind": "fixed_certification",
             "inputs": self.inputs(run),
             "sigma": self.sigma(run),
-            "certify": asdict(self.certify_settings(run, mode=mode)),
+            "certify": self.certify_settings(run, mode=mode).resume_settings(),
         }
 
     def sequential_certification(self, run: Run) -> dict[str, Any]:
@@ -125,26 +139,29 @@ class JobPlan:
     def data_dependent_certification(self, run: Run) -> dict[str, Any]:
         """Algorithm 1 to the largest K, then CERTIFY at σ*ₓ of every K and Algorithm 3 (DDRS §3.3–3.4)."""
         return {
+            "kind": "data_dependent_certification",
             "inputs": self.inputs(run),
-            "algorithm1": asdict(self.algorithm1_settings(run)),
-            "certify": asdict(self.certify_settings(run)),
+            "algorithm1": self.algorithm1_settings(run).resume_settings(),
+            "certify": self.certify_settings(run).resume_settings(),
         }
 
     def grid_search_certification(self, run: Run, n: int) -> dict[str, Any]:
         """Appendix B: σ from a grid at Algorithm 1's budget, n draws per grid point, then CERTIFY
         and Algorithm 3."""
         grid = self.config["grid_search"]
-        search = asdict(SigmaSettings(**self._sigma_search(run), n=int(n)))
+        search = SigmaSettings(**self._sigma_search(run), n=int(n)).resume_settings()
         return {
+            "kind": "grid_search_certification",
             "inputs": self.inputs(run),
             "grid_search": {**search, "low": grid["low"], "high": grid["high"], "budget": grid["budget"]},
-            "certify": asdict(self.certify_settings(run)),
+            "certify": self.certify_settings(run).resume_settings(),
         }
 
     def gradient_norms(self, run: Run) -> dict[str, Any]:
         """Sun et al. (2024) Table 1: the model's own loss and noise at its training σ (λ for
         uniform noise), on every ``sun2024.gradient_norm_skip``-th training input."""
         return {
+            "kind": "gradient_norms",
             "inputs": {**self.inputs(run), "skip": self.config["sun2024"].get("gradient_norm_skip", 1), "max": None},
             "sigma": self.sigma(run),
             "method": run.method,

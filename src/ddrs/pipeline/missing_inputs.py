@@ -38,28 +38,47 @@ def missing_checkpoints(grid: RunGrid) -> list[tuple[Run, str]]:
 
 
 def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<config>",)) -> str | None:
-    """What to do about :func:`missing_checkpoints` (None when every file is there): each file, who
-    publishes it, and how to run the other datasets of ``configfiles`` alone."""
+    """What to do about :func:`missing_checkpoints` (None when every file is there): each file under
+    its config path, who publishes it, and how to run the other datasets of ``configfiles`` alone."""
     missing = missing_checkpoints(grid)
     if not missing:
         return None
     lines = ["Published checkpoints named in the config are missing (paths from the working directory):"]
-    for run, path in missing:
-        origin = PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors")
-        lines.append(f"  {run.dataset} {run.method} σ = {scale_label(run.sigma)}: {path}\n    from {origin}")
+    lines += [
+        f'  datasets.{run.dataset}.checkpoints.{run.method}."{scale_label(run.sigma)}": {path}' for run, path in missing
+    ]
+    origins = dict.fromkeys(
+        PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors") for run, _ in missing
+    )
+    lines.append(
+        f"Download them from {'; '.join(origins)} (docs/protocol.md, 'Published checkpoints', names each file) "
+        "to these paths, or set each config path to where the file is."
+    )
     datasets = sorted({run.dataset for run, _ in missing})
     others = [d for d in grid.datasets if d not in datasets]
-    lines += [
-        "Download them (docs/protocol.md, 'Published checkpoints', names each file) to these paths, or set "
-        "datasets.<dataset>.checkpoints.<method>.<σ> to where they are.",
-    ]
     if others:
-        lines += [
-            f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile):",
-            f"  snakemake --cores all --configfile {' '.join(configfiles)} "
-            f"--config 'exclude_datasets=[{','.join(datasets)}]'",
-        ]
+        lines.append(
+            f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile): "
+            f"snakemake --cores all --configfile {' '.join(configfiles)} "
+            f"--config 'exclude_datasets=[{','.join(datasets)}]'"
+        )
     return "\n".join(lines)
+
+
+def missing_own_logs_message(exp) -> str | None:
+    """A user's own logs (``published_logs.own.<name>.path``) that are not there, one line each under
+    its config path; None when all are. Snakemake takes a missing input of an existing output for no
+    reason to run, so the leaderboard would keep the log it read before."""
+    own = {} if exp.published is None else exp.published.own
+    lines = [f"  published_logs.own.{name}.path: {spec['path']}" for name, spec in own.items()]
+    lines = [line for line, spec in zip(lines, own.values(), strict=True) if not Path(spec["path"]).is_file()]
+    if not lines:
+        return None
+    shown = lines[:3] + ([f"  … and {len(lines) - 3} more"] if len(lines) > 3 else [])
+    return "\n".join(
+        ["Your own logs named in the config are missing (config path: file, from the working directory):", *shown,
+         "Put each file there, or change its path (or leave it out of published_logs.own)."]
+    )  # fmt: skip
 
 
 def missing_logs_message(grid: RunGrid) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 from ddrs.methods import METHODS, get_method, variant_options
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, scale_label
+from ddrs.training.config import SPEED_FIELDS
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,7 +31,7 @@ class TrainingPlan:
         """Whether two runs train the same model: equal options, method hyper-parameters resolved."""
 
         def resolved(run: Run) -> dict[str, Any]:
-            options = self.train_options(run)
+            options = self.options(run)
             method = get_method(run.method)
             return {**options, method.name: method.make_params(options.get(method.name))}
 
@@ -52,7 +53,28 @@ class TrainingPlan:
         return None
 
     def train_options(self, run: Run) -> dict[str, Any]:
-        """The ``ddrs train --config`` mapping of one base classifier (keys: ``TrainConfig`` fields).
+        """What one base classifier is trained with, the ``ddrs train --config`` mapping (keys:
+        ``TrainConfig`` fields): every option of :meth:`options` that decides the weights, so the
+        workflow re-trains the model when one of them changes. The model it fine-tunes is its
+        ``init`` (:meth:`init_run`, the path of that model)."""
+        options = {key: value for key, value in self.options(run).items() if key not in SPEED_FIELDS}
+        init = self.init_run(run)
+        if init is not None:
+            options["init"] = self.grid.layout.model(*init.wildcards)
+        return options
+
+    def train_speed(self, run: Run, threads: int) -> dict[str, Any]:
+        """How fast one base classifier trains, the ``ddrs train --speed`` mapping: the options of
+        :data:`~ddrs.training.config.SPEED_FIELDS` the config gives. A GPU job (``gpus_per_job`` > 0,
+        device not the CPU) loads with its ``threads`` − 1 DataLoader workers unless ``num_workers``
+        is given, so the job's other threads load and augment batches and the GPU never waits."""
+        speed = {key: value for key, value in self.options(run).items() if key in SPEED_FIELDS}
+        if "num_workers" not in speed and self.config["gpus_per_job"] > 0 and self.config["device"] != "cpu":
+            speed["num_workers"] = max(0, threads - 1)
+        return speed
+
+    def options(self, run: Run) -> dict[str, Any]:
+        """Every ``ddrs train`` option of one base classifier the config sets (keys: ``TrainConfig`` fields).
 
         The config's ``train`` section, overridden by the dataset's own ``train`` section, its
         ``train_by_method`` entry for the run's method (e.g. MACER's own schedule beside the seed
@@ -64,8 +86,7 @@ class TrainingPlan:
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
-        ``n_by_method`` names the method, its n. A GPU job (``gpus_per_job`` > 0, device not the
-        CPU) loads with ``threads_per_job`` − 1 DataLoader workers unless ``num_workers`` is given.
+        ``n_by_method`` names the method, its n.
         """
         spec = self.grid.datasets[run.dataset]
         method = get_method(run.method).name
@@ -93,7 +114,4 @@ class TrainingPlan:
         )
         if "clamp" in self.config["optimize_sigma"]:
             options["sigma_clamp"] = self.config["optimize_sigma"]["clamp"]
-        if "num_workers" not in options and self.config["gpus_per_job"] > 0 and self.config["device"] != "cpu":
-            # a GPU job: the job's other threads load and augment batches so the GPU never waits
-            options["num_workers"] = max(0, self.config["threads_per_job"] - 1)
         return options

@@ -101,7 +101,8 @@ def _require_in(given, allowed: list, where: str) -> None:
 
 def check_references(config: Mapping[str, Any]) -> None:
     """Refuse a key or value that must name what the config defines elsewhere, which the schema
-    cannot check and a lookup would silently miss (:mod:`ddrs.pipeline.validation`): σ₀ keys
+    cannot check and a lookup would silently miss (:mod:`ddrs.pipeline.validation`): a σ₀ that its
+    path spelling (:func:`scale_label`, read back by the workflow's wildcards) would change, σ₀ keys
     of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
     than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
     ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
@@ -109,6 +110,13 @@ def check_references(config: Mapping[str, Any]) -> None:
     methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
     datasets = config.get("datasets") or {}
     for dataset, spec in datasets.items():
+        for key in SIGMA_KEY.values():
+            for sigma in spec.get(key, []):
+                if float(scale_label(sigma)) != sigma:
+                    raise ValueError(
+                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, "
+                        f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits"
+                    )
         labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
         every = list(dict.fromkeys(sum(labels.values(), [])))
         _require_in(spec.get("train_by_sigma", {}), every, f"datasets.{dataset}.train_by_sigma")
@@ -144,7 +152,7 @@ def check_training_options(exp) -> None:
         if exp.grid.is_published(run.dataset) and run.mode == "fs":  # imported, not trained
             continue
         try:
-            TrainConfig.from_mapping(exp.training.train_options(run))
+            TrainConfig.from_mapping(exp.training.options(run))
         except ValueError as error:
             raise ValueError(f"the training options of {exp.grid.run_dir(run)}: {error}") from None
 

@@ -86,6 +86,11 @@ CHOICES = {
     "feed": FEEDS,
     "lr_drop": tuple(LR_DROP_DELAYS),
 }
+#: the fields that change how fast a model trains, never what it learns: DataLoader workers (each
+#: input's augmentation is seeded per (seed, epoch, idx)), page-locked copies and activation
+#: recomputation (the same step, batch-norm included). The workflow hands them to ``ddrs train
+#: --speed`` apart from the options it compares (docs/architecture.md, "What re-runs").
+SPEED_FIELDS = frozenset({"num_workers", "pin_memory", "activation_checkpoints"})
 #: the numeric fields' bounds: (fields, the check, what it says)
 BOUNDS = (
     (("epochs", "batch_size", "lr_step", "n", "c_a_n0", "eval_max"), lambda value: value >= 1, ">= 1"),

@@ -1,0 +1,321 @@
+"""The workflow's compute jobs over a checkpoint, one function per kind of job, each taking typed settings.
+
+A job document (:mod:`ddrs.pipeline.job_plan`) names its ``kind`` (:data:`KINDS`); :func:`run_document`
+turns it into the settings objects and calls the kind's function, as ``ddrs job`` does. The commands
+``ddrs certify``, ``ddrs optimize-sigma`` and ``ddrs gradient-norms`` build the same settings from
+their flags and call the same functions, so a person typing a command runs what the workflow runs.
+Torch is imported when a job runs, not with this module (the job plan reads :data:`KINDS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.utils.data import Dataset
+
+#: the kinds of job a document names (its ``kind``), each the :class:`~ddrs.pipeline.job_plan.JobPlan`
+#: method that makes it: CERTIFY with one σ, σ per input by Algorithm 1 or by the Appendix-B grid and
+#: then CERTIFY with it, and Sun et al.'s gradient norms
+KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
+
+#: a gradient-norm row's leading columns; :data:`ddrs.training.gradient_norms.SUMMARY_COLUMNS` follow
+GRADIENT_NORM_COLUMNS = ("method", "sigma", "split", "draws")
+
+
+@dataclass(frozen=True)
+class LoadedTestSet:
+    """The base classifier on its device and the test inputs a job visits."""
+
+    model: nn.Module
+    dataset: Dataset
+    indices: list[int]
+    num_classes: int
+    device: torch.device
+    #: what names the model in the settings of a resumable log (the checkpoint's digest)
+    provenance: dict
+
+
+def load_test_inputs(
+    checkpoint: str, *, dataset: str, data_root: str, skip: int, max: int | None, seed: int, device: str
+) -> LoadedTestSet:
+    """Load ``checkpoint`` (checked against ``dataset``) and every ``skip``-th test input before
+    index ``max`` (Cohen's ``--skip/--max``), the embedded datasets' split drawn with ``seed``, which
+    must be the one the model trained on."""
+    from ddrs.core.device import select_device
+    from ddrs.data import get_info, load_dataset, subsample_indices
+    from ddrs.io import file_digest
+    from ddrs.models import load_checkpoint
+
+    info = get_info(dataset)
+    chosen = select_device(device)
+    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=chosen)
+    trained_seed = (meta.get("config") or {}).get("seed")
+    if info.arrays is not None and trained_seed is not None and trained_seed != seed:
+        raise ValueError(
+            f"{checkpoint} was trained on the {dataset} split of seed {trained_seed}, but --seed "
+            f"{seed} draws another train/test split, whose test inputs the model partly trained on; "
+            f"use --seed {trained_seed}"
+        )
+    test = load_dataset(dataset, "test", root=data_root, seed=seed)
+    return LoadedTestSet(
+        model=model,
+        dataset=test,
+        indices=subsample_indices(len(test), skip, max),
+        num_classes=info.num_classes,
+        device=chosen,
+        provenance={"checkpoint": file_digest(checkpoint)},
+    )
+
+
+def certify_logs(
+    settings: CertifySettings,
+    jobs: Sequence[tuple[str, float | dict[int, float], str]],
+    inputs: LoadedTestSet,
+    memory_outs: Sequence[str] | None = None,
+) -> None:
+    """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
+    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given."""
+    from ddrs.core.settings import resolve_memory_format
+    from ddrs.jobs.certification import certify_dataset
+    from ddrs.jobs.logs import kept_partials
+    from ddrs.jobs.memory_log import memory_certify_log
+
+    memory_outs = memory_outs or [None] * len(jobs)
+    with kept_partials():
+        for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
+            path = certify_dataset(
+                inputs.model,
+                inputs.dataset,
+                inputs.indices,
+                sigmas,
+                out,
+                settings,
+                num_classes=inputs.num_classes,
+                device=inputs.device,
+                provenance=inputs.provenance,
+            )
+            print(
+                f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
+                f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
+                f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
+                f"{', compiled' if settings.compile else ''}"
+                f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
+            )
+            if memory_out is not None:
+                counts = memory_certify_log(path, inputs.dataset, memory_out)
+                print(f"memory: {counts} -> {memory_out}")
+
+
+def sigma_log_jobs(
+    sigma_log: str, columns: Sequence[str], outs: Sequence[str]
+) -> list[tuple[str, dict[int, float], str]]:
+    """``(what, σ per idx, out)`` of every σ-log column, each certified into its log."""
+    from ddrs.jobs.sigma_log_format import read_sigma_log
+
+    return [
+        (f"{column} of {sigma_log}", read_sigma_log(sigma_log, column=column), out)
+        for column, out in zip(columns, outs, strict=True)
+    ]
+
+
+def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: LoadedTestSet, out: str) -> None:
+    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log ``out``."""
+    from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
+
+    if isinstance(settings, GridSearchSettings):
+        write = grid_search_dataset
+        interval = f"[{settings.grid[0]}, {settings.grid[-1]}]"
+        what = f"grid search over {len(settings.grid)} scales in {interval} with n={settings.n}"
+    else:
+        write = optimize_dataset
+        what = f"Algorithm 1 with K in {list(settings.steps)}, n={settings.n}, lr={settings.lr}"
+    path = write(
+        inputs.model,
+        inputs.dataset,
+        inputs.indices,
+        out,
+        settings,
+        num_classes=inputs.num_classes,
+        device=inputs.device,
+        provenance=inputs.provenance,
+    )
+    print(f"optimize-sigma: {len(inputs.indices)} inputs, {what}, {settings.objective} objective -> {path}")
+
+
+def fixed_certification(
+    inputs: LoadedTestSet, sigma: float, settings: CertifySettings, out: str, memory_out: str | None = None
+) -> None:
+    """Cohen et al.'s CERTIFY with one σ for every input (the ``fixed_certification`` kind)."""
+    certify_logs(settings, [(f"sigma {sigma}", sigma, out)], inputs, None if memory_out is None else [memory_out])
+
+
+def sigma_certification(
+    inputs: LoadedTestSet,
+    search: Algorithm1Settings | GridSearchSettings,
+    settings: CertifySettings,
+    sigma_log: str,
+    outs: Sequence[str],
+    memory_outs: Sequence[str] | None = None,
+) -> None:
+    """σ per input by ``search`` into ``sigma_log``, then CERTIFY at every column it wrote (one
+    ``outs`` log each) made sound by Algorithm 3 (``memory_outs``): the ``data_dependent_certification``
+    and ``grid_search_certification`` kinds (DDRS §3.3–3.4, Appendix B), the model loaded once."""
+    from ddrs.jobs.logs import kept_partials
+    from ddrs.jobs.sigma_log_format import grid_column, sigma_column
+
+    columns = (
+        [sigma_column(k) for k in search.steps] if isinstance(search, Algorithm1Settings) else [grid_column(search.n)]
+    )
+    if len(outs) != len(columns) or (memory_outs is not None and len(memory_outs) != len(columns)):
+        raise ValueError(
+            f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
+        )
+    with kept_partials():
+        write_sigma_log(search, inputs, sigma_log)
+        certify_logs(settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
+
+
+def gradient_norms(
+    *,
+    checkpoint: str,
+    out: str,
+    dataset: str,
+    sigma: float,
+    method: str = "cohen",
+    epoch: int | None = None,
+    split: str = "train",
+    draws: int = 100,
+    skip: int = 1,
+    max_index: int | None = None,
+    batch: int = 400,
+    seed: int = 0,
+    data_root: str = "data",
+    device: str = "auto",
+    precision: str = "fp32",
+    per_input: str | None = None,
+) -> None:
+    """Sun et al. (2024) Table 1 for one model (the ``gradient_norms`` kind): the gradient norms of its
+    own loss at ``sigma`` on its easy and hard ``split`` inputs → the one-row table ``out``."""
+    import pandas as pd
+
+    from ddrs.core.device import select_device
+    from ddrs.core.settings import PRECISIONS
+    from ddrs.data import load_dataset, subsample_indices
+    from ddrs.io import atomic_path
+    from ddrs.methods import get_method
+    from ddrs.models import load_checkpoint
+    from ddrs.training.gradient_norms import gradient_norm_table
+
+    if not sigma > 0:
+        raise ValueError(f"--sigma must be > 0, got {sigma}")
+    if draws < 1 or batch < 1:
+        raise ValueError(f"--draws and --batch must be >= 1, got {draws}, {batch}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown --precision {precision!r}; choose one of {sorted(PRECISIONS)}")
+    trained_method = get_method(method)
+    chosen = select_device(device)
+    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=chosen)
+    trained_with = meta.get("config") if meta.get("method") == trained_method.name else None
+    params = trained_method.make_params(trained_with["params"] if trained_with else None, source=str(checkpoint))
+    epoch = epoch if epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
+    examples = load_dataset(dataset, split, root=data_root, seed=seed, augment=False)
+    indices = subsample_indices(len(examples), skip, max_index)
+    per_input_table, summary = gradient_norm_table(
+        model,
+        examples,
+        indices,
+        sigma,
+        loss=trained_method.load_loss(),
+        params=params,
+        epoch=epoch,
+        draws=draws,
+        noise=trained_method.noise,
+        seed=seed,
+        batch_size=batch,
+        device=chosen,
+        precision=precision,
+    )
+    row = dict(zip(GRADIENT_NORM_COLUMNS, (method, sigma, split, draws), strict=True)) | summary
+    with atomic_path(out) as tmp:
+        pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
+    if per_input:
+        with atomic_path(per_input) as tmp:
+            per_input_table.to_csv(tmp, sep="\t", index=False)
+    print(
+        f"gradient-norms: {summary['inputs']} {split} inputs, {trained_method.name} loss at σ = {sigma}: "
+        f"easy {summary['easy_grad_norm']:.4g} ({summary['easy_inputs']}), hard {summary['hard_grad_norm']:.4g} "
+        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {out}"
+    )
+
+
+def kind_of(document: Mapping[str, Any]) -> str:
+    """The document's ``kind`` (:data:`KINDS`)."""
+    kind = document.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"the job document's kind is {kind!r}; it must be one of {list(KINDS)}")
+    return kind
+
+
+def sigma_search_settings(document: Mapping[str, Any], speed: Mapping[str, Any] | None = None):
+    """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
+    speed = (speed or {}).get("sigma_search", {})
+    if "algorithm1" in document:
+        return Algorithm1Settings(**{**document["algorithm1"], **speed})
+    if "grid_search" in document:
+        from ddrs.core.sigma import grid_for_budget
+
+        search = {**document["grid_search"], **speed}
+        grid = grid_for_budget(search.pop("low"), search.pop("high"), search["n"], search.pop("budget"))
+        return GridSearchSettings(**search, grid=grid.tolist())
+    return None
+
+
+def run_document(
+    document: Mapping[str, Any],
+    speed: Mapping[str, Any],
+    *,
+    checkpoint: str,
+    outs: Sequence[str],
+    sigma_log: str | None = None,
+    memory_outs: Sequence[str] | None = None,
+) -> None:
+    """Run the job ``document`` describes (its ``kind``), with ``speed``'s settings
+    (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on ``checkpoint``, into the given files."""
+    kind = kind_of(document)
+    inputs = dict(document["inputs"])
+    if kind == "gradient_norms":
+        (out,) = outs
+        gradient_norms(
+            checkpoint=checkpoint,
+            out=out,
+            sigma=document["sigma"],
+            method=document["method"],
+            precision=document["precision"],
+            **{key: value for key, value in inputs.items() if key != "max"},
+            max_index=inputs["max"],
+        )
+        return
+    from ddrs.data import get_info, subsample_indices
+
+    get_info(inputs["dataset"])
+    subsample_indices(0, inputs["skip"], inputs["max"])
+    settings = CertifySettings.from_parts(document["certify"], speed.get("certify", {}))
+    if kind == "fixed_certification":
+        if sigma_log is not None or len(outs) != 1:
+            raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
+        (memory_out,) = memory_outs or [None]
+        fixed_certification(
+            load_test_inputs(checkpoint, **inputs), float(document["sigma"]), settings, outs[0], memory_out
+        )
+        return
+    if sigma_log is None:
+        raise ValueError("a σ-search job needs --sigma-log")
+    search = sigma_search_settings(document, speed)
+    sigma_certification(load_test_inputs(checkpoint, **inputs), search, settings, sigma_log, outs, memory_outs)

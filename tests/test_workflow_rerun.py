@@ -1,0 +1,226 @@
+"""What a config edit re-runs, from dry runs against a finished results tree (docs/architecture.md,
+"What re-runs"): a job runs again exactly when a setting that decides its output's rows changes,
+and then every job after it; a setting that changes only speed re-runs nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from workflow_helpers import REPO, finished_tree, load_config, scheduled, write_config
+
+from ddrs.pipeline.reruns import CLASSES, JOB_KINDS, kind_of_rule, kinds_of, schema_leaves
+
+SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
+
+_OVERLAYS = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A finished tree of config/digits.yaml, and that config."""
+    workdir = tmp_path_factory.mktemp("finished")
+    config = write_config(workdir, load_config())
+    finished_tree(workdir, config)
+    return workdir, config
+
+
+def rerun(tree, overlay: dict, *args: str):
+    """The jobs a dry run schedules with ``overlay`` merged over the tree's config."""
+    workdir, config = tree
+    return scheduled(workdir, config, write_config(workdir, overlay, name=f"overlay{next(_OVERLAYS)}.yaml"), args=args)
+
+
+def forced(tree, *outputs: str):
+    """The jobs that re-making ``outputs`` re-runs under the tree's own config: them and every job after them."""
+    workdir, config = tree
+    return {job.output for job in scheduled(workdir, config, args=("--forcerun", *outputs))}
+
+
+def sources(jobs):
+    """The jobs scheduled for a reason of their own (not only a job before them)."""
+    return {(job.rule, job.output) for job in jobs if job.source}
+
+
+def test_a_finished_tree_under_its_own_config_schedules_nothing(tree):
+    workdir, config = tree
+    assert scheduled(workdir, config) == []
+
+
+def test_training_options_retrain_every_model_and_what_follows_from_it(tree):
+    jobs = rerun(tree, {"train": {"epochs": 3, "lr": 0.5}})
+    models = {job.output for job in jobs if job.rule == "train"}
+    assert len(models) == 21  # every trained model of digits.yaml
+    assert sources(jobs) == {("train", model) for model in models}
+    assert {job.output for job in jobs} == forced(tree, *models)
+
+
+def test_a_sigmas_training_options_retrain_only_the_models_of_that_sigma(tree):
+    jobs = rerun(tree, {"datasets": {"digits": {"train_by_sigma": {"0.25": {"epochs": 3}}}}})
+    models = {output for rule, output in sources(jobs)}
+    assert {rule for rule, _ in sources(jobs)} == {"train"}
+    assert models and all("/sigma0.25/" in model for model in models)
+    assert len(models) == 7  # cohen, smoothadv, macer fs and ds; uniform fs
+    assert {job.output for job in jobs} == forced(tree, *models)
+
+
+def test_a_methods_hyper_parameter_retrains_only_that_methods_models(tree):
+    jobs = rerun(tree, {"train": {"macer": {"lam": 6.0}}})
+    assert {rule for rule, _ in sources(jobs)} == {"train"}
+    assert {output.split("/")[2] for _, output in sources(jobs)} == {"macer"}
+    assert len(sources(jobs)) == 6  # fs and ds at three σ
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    [
+        {"certify": {"batch": 64}},
+        {"certify": {"batch": "auto", "memory_format": "channels_last", "compile": True}},
+        {"optimize_sigma": {"batch": 8}},
+        {"threads_per_job": 2},
+        {"train": {"num_workers": 2, "activation_checkpoints": 1}},
+    ],
+    ids=["certify.batch", "certify machine", "optimize_sigma.batch", "threads_per_job", "train speed"],
+)
+def test_a_setting_that_changes_only_speed_reruns_nothing(tree, overlay):
+    assert rerun(tree, overlay) == []
+
+
+def test_a_sequential_setting_reruns_only_the_sequential_jobs_and_their_tables(tmp_path_factory):
+    """With the sequential comparison on (config.yaml's default), a change of the stopping rule
+    re-runs the sequential logs and what reads them; every fixed-n, σ-search and training job keeps."""
+    workdir = tmp_path_factory.mktemp("sequential")
+    config = load_config()
+    config["certify"]["sequential"] = {"compare": True}
+    path = write_config(workdir, config)
+    finished_tree(workdir, path)
+    jobs = scheduled(
+        workdir, path, write_config(workdir, {"certify": {"sequential": {"sequence": "union_cp"}}}, "o.yaml")
+    )
+    assert {rule for rule, _ in sources(jobs)} == {"certify_sequential"}
+    assert len(sources(jobs)) == 3  # cohen's fixed-σ models at three σ
+    assert {job.output for job in jobs} == {
+        job.output for job in scheduled(workdir, path, args=("--forcerun", "certify_sequential"))
+    }
+    assert not {job.rule for job in jobs} & {"train", "certify_fixed", "certify_grid_search"}
+
+
+def test_the_radii_rerun_only_tables_and_figures(tree):
+    jobs = rerun(tree, {"datasets": {"digits": {"radii": [0.0, 0.5, 1.0]}}})
+    assert jobs and {job.rule for job in jobs}.isdisjoint({"prepare_data", "train"})
+    assert not any(job.rule.startswith("certify") for job in jobs)
+
+
+# --- the classification of every config key (ddrs.pipeline.reruns) ---
+
+#: one edit per config leaf that the digits tree can show (leaf, overlay, whether nothing need run:
+#: the edit only removes outputs, or the tree holds no job of the key's class, as the stopping rule's
+#: keys without sequential jobs, tested on a tree with them above); the published_logs keys need a
+#: published tree, and sun2024.gradient_norm_skip a tree with gradient norms, so they are classified
+#: but not edited here
+EDITS = [
+    ("results", {"results": "elsewhere"}, False),
+    ("data_root", {"data_root": "data2"}, False),
+    ("seed", {"seed": 1}, False),
+    ("device", {"device": "cpu"}, False),
+    ("precision", {"precision": "bf16"}, False),
+    ("gpus_per_job", {"gpus_per_job": 1}, False),
+    ("max_job_minutes", {"max_job_minutes": 20}, False),
+    ("threads_per_job", {"threads_per_job": 2}, False),
+    ("compare_with_paper", {"compare_with_paper": True}, False),
+    ("statistics.alpha", {"statistics": {"alpha": 0.1}}, False),
+    ("statistics.n_boot", {"statistics": {"n_boot": 100}}, False),
+    ("statistics.selection", {"statistics": {"selection": ["test"]}}, True),
+    ("sun2024.gradient_norm_sigma", {"sun2024": {"gradient_norm_sigma": 0.25}}, False),
+    ("methods", {"methods": ["cohen", "smoothadv", "macer", "uniform", "consistency"]}, False),
+    ("uniform.convention", {"uniform": {"convention": "half_width"}}, False),
+    ("datasets.*.common_inputs", {"datasets": {"digits": {"common_inputs": True}}}, False),
+    ("datasets.*.arch", {"datasets": {"digits": {"arch": "mlp256"}}}, False),
+    ("datasets.*.sigmas", {"datasets": {"digits": {"sigmas": [0.12, 0.25, 0.5, 1.0]}}}, False),
+    ("datasets.*.uniform_sigmas", {"datasets": {"digits": {"uniform_sigmas": [0.25, 0.5, 1.0, 2.0]}}}, False),
+    ("datasets.*.test_skip", {"datasets": {"digits": {"test_skip": 4}}}, False),
+    ("datasets.*.test_max", {"datasets": {"digits": {"test_max": 100}}}, False),
+    ("datasets.*.radii", {"datasets": {"digits": {"radii": [0.0, 0.5, 1.0]}}}, False),
+    ("datasets.*.l1_radii", {"datasets": {"digits": {"l1_radii": [0.0, 1.0]}}}, False),
+    ("datasets.*.k", {"datasets": {"digits": {"k": [50, 100]}}}, False),
+    ("datasets.*.k_by_method.*.*", {"datasets": {"digits": {"k_by_method": {"cohen": {"ds": [50, 300]}}}}}, False),
+    ("datasets.*.uniform_convention", {"datasets": {"digits": {"uniform_convention": "half_width"}}}, False),
+    ("train.epochs", {"train": {"epochs": 3}}, False),
+    ("train.macer.lam", {"train": {"macer": {"lam": 6.0}}}, False),
+    ("train.num_workers", {"train": {"num_workers": 2}}, False),
+    ("train.pin_memory", {"train": {"pin_memory": True}}, False),
+    ("train.activation_checkpoints", {"train": {"activation_checkpoints": 1}}, False),
+    ("datasets.*.train.lr", {"datasets": {"digits": {"train": {"lr": 0.1}}}}, False),
+    (
+        "datasets.*.train_by_method.*.epochs",
+        {"datasets": {"digits": {"train_by_method": {"cohen": {"epochs": 3}}}}},
+        False,
+    ),
+    ("datasets.*.train_by_sigma.*.epochs", {"datasets": {"digits": {"train_by_sigma": {"0.5": {"epochs": 3}}}}}, False),
+    ("datasets.*.ds_fine_tune.*.epochs", {"datasets": {"digits": {"ds_fine_tune": {"cohen": {"epochs": 3}}}}}, False),
+    ("certify.n0", {"certify": {"n0": 50}}, False),
+    ("certify.n", {"certify": {"n": 5000}}, False),
+    ("certify.alpha", {"certify": {"alpha": 0.01}}, False),
+    ("certify.batch", {"certify": {"batch": 64}}, False),
+    ("certify.memory_format", {"certify": {"memory_format": "channels_last"}}, False),
+    ("certify.compile", {"certify": {"compile": True}}, False),
+    ("certify.mode", {"certify": {"mode": "sequential"}}, False),
+    ("certify.sequential.sequence", {"certify": {"sequential": {"sequence": "union_cp"}}}, True),
+    ("certify.sequential.first_look", {"certify": {"sequential": {"first_look": 16}}}, True),
+    ("certify.sequential.growth", {"certify": {"sequential": {"growth": 1.2}}}, True),
+    ("certify.sequential.acr_fraction", {"certify": {"sequential": {"acr_fraction": 0.1}}}, True),
+    ("certify.sequential.compare", {"certify": {"sequential": {"compare": True}}}, False),
+    ("optimize_sigma.k", {"optimize_sigma": {"k": [50, 100, 300]}}, False),
+    ("optimize_sigma.objective", {"optimize_sigma": {"objective": "fixed_class"}}, False),
+    ("optimize_sigma.clamp", {"optimize_sigma": {"clamp": 0.05}}, False),
+    ("optimize_sigma.n", {"optimize_sigma": {"n": 2}}, False),
+    ("optimize_sigma.n_by_method.*", {"optimize_sigma": {"n_by_method": {"macer": 4}}}, False),
+    ("optimize_sigma.lr", {"optimize_sigma": {"lr": 0.001}}, False),
+    ("optimize_sigma.n0", {"optimize_sigma": {"n0": 50}}, False),
+    ("optimize_sigma.min_sigma", {"optimize_sigma": {"min_sigma": 0.02}}, False),
+    ("optimize_sigma.batch", {"optimize_sigma": {"batch": 8}}, False),
+    ("grid_search.enabled", {"grid_search": {"enabled": False}}, True),
+    ("grid_search.method", {"grid_search": {"method": "cohen"}}, False),
+    ("grid_search.n", {"grid_search": {"n": [1, 2, 4, 10, 20]}}, False),
+    ("grid_search.budget", {"grid_search": {"budget": 100}}, False),
+    ("grid_search.low", {"grid_search": {"low": 0.2}}, False),
+    ("grid_search.high", {"grid_search": {"high": 0.9}}, False),
+]
+
+
+def test_every_config_key_has_a_class():
+    """A key added to the schema without a class in ddrs.pipeline.reruns fails here, naming it."""
+    unclassified = []
+    for leaf in schema_leaves(SCHEMA):
+        try:
+            kinds_of(leaf)
+        except KeyError:
+            unclassified.append(leaf)
+    assert unclassified == []
+    assert not set(CLASSES) - set(schema_leaves(SCHEMA))  # no class for a key the schema has not
+
+
+def test_every_class_of_key_is_edited_by_the_dry_run_test():
+    """The dry-run test edits at least one key of every class the digits tree can show."""
+    edited = {kinds_of(leaf) for leaf, _, _ in EDITS}
+    shown = {kinds_of(leaf) for leaf in schema_leaves(SCHEMA)} - {
+        kinds_of(leaf) for leaf in schema_leaves(SCHEMA) if leaf.startswith(("published_logs.", "sun2024.gradient"))
+    }
+    assert shown <= edited | {frozenset(JOB_KINDS)} and frozenset(JOB_KINDS) in edited
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("leaf", "overlay", "quiet"), EDITS, ids=[leaf for leaf, _, _ in EDITS])
+def test_a_config_edit_reruns_only_jobs_of_its_keys_class(tree, leaf, overlay, quiet):
+    """Every job an edit schedules for a reason of its own is of the key's kinds (the rest follow
+    from them), and an edit that adds or changes outputs is noticed; a speed key schedules nothing.
+    A job after one that re-runs shows only that reason (Snakemake's), so a kind of the class may
+    appear as a follower alone."""
+    jobs = rerun(tree, overlay)
+    found = {kind_of_rule(rule) for rule, _ in sources(jobs)}
+    kinds = kinds_of(leaf)
+    assert found <= kinds, f"{leaf} re-runs {sorted(found - kinds)} jobs, not of its class {sorted(kinds)}"
+    if not kinds:
+        assert jobs == []
+    elif not quiet:
+        assert found, f"{leaf} (class {sorted(kinds)}) changed and nothing re-runs"
