@@ -295,6 +295,23 @@ def test_a_data_root_that_cannot_be_a_folder_stops_the_dag_naming_it(tmp_path, w
     assert line.startswith(expected), line
 
 
+def test_data_that_prepare_data_cannot_verify_is_named_on_the_terminal_not_only_in_its_log(tmp_path):
+    """The one job of this file that runs (no network): MNIST's idx files without the archives that
+    verify them. Downloadable data cannot be checked before the DAG (the network may be there), so
+    the job's one-line reason, naming the fix, reaches the terminal beside Snakemake's error block."""
+    from torchvision.datasets import MNIST
+
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name, _ in MNIST.resources:
+        (raw / name.removesuffix(".gz")).touch()
+    config = {"datasets": {"mnist": {"source": "train", "arch": "mlp256", "sigmas": [0.25]}}, "methods": ["cohen"]}
+    result = snakemake(tmp_path, "--cores", "1", "results/data/mnist.json", config=write_config(tmp_path, config))
+    assert result.returncode != 0
+    (reason,) = [line for line in result.stderr.splitlines() if line.startswith("ddrs prepare-data: error:")]
+    assert "MNIST archive is missing" in reason and "`ddrs prepare-data --dataset mnist --data-root data`" in reason
+
+
 def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_them_and_how_to_run_the_rest(
     tmp_path,
 ):
