@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
@@ -12,31 +13,39 @@ from ddrs.pipeline.layout import run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
+    missing_data_message,
     missing_own_logs_message,
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
     check_algorithm1_options,
     check_training_options,
+    methods_left_out,
 )
 from ddrs.methods import METHODS
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.resources import job_minutes
 from ddrs.pipeline.target import REPORTED
 
-# What the schema cannot say (ddrs.pipeline.validation), before any job runs.
-EXP = Experiment(config)
+# What the schema cannot say (ddrs.pipeline.validation), before any job runs: a config the
+# library refuses is named in its one message, without the library's traceback.
+try:
+    EXP = Experiment(config)
+    check_training_options(EXP)
+    check_algorithm1_options(EXP)
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
 PLAN = JobPlan(EXP.grid)
-check_training_options(EXP)
-check_algorithm1_options(EXP)
-# Published checkpoints are downloaded by hand, given logs put in place by hand, captions written by
-# hand: name each missing one before building the DAG.
+for line in methods_left_out(EXP.grid):
+    logger.warning(line)
+# Published checkpoints are downloaded by hand, ImageNet too, given logs put in place by hand,
+# captions written by hand: name each missing one before building the DAG.
+CONFIGFILES = [str(path) for path in workflow.overwrite_configfiles] or [
+    "config/config.yaml"
+]
 MISSING = (
-    missing_checkpoints_message(
-        EXP.grid,
-        [str(path) for path in workflow.overwrite_configfiles]
-        or ["config/config.yaml"],
-    )
+    missing_checkpoints_message(EXP.grid, CONFIGFILES)
+    or missing_data_message(EXP.grid, EXP.runs(), CONFIGFILES)
     or missing_logs_message(EXP.grid)
     or missing_own_logs_message(EXP)
     or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")

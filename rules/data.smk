@@ -17,5 +17,7 @@ rule prepare_data:
         runtime=120,
     params:
         args=lambda wc: f"--data-root {config['data_root']} --seed {config['seed']}",
+    # a failure's one line (what is missing, and the command that gets it) also on the terminal
     shell:
         "ddrs prepare-data --dataset {wildcards.dataset} {params.args} --out {output} 2> {log}"
+        " || {{ tail -n 1 {log} >&2; exit 1; }}"

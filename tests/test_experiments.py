@@ -14,6 +14,7 @@ from snakemake.utils import update_config
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
+from ddrs.pipeline.validation import methods_left_out
 from ddrs.training import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -447,6 +448,18 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     }
     with pytest.raises(ValueError, match="leaves none of the configured datasets"):
         Experiment({**cfg, "exclude_datasets": ["imagenet", "cifar10"]})
+
+
+def test_a_method_no_dataset_of_the_run_runs_is_named_with_each_datasets_reason():
+    """MACER has no published ImageNet checkpoint: with CIFAR-10 left out it runs nowhere, which a
+    warning says (a method no configured dataset gives a σ grid for is refused instead)."""
+    cfg = config("paper.yaml")
+    assert methods_left_out(Experiment(cfg).grid) == []
+    alone = Experiment({**cfg, "exclude_datasets": ["cifar10"]})
+    assert methods_left_out(alone.grid) == [
+        "methods: macer runs on no dataset here, so its rows are left out "
+        "(datasets.imagenet: published, no checkpoints.macer; exclude_datasets: cifar10)"
+    ]
 
 
 def test_layout_gives_patterns_for_wildcards_and_files_for_values():

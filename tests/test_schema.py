@@ -196,10 +196,10 @@ def test_a_float_where_a_rendered_section_types_an_integer_is_refused_naming_the
     [
         (
             lambda c: c["certify"].update(n00=100),
-            "config key certify.n00: unknown key; certify allows: n0, n, alpha, batch, memory_format, compile",
+            "config key certify.n00: unknown key (did you mean n0?); certify allows: n0, n, alpha, batch",
         ),
         (lambda c: c["datasets"]["digits"].pop("arch"), "config key datasets.digits: 'arch' is a required property"),
-        (lambda c: c["methods"].append("gauss2"), "config key methods.4: 'gauss2' is not one of: cohen, "),
+        (lambda c: c["methods"].append("gauss2"), "config key methods[4]: 'gauss2' is not one of: cohen, "),
     ],
     ids=["unknown-key", "missing-key", "unknown-name"],
 )
@@ -210,13 +210,97 @@ def test_each_problem_is_one_line_naming_its_config_path_and_what_is_allowed(edi
     assert problem.startswith(line) and len(problem) < 300, problem
 
 
+#: a place a config writes keys (its path, a mapping of the config there), and a key it allows
+UNKNOWN_KEY_PLACES = {
+    "": ("seed", lambda c: c),
+    "certify": ("n0", lambda c: c["certify"]),
+    "certify.sequential": ("first_look", lambda c: c["certify"].setdefault("sequential", {})),
+    "train": ("epochs", lambda c: c["train"]),
+    "train.macer": ("lam", lambda c: c["train"]["macer"]),
+    "datasets.digits": ("sigmas", lambda c: c["datasets"]["digits"]),
+    "datasets.digits.train": ("epochs", lambda c: c["datasets"]["digits"].setdefault("train", {})),
+    "datasets.digits.train_by_sigma.0.25": (
+        "lr",
+        lambda c: c["datasets"]["digits"].setdefault("train_by_sigma", {}).setdefault("0.25", {}),
+    ),
+    "datasets.digits.train_by_method.cohen.cohen": (
+        "m",
+        lambda c: (
+            c["datasets"]["digits"].setdefault("train_by_method", {}).setdefault("cohen", {}).setdefault("cohen", {})
+        ),
+    ),
+    "statistics": ("n_boot", lambda c: c.setdefault("statistics", {})),
+    "published_logs.own.mine": (
+        "path",
+        lambda c: (
+            c.setdefault("published_logs", {})
+            .setdefault("own", {})
+            .setdefault("mine", {"dataset": "cifar10", "sigma": 0.5, "path": "mine.tsv"})
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(UNKNOWN_KEY_PLACES), ids=lambda path: path or "top")
+def test_an_unknown_key_at_any_depth_names_its_path_and_lists_the_keys_allowed_there(path):
+    """``train`` draws its method sections in by ``$ref`` (unevaluatedProperties, whose raw message
+    names no allowed key); every other section is closed by additionalProperties: each reads alike."""
+    allowed, place = UNKNOWN_KEY_PLACES[path]
+    config = load_config()
+    place(config)[f"{allowed}x"] = 1
+    (problem,) = schema_problems(config, SCHEMA_PATH)
+    key = f"{path}.{allowed}x" if path else f"{allowed}x"
+    where, listed = problem.split("; ", 1)[0], problem.split(" allows: ", 1)[1].split(", ")
+    assert where == f"config key {key}: unknown key (did you mean {allowed}?)", problem
+    assert problem.startswith(f"{where}; {path or 'the config'} allows: ") and allowed in listed, problem
+
+
+def test_the_train_section_lists_its_fields_and_every_method_section():
+    config = load_config()
+    config["train"]["epoch"] = 3
+    (problem,) = schema_problems(config, SCHEMA_PATH)
+    listed = problem.split(" allows: ", 1)[1].split(", ")
+    assert set(listed) == set(
+        TrainConfig.__dataclass_fields__
+    ) - PER_RUN_FIELDS - FROM_OPTIMIZE_SIGMA - NOT_IN_WORKFLOW | set(METHODS)
+
+
+@pytest.mark.parametrize(
+    "edit,line",
+    [
+        (
+            lambda c: c["datasets"]["digits"]["sigmas"].__setitem__(0, -0.25),
+            "σ must be > 0, got -0.25 at datasets.digits.sigmas[0]",
+        ),
+        (
+            lambda c: c["datasets"]["digits"].update(uniform_sigmas=[0.5, 0]),
+            "σ must be > 0, got 0 at datasets.digits.uniform_sigmas[1]",
+        ),
+        (lambda c: c["certify"].update(alpha=1.5), "alpha must be < 1, got 1.5 at certify.alpha"),
+        (lambda c: c["certify"].update(n=0), "n must be ≥ 1, got 0 at certify.n"),
+        (lambda c: c["certify"].update(batch=0), "batch must be ≥ 1, got 0 at certify.batch"),
+        (lambda c: c.update(seed=2**32), "seed must be ≤ 4294967295, got 4294967296 at seed"),
+        (
+            lambda c: c["datasets"]["digits"].update(radii=[0.0, -1.0]),
+            "radius must be ≥ 0, got -1.0 at datasets.digits.radii[1]",
+        ),
+        (lambda c: c["datasets"]["digits"].update(sigmas=[]), "datasets.digits.sigmas must not be empty"),
+    ],
+    ids=["sigma", "uniform-sigma", "alpha", "n", "batch-of-any-of", "seed", "radius", "empty-list"],
+)
+def test_a_violated_bound_reads_as_a_sentence_naming_the_value_and_its_path(edit, line):
+    config = load_config()
+    edit(config)
+    assert schema_problems(config, SCHEMA_PATH) == [line]
+
+
 def test_a_name_refused_by_a_schema_older_than_the_registries_names_the_command_that_renders_it(tmp_path):
     """A method added without regenerating the schema: the refusal says how to regenerate it."""
     for path in (REPO / SCHEMA).parent.iterdir():
         (tmp_path / path.name).write_text(path.read_text().replace('"macer", ', ""))
     config = load_config()
     (problem,) = schema_problems(config, tmp_path / SCHEMA.name)
-    assert problem.startswith("config key methods.2: 'macer' is not one of:") and COMMAND in problem, problem
+    assert problem.startswith("config key methods[2]: 'macer' is not one of:") and COMMAND in problem, problem
     assert schema_problems(config, SCHEMA_PATH) == []
 
 

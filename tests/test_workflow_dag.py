@@ -58,12 +58,20 @@ def test_the_embedded_default_builds_comparisons_of_every_best_and_study_table(t
     assert [counts[f"{study}_table"] for study in studies] == [1, 1, 1]
 
 
-def test_the_paper_config_dag_builds_without_data(tmp_path):
-    config = load_config("paper.yaml")
+def published_imagenet_in_place(tmp_path, config):
+    """Empty files at the paper config's checkpoint paths and empty ImageNet folders under its
+    data_root: what the dry run checks is there (prepare_data checks the class folders)."""
     for paths in config["datasets"]["imagenet"]["checkpoints"].values():
         for path in paths.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).touch()
+    for split in ("train", "val"):
+        (tmp_path / config["data_root"] / "imagenet" / split).mkdir(parents=True)
+
+
+def test_the_paper_config_dag_builds_without_data(tmp_path):
+    config = load_config("paper.yaml")
+    published_imagenet_in_place(tmp_path, config)
     counts = dry_run(tmp_path, config)
     # CIFAR-10 trains fs and ds models for 3 methods x 3 σ, plus 3 uniform models; ImageNet
     # imports the published Cohen, SmoothAdv and uniform models (3 σ each) and fine-tunes the
@@ -208,6 +216,8 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         (lambda c: c.update(gpus_per_job=2), "gpus_per_job"),
         (lambda c: c.update(results=""), "results"),
         (lambda c: c["datasets"]["digits"].update(source="published"), "checkpoints"),
+        (lambda c: c["train"].update(epoch=3), "config key train.epoch: unknown key (did you mean epochs?)"),
+        (lambda c: c["datasets"]["digits"]["sigmas"].__setitem__(0, -0.25), "σ must be > 0, got -0.25 at datasets"),
     ],
     ids=[
         "unknown-key",
@@ -225,6 +235,8 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         "several-gpus-one-device",
         "empty-results-folder",
         "published-without-checkpoints",
+        "train-unknown-key",
+        "negative-sigma",
     ],
 )
 def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
@@ -233,10 +245,92 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
     result = snakemake(tmp_path, "-n", config=write_config(tmp_path, config))
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    problems = [line for line in output.splitlines() if line.startswith(("config key", "the config:"))]
-    assert problems and message in "\n".join(problems), output
+    assert message in output
     assert len(output.splitlines()) <= 5, output  # one line per problem, never the schema
     assert not (tmp_path / "results").exists()
+
+
+def refusal(result) -> list[str]:
+    """The lines of a refused dry run's message, without Snakemake's frame around it (the line naming the
+    rule file before it and the one after it)."""
+    assert result.returncode != 0
+    lines = (result.stdout + result.stderr).splitlines()
+    assert lines[0].startswith("WorkflowError in file") and lines[-1].startswith("  File "), lines
+    return lines[1:-1]
+
+
+def test_a_method_no_dataset_gives_a_sigma_grid_for_stops_the_dag_naming_the_key(tmp_path):
+    config = load_config()
+    config["methods"] = ["cohen", "uniform"]
+    del config["datasets"]["digits"]["uniform_sigmas"]
+    (line,) = refusal(snakemake(tmp_path, "-n", config=write_config(tmp_path, config)))
+    assert line == (
+        "methods: uniform runs on no dataset, since none gives uniform_sigmas; add "
+        "datasets.<dataset>.uniform_sigmas (e.g. [0.25, 0.5, 1.0]) or leave uniform out of methods"
+    )
+
+
+def test_a_method_a_published_dataset_has_no_checkpoint_for_is_a_named_warning(tmp_path):
+    (tmp_path / "published").mkdir()
+    for name in ("cohen_0.25", "cohen_0.5", "smoothadv_0.25"):
+        (tmp_path / "published" / f"{name}.pth.tar").touch()
+    overlay = str(TEST_CONFIGS / "published.yaml")
+    result = snakemake(tmp_path, "-n", "--configfile", str(write_config(tmp_path, load_config())), overlay)
+    assert result.returncode == 0, result.stderr
+    for method in ("macer", "uniform"):
+        warning = f"methods: {method} runs on no dataset here, so its rows are left out "
+        assert f"{warning}(datasets.digits: published, no checkpoints.{method})\n" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "a-file"])
+def test_a_data_root_that_cannot_be_a_folder_stops_the_dag_naming_it(tmp_path, where):
+    (tmp_path / "notes").touch()
+    config = load_config()
+    config["data_root"] = {"under-a-file": "notes/data", "a-file": "notes"}[where]
+    (line,) = refusal(snakemake(tmp_path, "-n", config=write_config(tmp_path, config)))
+    expected = {
+        "under-a-file": "data_root: notes/data does not exist and cannot be created (notes is not a folder you "
+        "can write); create it, or set data_root to a folder you can write",
+        "a-file": "data_root: notes is a file, not a folder; set data_root to a folder",
+    }[where]
+    assert line.startswith(expected), line
+
+
+def test_data_that_prepare_data_cannot_verify_is_named_on_the_terminal_not_only_in_its_log(tmp_path):
+    """The one job of this file that runs (no network): MNIST's idx files without the archives that
+    verify them. Downloadable data cannot be checked before the DAG (the network may be there), so
+    the job's one-line reason, naming the fix, reaches the terminal beside Snakemake's error block."""
+    from torchvision.datasets import MNIST
+
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name, _ in MNIST.resources:
+        (raw / name.removesuffix(".gz")).touch()
+    config = {"datasets": {"mnist": {"source": "train", "arch": "mlp256", "sigmas": [0.25]}}, "methods": ["cohen"]}
+    result = snakemake(tmp_path, "--cores", "1", "results/data/mnist.json", config=write_config(tmp_path, config))
+    assert result.returncode != 0
+    (reason,) = [line for line in result.stderr.splitlines() if line.startswith("ddrs prepare-data: error:")]
+    assert "MNIST archive is missing" in reason and "`ddrs prepare-data --dataset mnist --data-root data`" in reason
+
+
+def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_them_and_how_to_run_the_rest(
+    tmp_path,
+):
+    config = load_config("paper.yaml")
+    config["data_root"] = "elsewhere"
+    published_imagenet_in_place(tmp_path, config)
+    (tmp_path / "elsewhere" / "imagenet" / "train").rmdir()
+    configfile = write_config(tmp_path, config)
+    lines = refusal(snakemake(tmp_path, "-n", config=configfile))
+    assert len(lines) <= 5, lines
+    assert lines[0] == "imagenet train images are missing: elsewhere/imagenet/train"
+    assert "https://image-net.org" in lines[1] and "ImageFolder" in lines[1] and "set data_root" in lines[1]
+    assert f"--configfile {configfile} --config 'exclude_datasets=[imagenet]'" in lines[-1]
+    # the models imported from checkpoints alone read only the test images: without DS², no train folder
+    config["methods"] = ["uniform"]  # Yang et al.'s models; uniform noise has no DS² in DDRS Table 4
+    for spec in config["datasets"].values():
+        spec.pop("train_by_method", None)
+    assert snakemake(tmp_path, "-n", config=write_config(tmp_path, config)).returncode == 0
 
 
 @pytest.mark.parametrize(

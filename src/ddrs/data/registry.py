@@ -43,6 +43,10 @@ class DatasetInfo:
     arrays: ArrayLoader | None = None
     #: for datasets downloaded to / found under ``root``
     torchvision: TorchvisionLoader | None = None
+    #: for datasets no loader can download: (root, split) -> the folder that must hold the split before
+    #: any job runs (checked before the DAG is built, :mod:`ddrs.pipeline.missing_inputs`), and how to get it
+    local_folder: Callable[[Path, str], Path] | None = None
+    obtain: str = ""
     #: the training split's augmentation (:mod:`~ddrs.data.augmentation`); ``None``: never augmented
     augmentation: augmentations.CropFlip | augmentations.ResizedCropFlip | None = None
     #: whether the training split may be held whole on the training device (the ``device`` feed,
@@ -96,6 +100,8 @@ DATASETS: dict[str, DatasetInfo] = {
             (0.485, 0.456, 0.406),
             (0.229, 0.224, 0.225),
             torchvision=torchvision_sets.imagenet,
+            local_folder=torchvision_sets.imagenet_folder,
+            obtain=torchvision_sets.IMAGENET_OBTAIN,
             augmentation=augmentations.IMAGENET,
             fits_on_device=False,
             test_size=50_000,

@@ -68,18 +68,30 @@ def imagenet(split: str, root: Path, augment: bool) -> Dataset:
     """
     from torchvision import datasets, transforms
 
-    folder = root / "imagenet" / ("train" if split == "train" else "val")
+    folder = imagenet_folder(root, split)
     if not folder.is_dir():
         raise FileNotFoundError(
             f"ImageNet {split} images expected in {folder} (one sub-directory per class); "
             "ImageNet cannot be downloaded automatically"
         )
-    _check_class_folders(folder, root / "imagenet" / ("val" if split == "train" else "train"))
+    _check_class_folders(folder, imagenet_folder(root, "test" if split == "train" else "train"))
     if augment:
         steps = augmentation.IMAGENET.transforms()
     else:
         steps = [transforms.Resize(256), transforms.CenterCrop(224)]
     return datasets.ImageFolder(str(folder), transform=transforms.Compose([*steps, transforms.ToTensor()]))
+
+
+def imagenet_folder(root: Path, split: str) -> Path:
+    """Where ImageNet's ``split`` lies under ``root``: ``imagenet/train``, and ``imagenet/val`` for the test split."""
+    return Path(root) / "imagenet" / ("train" if split == "train" else "val")
+
+
+#: how to get ImageNet, which torchvision cannot download
+IMAGENET_OBTAIN = (
+    "download ILSVRC2012 from https://image-net.org (free for research) and lay out train/ and val/ as one "
+    "folder per class (torchvision's ImageFolder; the val images sorted into their classes)"
+)
 
 
 def _fix(dataset: str, root: Path) -> str:

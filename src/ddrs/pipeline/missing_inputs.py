@@ -1,9 +1,11 @@
-"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models), given
-certification logs it tabulates (``source: logs``) and the captions of the catalogue's reported
-outputs: which are missing, and what a user should do about it, said before the DAG is built."""
+"""Published checkpoints the experiment imports (DDRS §4: ImageNet's fixed-σ models), the data its
+models read (``data_root``, ImageNet's folders), given certification logs it tabulates (``source:
+logs``) and the captions of the catalogue's reported outputs: which are missing, and what a user
+should do about it, said before the DAG is built."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -54,15 +56,57 @@ def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<c
         f"Download them from {'; '.join(origins)} (docs/protocol.md, 'Published checkpoints', names each file) "
         "to these paths, or set each config path to where the file is."
     )
-    datasets = sorted({run.dataset for run, _ in missing})
-    others = [d for d in grid.datasets if d not in datasets]
-    if others:
-        lines.append(
-            f"To run {', '.join(others)} alone, leave {', '.join(datasets)} out (targets before --configfile): "
-            f"snakemake --cores all --configfile {' '.join(configfiles)} "
-            f"--config 'exclude_datasets=[{','.join(datasets)}]'"
+    return "\n".join(lines + _others_alone(grid, {run.dataset for run, _ in missing}, configfiles))
+
+
+def _others_alone(grid: RunGrid, datasets: set[str], configfiles: Sequence[str]) -> list[str]:
+    """How to run the configured datasets but ``datasets`` (the command), if there are any."""
+    others, left_out = [d for d in grid.datasets if d not in datasets], sorted(datasets)
+    if not others:
+        return []
+    return [
+        f"To run {', '.join(others)} alone, leave {', '.join(left_out)} out (targets before --configfile):",
+        f"  snakemake --cores all --configfile {' '.join(configfiles)} "
+        f"--config 'exclude_datasets=[{','.join(left_out)}]'",
+    ]
+
+
+def missing_data_message(grid: RunGrid, runs: Sequence[Run], configfiles: Sequence[str] = ("<config>",)) -> str | None:
+    """What stops ``runs`` (the models a config trains or imports) from reading their data, said before the DAG
+    is built (None when nothing does): a ``data_root`` that is not a folder and cannot be created, or a
+    split of a dataset no loader downloads (:attr:`ddrs.data.DatasetInfo.local_folder`: ImageNet) that is not
+    there, with where to get it. Datasets shipped in a package need nothing there but a folder to save their
+    split in; MNIST and CIFAR-10 are downloaded into it by the first job (``prepare_data``)."""
+    from ddrs.data import get_info
+
+    if not runs:
+        return None
+    root = Path(grid.config["data_root"])
+    if root.exists() and not root.is_dir():
+        return f"data_root: {root} is a file, not a folder; set data_root to a folder (datasets are saved there)"
+    # the folder that would hold it: "." or "/" at the latest
+    existing = next(folder for folder in (root, *root.parents) if folder.exists())
+    if existing != root and not (existing.is_dir() and os.access(existing, os.W_OK)):
+        return (
+            f"data_root: {root} does not exist and cannot be created ({existing} is not a folder you can write); "
+            "create it, or set data_root to a folder you can write (datasets are saved there)"
         )
-    return "\n".join(lines)
+    lines, datasets = [], set()
+    for dataset in dict.fromkeys(run.dataset for run in runs):
+        info = get_info(dataset)
+        if info.local_folder is None:
+            continue
+        trains = any(run.dataset == dataset and not (grid.is_published(dataset) and run.mode == "fs") for run in runs)
+        for split in ("train", "test") if trains else ("test",):
+            folder = info.local_folder(root, split)
+            if not folder.is_dir():
+                lines.append(f"{dataset} {split} images are missing: {folder}")
+                datasets.add(dataset)
+    if not lines:
+        return None
+    fixes = {get_info(dataset).obtain for dataset in sorted(datasets)}
+    lines += [f"To get them: {fix}; or set data_root to where they are." for fix in sorted(fixes)]
+    return "\n".join(lines + _others_alone(grid, datasets, configfiles))
 
 
 def missing_own_logs_message(exp) -> str | None:

@@ -17,6 +17,7 @@ would otherwise surface only inside a job, after others have run, or never:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +42,63 @@ def _quoted(value: Any) -> str:
     return text if len(text) <= _QUOTED else f"{text[: _QUOTED - 4]} …{text[-1]}"
 
 
-def _problem(error: ValidationError, stale_schema: str | None) -> list[str]:
+#: JSON Schema's bounds, in words
+_BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}
+
+
+def _config_path(parts) -> str:
+    """A config path as a user writes it: keys joined by dots, list positions in brackets
+    (``datasets.digits.sigmas[0]``)."""
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _allowed_keys(schema: Mapping[str, Any], resolver) -> list[str]:
+    """The keys a mapping under ``schema`` may hold: its ``properties`` and those of the schemas it
+    draws in by ``$ref`` (``train``: TrainConfig's fields and one section per method)."""
+    keys = list(schema.get("properties", {}))
+    if "$ref" in schema:
+        keys += _allowed_keys(resolver.lookup(schema["$ref"]).contents, resolver)
+    return list(dict.fromkeys(keys))
+
+
+def _unknown_keys(error: ValidationError, path: str, resolver) -> list[str]:
+    """One line per key the schema does not know, with the closest allowed key and every allowed one."""
+    allowed = _allowed_keys(error.schema, resolver)
+    where, prefix = path or "the config", f"{path}." if path else ""
+    lines = []
+    for key in (key for key in error.instance if key not in allowed):
+        close = get_close_matches(str(key), allowed, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"config key {prefix}{key}: unknown key{hint}; {where} allows: {', '.join(allowed) or 'none'}")
+    return lines
+
+
+def _in_words(error: ValidationError, path: str) -> str | None:
+    """A violated bound or size as a sentence naming the value, or None for other errors:
+    ``σ must be > 0, got -0.25 at datasets.digits.sigmas[0]`` (the name is the schema's ``title``,
+    else the key)."""
+    keys = [part for part in error.absolute_path if isinstance(part, str)]
+    name = error.schema.get("title") or (keys[-1] if keys else "the config")
+    if error.validator in _BOUNDS:
+        bound = f"{_BOUNDS[error.validator]} {error.validator_value}"
+        return f"{name} must be {bound}, got {_quoted(error.instance)} at {path}"
+    if error.validator in ("minItems", "minProperties", "minLength") and not error.instance:
+        return f"{path} must not be empty"
+    return None
+
+
+def _problem(error: ValidationError, stale_schema: str | None, resolver) -> list[str]:
     """One line per problem of one schema error: the config path, what is wrong, what is allowed."""
-    path = ".".join(map(str, error.absolute_path))
+    path = _config_path(error.absolute_path)
     where = f"config key {path}" if path else "the config"
-    if error.validator == "additionalProperties":
-        allowed = ", ".join(error.schema.get("properties", {})) or "none"
-        known = set(error.schema.get("properties", {}))
-        unknown = [key for key in error.instance if key not in known]
-        prefix = f"{path}." if path else ""
-        return [f"config key {prefix}{key}: unknown key; {path or 'the config'} allows: {allowed}" for key in unknown]
+    if error.validator in ("additionalProperties", "unevaluatedProperties"):
+        return _unknown_keys(error, path, resolver)
+    words = _in_words(error, path)
+    if words:
+        return [words]
     if error.validator == "enum":
         allowed = ", ".join(map(str, error.validator_value))
         hint = f" ({stale_schema})" if stale_schema else ""
@@ -68,7 +116,8 @@ def _problem(error: ValidationError, stale_schema: str | None) -> list[str]:
 
 def schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[str]:
     """Every way ``config`` breaks the schema, one line each (config path, what is wrong, what is
-    allowed); empty when it fits.
+    allowed); empty when it fits. An unknown key, at any depth, lists the keys allowed there; a
+    violated bound reads as a sentence (``σ must be > 0, got -0.25 at datasets.digits.sigmas[0]``).
 
     The schema's relative ``$ref``s into the generated ``registries.schema.yaml`` resolve as
     Snakemake's ``validate`` resolves them (:func:`ddrs.pipeline.schema.load_schema`); an integer
@@ -87,7 +136,8 @@ def schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[
         return []
     names_refused = any(error.validator == "enum" for error in errors)
     stale_schema = stale(Path(schema_path).parent / REGISTRIES.name) if names_refused else None
-    lines = [line for error in errors for line in _problem(error, stale_schema)]
+    resolver = registry.resolver(base_uri=schema["$id"])
+    lines = [line for error in errors for line in _problem(error, stale_schema, resolver)]
     return list(dict.fromkeys(lines))
 
 
@@ -101,14 +151,22 @@ def _require_in(given, allowed: list, where: str) -> None:
 
 def check_references(config: Mapping[str, Any]) -> None:
     """Refuse a key or value that must name what the config defines elsewhere, which the schema
-    cannot check and a lookup would silently miss (:mod:`ddrs.pipeline.validation`): a σ₀ that its
-    path spelling (:func:`scale_label`, read back by the workflow's wildcards) would change, σ₀ keys
+    cannot check and a lookup would silently miss (:mod:`ddrs.pipeline.validation`): a method of
+    ``methods`` whose noise's σ grid no dataset gives (``uniform`` without ``uniform_sigmas``), a σ₀ that
+    its path spelling (:func:`scale_label`, read back by the workflow's wildcards) would change, σ₀ keys
     of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
     than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
     ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
     grid-search interval and a grid-search n that does not divide its budget."""
     methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
     datasets = config.get("datasets") or {}
+    for method in methods:
+        key = SIGMA_KEY[get_method(method).noise]
+        if datasets and not any(spec.get(key) for spec in datasets.values()):
+            raise ValueError(
+                f"methods: {method} runs on no dataset, since none gives {key}; add datasets.<dataset>.{key} "
+                f"(e.g. [0.25, 0.5, 1.0]) or leave {method} out of methods"
+            )
     for dataset, spec in datasets.items():
         for key in SIGMA_KEY.values():
             for sigma in spec.get(key, []):
@@ -168,3 +226,24 @@ def check_algorithm1_options(exp) -> None:
             Algorithm1Settings(sigma0=sigma0, min_scale=exp.config["optimize_sigma"]["min_sigma"])
         except ValueError as error:
             raise ValueError(f"optimize_sigma for {exp.grid.run_dir(run)}: {error}") from None
+
+
+def methods_left_out(grid) -> list[str]:
+    """One warning line per method of ``methods`` that no dataset of ``grid`` (a
+    :class:`~ddrs.pipeline.grid.RunGrid`) runs, naming why each dataset leaves it out: published
+    without a checkpoint for it, or left out by ``exclude_datasets``. (A method no configured dataset
+    gives a σ grid for is refused by :func:`check_references`.)"""
+    excluded = [d for d in grid.config.get("datasets") or {} if d not in grid.datasets]
+    lines = []
+    for method in grid.methods:
+        if any(grid.sigmas(dataset, method) for dataset in grid.datasets):
+            continue
+        key = SIGMA_KEY[get_method(method).noise]
+        reasons = [
+            f"datasets.{d}: published, no checkpoints.{method}"
+            if grid.is_published(d) and spec.get(key)
+            else f"datasets.{d}: no {key}"
+            for d, spec in grid.datasets.items()
+        ] + [f"exclude_datasets: {d}" for d in excluded]
+        lines.append(f"methods: {method} runs on no dataset here, so its rows are left out ({'; '.join(reasons)})")
+    return lines

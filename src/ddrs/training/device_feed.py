@@ -3,7 +3,7 @@
 Each epoch the split is augmented there in one batched pass, in the epoch's order, so a training
 step's batch is a slice of one tensor: no DataLoader, no host-to-device copy and no per-image work
 while the GPU trains (the DataLoader's host work was the larger part of the trainer's gap to a
-plain loop over batches already on the GPU, README "Training").
+plain loop over batches already on the GPU: ``benchmarks/measured/README.md``, "Throughput on one GPU").
 
 Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
 are Philox4x32-10 (:mod:`ddrs.core.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
