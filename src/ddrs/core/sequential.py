@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import betaln
+from scipy.special import betaln, logsumexp
 
 from ddrs.core.binomial import clopper_pearson_lower, clopper_pearson_upper
 
@@ -65,8 +65,11 @@ class ConfidenceSequence(ABC):
         self.cap = cap
 
     @abstractmethod
-    def bounds(self, correct: np.ndarray, draws: np.ndarray, look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` on p after ``correct`` of ``draws`` at look ``look``."""
+    def bounds(
+        self, correct: np.ndarray, draws: np.ndarray, look: np.ndarray, thresholds: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` on p after ``correct`` of ``draws`` at look ``look``; ``thresholds``
+        ``(B, R)``, the grid's p_r, are what :class:`GridTest` tests (confidence sequences ignore them)."""
 
 
 class BettingSequence(ConfidenceSequence):
@@ -83,7 +86,7 @@ class BettingSequence(ConfidenceSequence):
 
     name = "betting"
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
         log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
         centre = a / n
@@ -123,7 +126,7 @@ class UnionBoundSequence(ConfidenceSequence):
         look = np.asarray(look, dtype=float)
         return 5 * self.alpha / ((look + 4) * (look + 5))
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         level = self.level(look)
         return clopper_pearson_lower(correct, draws, level), clopper_pearson_upper(correct, draws, level)
 
@@ -148,7 +151,7 @@ class BettingWithFixedCap(ConfidenceSequence):
         super().__init__(alpha, cap)
         self.betting = BettingSequence(alpha / 2, cap)
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         lower, upper = self.betting.bounds(correct, draws, look)
         at_cap = np.asarray(draws) >= self.cap
         if at_cap.any():
@@ -157,9 +160,76 @@ class BettingWithFixedCap(ConfidenceSequence):
         return lower, upper
 
 
+#: the grid test's alternatives for threshold p_r: q = 1 − ρ(1 − p_r), ρ = 0 (every draw correct)
+#: with weight ¼, and the 48 mid-quantiles u² of ρ ~ Beta(½, 1) with ¾ between them (a prior dense
+#: near ρ = 0, where the smoothed classifiers' p_A sit: the alternatives just above a high threshold)
+_ALTERNATIVES = np.concatenate([[0.0], ((np.arange(48) + 0.5) / 48) ** 2])
+_LOG_WEIGHTS = np.log(np.concatenate([[0.25], np.full(48, 0.75 / 48)]))
+
+
+def mixture_log_evidence(correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """log E_r after ``correct`` of ``draws``, for each threshold p_r (``(B, R)``; correct, draws ``(B,)``).
+
+    E_r = Σ_i w_i (q_i/p_r)^A ((1 − q_i)/(1 − p_r))^(N − A), q_i = 1 − ρ_i(1 − p_r) > p_r (:data:`_ALTERNATIVES`):
+    a mixture of likelihood ratios of the alternatives q_i against p_r. Under any p ≤ p_r each factor's
+    expectation, p q/p_r + (1 − p)(1 − q)/(1 − p_r), is ≤ 1 (linear in p, 1 at p = p_r, q > p_r), so E_r
+    is a non-negative supermartingale with E_0 = 1 and, by Ville's inequality, reaches 1/a with
+    probability ≤ a, at whatever draws it is looked at. −inf where p_r ≥ 1 (no p̲_A reaches it).
+    """
+    a = np.asarray(correct, dtype=float)[:, None, None]
+    n = np.asarray(draws, dtype=float)[:, None, None] * np.ones_like(a)
+    p = np.asarray(thresholds, dtype=float)[:, :, None]
+    reachable = p < 1
+    gap = np.where(reachable, 1 - p, 1.0)  # 1 − p_r, placeholder 1 where unreachable
+    rho = _ALTERNATIVES[None, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        success = np.log1p(-rho * gap) - np.log1p(-gap)  # log(q/p_r) ≥ 0
+        failures = np.where(n > a, (n - a) * np.log(rho), 0.0)  # ρ = 0 with a failure: −inf
+    log_terms = a * success + failures + _LOG_WEIGHTS
+    return np.where(reachable[..., 0], logsumexp(log_terms, axis=-1), -np.inf)
+
+
+class GridTest(ConfidenceSequence):
+    """One sequential test per threshold p_r of the grid, combined by closed testing (no union bound).
+
+    H_r: p < p_r is tested by the mixture :func:`mixture_log_evidence` at level α/2 at every look, and
+    at the cap also by fixed-n Clopper–Pearson at level α/2: rejected when E_r ≥ 2/α or, at n draws,
+    CP_lower(A, n, α/2) ≥ p_r. Each H_r's test has level α (union of the two, as in
+    :class:`BettingWithFixedCap`). The hypotheses are nested (p < p_1 implies p < p_2 for p_1 < p_2),
+    so closed testing (Marcus, Peritz & Gabriel 1976) needs no correction: the lower bound is the
+    largest p_j whose H_j and every lower H_k are rejected (0 when H at ½ is not). It exceeds the true
+    p only if the lowest true null, at the least p_r > p, is rejected: probability ≤ α, at every look
+    at once, whatever the stopping rule (``docs/protocol.md``, "Sequential certification").
+    The upper bound only decides when to stop (a radius out of reach): it is
+    :class:`BettingSequence`'s at level α, which soundness does not depend on.
+    """
+
+    name = "grid"
+
+    def __init__(self, alpha: float, cap: int):
+        super().__init__(alpha, cap)
+        self.betting = BettingSequence(alpha, cap)
+
+    def bounds(self, correct, draws, look, thresholds=None):
+        if thresholds is None:
+            raise ValueError("the grid test needs the grid's thresholds p_r")
+        correct, draws = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
+        thresholds = np.asarray(thresholds, dtype=float)
+        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
+        at_cap = draws >= self.cap
+        if at_cap.any():
+            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
+            rejected |= at_cap[:, None] & (fixed_n[:, None] >= thresholds)
+        order = np.argsort(thresholds, axis=1)
+        ordered = np.take_along_axis(thresholds, order, axis=1)
+        closed = np.cumprod(np.take_along_axis(rejected, order, axis=1), axis=1).astype(bool)
+        lower = np.where(closed, ordered, 0.0).max(axis=1)
+        return lower, self.betting.bounds(correct, draws, look)[1]
+
+
 #: the confidence sequences by name
 CONFIDENCE_SEQUENCES: dict[str, type[ConfidenceSequence]] = {
-    cls.name: cls for cls in (BettingSequence, UnionBoundSequence, BettingWithFixedCap)
+    cls.name: cls for cls in (BettingSequence, UnionBoundSequence, BettingWithFixedCap, GridTest)
 }
 
 
@@ -208,9 +278,9 @@ def decide(
     """
     draws = schedule[look - 1]
     last = len(schedule)
-    new_lower, upper = sequence.bounds(correct, draws, look)
+    new_lower, upper = sequence.bounds(correct, draws, look, thresholds)
     lower = np.maximum(lower, new_lower)
-    best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last)
+    best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last, thresholds)
     best_final = np.maximum(lower, best_final)
     at_cap = look >= last
     between = (lower[:, None] < thresholds) & (upper[:, None] >= thresholds)

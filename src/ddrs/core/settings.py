@@ -132,7 +132,7 @@ def _at_least_one(**values: int) -> None:
 CERTIFY_MODES = ("fixed", "sequential")
 
 #: Sequential certification's confidence sequences (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
-SEQUENCES = ("betting", "union_cp", "betting_cp")
+SEQUENCES = ("betting", "union_cp", "betting_cp", "grid")
 
 
 @dataclass(frozen=True, kw_only=True)
