@@ -56,6 +56,8 @@ class ConfidenceSequence(ABC):
     at every look at once with probability ≥ 1 − ``alpha``; arrays broadcast elementwise."""
 
     name: str
+    #: the lower bound only takes the grid's thresholds p_r, so the certificate is the grid radius r
+    grid_valued = False
 
     def __init__(self, alpha: float, cap: int):
         if not 0 < alpha < 1:
@@ -205,6 +207,7 @@ class GridTest(ConfidenceSequence):
     """
 
     name = "grid"
+    grid_valued = True
 
     def __init__(self, alpha: float, cap: int):
         super().__init__(alpha, cap)
@@ -215,16 +218,21 @@ class GridTest(ConfidenceSequence):
             raise ValueError("the grid test needs the grid's thresholds p_r")
         correct, draws = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
         thresholds = np.asarray(thresholds, dtype=float)
-        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
-        at_cap = draws >= self.cap
-        if at_cap.any():
-            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
-            rejected |= at_cap[:, None] & (fixed_n[:, None] >= thresholds)
+        rejected = self.rejected(correct, draws, thresholds)
         order = np.argsort(thresholds, axis=1)
         ordered = np.take_along_axis(thresholds, order, axis=1)
         closed = np.cumprod(np.take_along_axis(rejected, order, axis=1), axis=1).astype(bool)
         lower = np.where(closed, ordered, 0.0).max(axis=1)
         return lower, self.betting.bounds(correct, draws, look)[1]
+
+    def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+        """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
+        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
+        at_cap = draws >= self.cap
+        if at_cap.any():
+            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
+            rejected |= at_cap[:, None] & (fixed_n[:, None] >= thresholds)
+        return rejected
 
 
 #: the confidence sequences by name

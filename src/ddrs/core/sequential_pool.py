@@ -120,9 +120,9 @@ def certify_sequentially(
         for r, settled in zip(stopped, decision.decided[decision.stop], strict=True):
             certified = lower[r] >= 0.5
             radius = float(noise.radius(torch.tensor(lower[r]), sigma[members[r]])) if certified else 0.0
-            # p̲_A ≥ p_r certifies r itself, where σΦ⁻¹(Φ(r/σ)) may round just below it (a grid test's bound is p_r)
-            reached = radii.numpy()[thresholds[members[r]] <= lower[r]]
-            radius = max(radius, float(reached.max())) if certified and reached.size else radius
+            if certified:  # p̲_A ≥ p_r certifies r itself, where σΦ⁻¹(Φ(r/σ)) may round to either side of it
+                reached = float(radii.numpy()[thresholds[members[r]] <= lower[r]].max())
+                radius = reached if sequence.grid_valued else max(radius, reached)
             result = SequentialResult(
                 predict=int(top[r]) if certified else ABSTAIN,
                 radius=radius,
