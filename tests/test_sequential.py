@@ -316,9 +316,7 @@ def test_the_pool_with_the_grid_test_is_sound_at_and_just_below_every_threshold(
     (x₀ = 3). At most α of them may certify beyond the true radius or the wrong class."""
     x0 = np.repeat([0.25, 0.24, 0.5, 0.49, 1.0, 0.99, 0.01, 3.0], 1250)
     results = run_pool(x0, settings(sequence="grid"), seed=11)
-    beyond = sum(
-        r.radius > x0[i] * (1 + 1e-12) or r.predict not in (1, ABSTAIN) for i, r in results.items()
-    )
+    beyond = sum(r.radius > x0[i] * (1 + 1e-12) or r.predict not in (1, ABSTAIN) for i, r in results.items())
     assert_at_most_alpha(beyond, len(x0))
     assert all(results[i].radius in (0.0, *RADII) for i in results)  # grid radii, not between them
     assert np.mean([results[i].radius == 1.0 for i in range(8750, 10_000)]) > 0.9  # and it has power
