@@ -169,26 +169,35 @@ _ALTERNATIVES = np.concatenate([[0.0], ((np.arange(48) + 0.5) / 48) ** 2])
 _LOG_WEIGHTS = np.log(np.concatenate([[0.25], np.full(48, 0.75 / 48)]))
 
 
-def mixture_log_evidence(correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+def mixture_log_evidence(
+    correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray, *, below: bool = False
+) -> np.ndarray:
     """log E_r after ``correct`` of ``draws``, for each threshold p_r (``(B, R)``; correct, draws ``(B,)``).
 
-    E_r = Σ_i w_i (q_i/p_r)^A ((1 − q_i)/(1 − p_r))^(N − A), q_i = 1 − ρ_i(1 − p_r) > p_r (:data:`_ALTERNATIVES`):
-    a mixture of likelihood ratios of the alternatives q_i against p_r. Under any p ≤ p_r each factor's
-    expectation, p q/p_r + (1 − p)(1 − q)/(1 − p_r), is ≤ 1 (linear in p, 1 at p = p_r, q > p_r), so E_r
-    is a non-negative supermartingale with E_0 = 1 and, by Ville's inequality, reaches 1/a with
-    probability ≤ a, at whatever draws it is looked at. −inf where p_r ≥ 1 (no p̲_A reaches it).
+    E_r = Σ_i w_i (q_i/p_r)^A ((1 − q_i)/(1 − p_r))^(N − A), a mixture of likelihood ratios of
+    alternatives q_i against p_r. Against H_r: p ≤ p_r (the default) the alternatives lie above it,
+    q_i = 1 − ρ_i(1 − p_r) (:data:`_ALTERNATIVES`, :data:`_LOG_WEIGHTS`); with ``below``, against
+    p ≥ p_r, they lie below it, q_i = max(0, 1 − (1 − p_r)/ρ_i) with equal weights (ρ_i > 0). A factor's
+    expectation under p, p q/p_r + (1 − p)(1 − q)/(1 − p_r), is linear in p and 1 at p = p_r, so ≤ 1
+    on the null's side of p_r: E_r is a non-negative supermartingale with E_0 = 1 under every p of its
+    null and, by Ville's inequality, reaches 1/a with probability ≤ a, at whatever draws it is looked
+    at. −inf where p_r ≥ 1 (no p̲_A reaches it).
     """
     a = np.asarray(correct, dtype=float)[:, None, None]
     n = np.asarray(draws, dtype=float)[:, None, None] * np.ones_like(a)
     p = np.asarray(thresholds, dtype=float)[:, :, None]
     reachable = p < 1
     gap = np.where(reachable, 1 - p, 1.0)  # 1 − p_r, placeholder 1 where unreachable
-    rho = _ALTERNATIVES[None, None, :]
+    if below:
+        rho, log_weights = _ALTERNATIVES[1:], np.full(len(_ALTERNATIVES) - 1, -math.log(len(_ALTERNATIVES) - 1))
+        ratio = np.minimum(1 / rho, 1 / gap)  # (1 − q)/(1 − p_r), q ≥ 0
+    else:
+        rho, log_weights = _ALTERNATIVES, _LOG_WEIGHTS
+        ratio = rho * np.ones_like(gap)
     with np.errstate(divide="ignore", invalid="ignore"):
-        success = np.log1p(-rho * gap) - np.log1p(-gap)  # log(q/p_r) ≥ 0
-        failures = np.where(n > a, (n - a) * np.log(rho), 0.0)  # ρ = 0 with a failure: −inf
-    log_terms = a * success + failures + _LOG_WEIGHTS
-    return np.where(reachable[..., 0], logsumexp(log_terms, axis=-1), -np.inf)
+        success = np.log1p(-ratio * gap) - np.log1p(-gap)  # log(q/p_r); −inf for q = 0
+        log_terms = np.where(a > 0, a * success, 0.0) + np.where(n > a, (n - a) * np.log(ratio), 0.0)
+    return np.where(reachable[..., 0], logsumexp(log_terms + log_weights, axis=-1), -np.inf)
 
 
 class GridTest(ConfidenceSequence):
@@ -202,16 +211,13 @@ class GridTest(ConfidenceSequence):
     largest p_j whose H_j and every lower H_k are rejected (0 when H at ½ is not). It exceeds the true
     p only if the lowest true null, at the least p_r > p, is rejected: probability ≤ α, at every look
     at once, whatever the stopping rule (``docs/protocol.md``, "Sequential certification").
-    The upper bound only decides when to stop (a radius out of reach): it is
-    :class:`BettingSequence`'s at level α, which soundness does not depend on.
+    The upper bound only decides when to stop (a radius out of reach), and soundness does not depend
+    on it: just below the least p_r whose mirrored mixture (``below``) against p ≥ p_r reaches 1/α,
+    since p < p_r then puts every higher threshold out of reach too (1 while none has).
     """
 
     name = "grid"
     grid_valued = True
-
-    def __init__(self, alpha: float, cap: int):
-        super().__init__(alpha, cap)
-        self.betting = BettingSequence(alpha, cap)
 
     def bounds(self, correct, draws, look, thresholds=None):
         if thresholds is None:
@@ -223,7 +229,9 @@ class GridTest(ConfidenceSequence):
         ordered = np.take_along_axis(thresholds, order, axis=1)
         closed = np.cumprod(np.take_along_axis(rejected, order, axis=1), axis=1).astype(bool)
         lower = np.where(closed, ordered, 0.0).max(axis=1)
-        return lower, self.betting.bounds(correct, draws, look)[1]
+        out_of_reach = mixture_log_evidence(correct, draws, thresholds, below=True) >= math.log(1 / self.alpha)
+        upper = np.nextafter(np.where(out_of_reach, thresholds, np.inf).min(axis=1), 0.0)
+        return lower, np.minimum(upper, 1.0)
 
     def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
         """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
