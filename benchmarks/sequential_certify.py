@@ -34,6 +34,7 @@ from tabulate import tabulate
 from ddrs.analysis.sequential import sequential_comparison
 from ddrs.cli import main
 from ddrs.core.binomial import clopper_pearson_lower
+from ddrs.core.settings import SequentialSettings
 from ddrs.jobs.logs import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +92,7 @@ def main_() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where both modes certify (cpu, cuda)")
-    parser.add_argument("--sequence", default="betting_cp")
+    parser.add_argument("--sequence", default=SequentialSettings.sequence)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
     add_json_option(parser)
     args = parser.parse_args()

@@ -238,8 +238,8 @@ def test_a_row_does_not_depend_on_the_pool_or_the_batch():
 
 def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
     x0 = np.full(40, 1.6)  # p_A = Φ(1.6): the grid (to r = 1) is decided long before the radius stops growing
-    plain = run_pool(x0, settings())
-    spent = run_pool(x0, settings(acr_fraction=0.05))
+    plain = run_pool(x0, settings(sequence="betting_cp"))  # a confidence sequence: radii between the grid's
+    spent = run_pool(x0, settings(sequence="betting_cp", acr_fraction=0.05))
     assert np.mean([r.radius for r in spent.values()]) > np.mean([r.radius for r in plain.values()])
     assert np.mean([r.draws for r in spent.values()]) > np.mean([r.draws for r in plain.values()])
     assert_at_most_alpha(sum(r.radius > 1.6 for r in spent.values()), len(spent))  # still sound

@@ -6,7 +6,7 @@ has A correct draws (its class c_A, chosen from n0 *earlier* selection draws tha
 counted again) of N, and a confidence sequence gives bounds L_k ≤ p_A ≤ U_k that hold at every
 look at once with probability ≥ 1 − α. Any stopping rule keeps the certificate σΦ⁻¹(L) of the look
 where it stops sound (Proposition 2 with p̲_A = L), which is what lets :func:`decide` stop each
-input as soon as every radius of the run's grid is decided. Three sequences
+input as soon as every radius of the run's grid is decided. Three sequences and one grid test
 (:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential certification", has the formulas):
 
 - :class:`BettingSequence`: the Krichevsky–Trofimov betting martingale of Voráček (NeurIPS 2024,
@@ -17,7 +17,11 @@ input as soon as every radius of the run's grid is decided. Three sequences
   sums to α (Voráček's ``get_upper_threshold_ub``): the simpler cross-check;
 - :class:`BettingWithFixedCap`: the betting sequence at α/2, whose lower bound at the cap is
   raised to fixed-n Clopper–Pearson's at α/2, so an input that needs every draw loses little
-  against Cohen's CERTIFY.
+  against Cohen's CERTIFY;
+- :class:`GridTest` (the default): no interval for p_A but one test per radius of the grid, a
+  mixture of likelihood ratios against its threshold p_r at α/2 with fixed-n Clopper–Pearson at
+  α/2 at the cap, combined by closed testing over the nested hypotheses p < p_r, so each radius
+  gets the whole α; its bound, and so the certificate, takes the grid's values.
 """
 
 from __future__ import annotations
