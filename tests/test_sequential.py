@@ -289,8 +289,8 @@ def test_the_documented_python_example_certifies_a_model_of_ones_own_soundly():
     margin 0.6 under σ = 0.25: p_A = Φ(2.4), true radius 0.6, so 0.5 is the grid's largest radius it
     may certify; the draws spent come back, far below Cohen's n0 + n."""
     protocol = (Path(__file__).resolve().parents[1] / "docs" / "protocol.md").read_text()
-    example = protocol.split("```python\nimport torch\nfrom ddrs.core.smoothing import Smooth\n", 1)[1]
-    example = "import torch\nfrom ddrs.core.smoothing import Smooth\n" + example.split("```", 1)[0]
+    opening = "```python\nimport torch\nfrom ddrs.core.sequential_pool import SequentialSmooth\n"
+    example = opening.removeprefix("```python\n") + protocol.split(opening, 1)[1].split("```", 1)[0]
     x = torch.zeros(1, 28, 28)
     x[0, 0, 0] = 0.6
     namespace = {"model": Linear10(), "x": x}

@@ -13,7 +13,7 @@ so batched and one-at-a-time runs agree exactly (what resumable certification re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -22,11 +22,8 @@ from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import auto_batch_size, autocast, copy_to
 from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
-from ddrs.core.settings import CertifySettings, SequentialSettings, resolve_memory_format, validate_certify_args
+from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
 from ddrs.core.streams import Generators, as_streams
-
-if TYPE_CHECKING:
-    from ddrs.core.sequential_pool import SequentialResult
 
 
 class CertifyResult(NamedTuple):
@@ -272,47 +269,6 @@ class Smooth:
         model, classes = self.base_classifier, self.num_classes
         result = certify_batch(model, x.unsqueeze(0), self.sigma, settings, num_classes=classes, generator=generator)
         return int(result.predict[0]), float(result.radius[0])
-
-    def certify_sequential(
-        self,
-        x: Tensor,
-        n0: int,
-        n: int,
-        alpha: float,
-        batch_size: int,
-        radii: Sequence[float],
-        *,
-        sequence: str = SequentialSettings.sequence,
-        generator: torch.Generator | None = None,
-    ) -> SequentialResult:
-        """Sequential CERTIFY (``docs/protocol.md``, "Sequential certification"): :meth:`certify`'s
-        guarantee, drawing only until every radius of ``radii`` is decided, at most ``n`` draws.
-
-        c_A is the top class of ``n0`` selection draws, as in :meth:`certify`; then estimation draws
-        come in looks (:func:`ddrs.core.sequential.look_schedule`) until ``sequence``
-        (:data:`ddrs.core.settings.SEQUENCES`) certifies each radius or shows it out of reach. With
-        probability at least 1 − ``alpha``, the class returned is g(x) and g predicts it within the
-        returned radius, whatever the input's draws.
-
-        :param radii: the radius grid the certificate is for (0 is always included).
-        :param sequence: the sequential test (``grid``: one test per radius; ``betting_cp``: a
-            confidence sequence on p_A).
-        :return: :class:`~ddrs.core.sequential_pool.SequentialResult`: ``predict`` (or
-            ``Smooth.ABSTAIN``), ``radius``, ``p_a_lower``, ``draws`` (forward passes spent,
-            selection included) and ``decided`` (False: stopped by the cap ``n``).
-        """
-        from ddrs.core.sequential_pool import certify_sequentially  # it draws through this module
-
-        self.base_classifier.eval()
-        rule = SequentialSettings(sequence=sequence, radii=tuple(radii))
-        settings = CertifySettings(
-            noise=self.noise.name, n0=n0, n=n, alpha=alpha, batch_size=batch_size, mode="sequential", sequential=rule
-        )
-        ((_, result),) = certify_sequentially(
-            self.base_classifier, x.unsqueeze(0), torch.tensor([float(self.sigma)]), settings,
-            num_classes=self.num_classes, streams=as_streams(generator, 1), device=x.device,
-        )  # fmt: skip
-        return result
 
     def predict(
         self, x: Tensor, n: int, alpha: float, batch_size: int, *, generator: torch.Generator | None = None
