@@ -8,9 +8,9 @@ same c_A). The logs go to ``--out`` and resume, so a run cut short continues, an
 smaller ``--skip`` reuses the inputs already certified. Then it prints, per σ and radius, the
 comparison of :func:`ddrs.analysis.sequential.sequential_comparison` (certified accuracy with
 intervals, exact McNemar Holm-adjusted, ACR, forward passes per input, share undecided at the cap,
-wall time) and the targets: mean forward passes ≤ 10,010 per input, no radius significantly worse.
-Beside them, ``passes_floor_mean`` (:func:`wald_floor`): about what any sound sequential rule must
-spend on these inputs to decide the grid, which says whether the 10× target is reachable at all.
+wall time). ``--sequence`` chooses the sequential test; run it once per test to compare them.
+Beside them, ``passes_floor_mean`` (:func:`wald_floor`): a heuristic floor, Wald's least expected
+draws of a test that certifies what fixed n certified as often as it does, at the plug-in p_A.
 
     .venv/bin/python benchmarks/sequential_certify.py [--skip 2] [--sigmas 0.25 0.5 1.0] [--json PATH]
 
@@ -28,12 +28,13 @@ import numpy as np
 import pandas as pd
 import yaml
 from _report import add_json_option, write_report
-from scipy.stats import norm
+from scipy.stats import binom, norm
 from tabulate import tabulate
 
 from ddrs.analysis.sequential import sequential_comparison
 from ddrs.cli import main
 from ddrs.core.binomial import clopper_pearson_lower
+from ddrs.core.settings import SequentialSettings
 from ddrs.jobs.logs import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,23 +54,32 @@ def certify(checkpoint: Path, dataset: str, sigma: float, out: Path, args, *mode
 
 
 def wald_floor(fixed: pd.DataFrame, sigma: float, radii: list[float]) -> float:
-    """Mean forward passes (selection included) that a sound sequential rule needs, to first order,
-    to decide every radius of the grid for these inputs: n0 + min(n, max_r log(1/α) / KL(p_A ‖ p_r)).
+    """Mean forward passes (selection included) of a heuristic floor: per input, Wald's least expected
+    draws of a test certifying the grid radius fixed n certified, as often as fixed n does, at p_A = p̂.
 
-    Wald's bound on the expected sample size of a level-α test telling p_A from a radius's threshold
-    p_r = Φ(r/σ) (½ at r = 0) is log(1/α)/KL(p_A ‖ p_r) as α → 0; a radius out of fixed n's reach even
-    with every draw correct costs nothing. p_A is the plug-in count behind each fixed-n bound: the k
-    whose Clopper–Pearson bound from k of n is the log's p̲_A.
+    For a level-α test of p ≤ p_r (p_r = Φ(r/σ), the threshold of the largest grid radius r ≤ the
+    fixed-n radius) that certifies r with probability 1 − β under p_A, E[N] ≥ d(1 − β ‖ α)/KL(p_A ‖ p_r)
+    (Wald 1947; the log-likelihood ratio at the stop against the divergence of the decision's laws),
+    with β = fixed n's own chance of missing r at p_A, capped at n. Only the decision soundness needs is
+    charged: an input fixed n does not certify costs nothing beyond n0 (abstaining is always sound).
+    Not a lower bound on these inputs: p_A is the plug-in count behind each fixed-n bound (the k
+    whose Clopper–Pearson bound from k of n is the log's p̲_A).
     """
     counts = np.arange(N + 1)
     bounds = clopper_pearson_lower(counts, N, ALPHA)
     p_a = np.searchsorted(bounds, fixed["p_a_lower"].to_numpy(float) - 1e-12) / N
-    thresholds = norm.cdf(np.asarray([0.0, *radii]) / sigma)
-    p, t = (np.clip(v, 1e-15, 1 - 1e-15) for v in np.broadcast_arrays(p_a[:, None], thresholds[None, :]))
+    grid = np.asarray([0.0, *radii])
+    certified = fixed["predict"].to_numpy() >= 0
+    reached = grid[np.maximum(np.searchsorted(grid, fixed["radius"].to_numpy(float) * (1 + 1e-12), "right") - 1, 0)]
+    threshold = norm.cdf(reached / sigma)
+    least = np.searchsorted(bounds, threshold)  # the fewest correct of n with which fixed n certifies r
+    beta = np.clip(binom.cdf(least - 1, N, p_a), 1e-300, 1 - ALPHA)
+    power = 1 - beta
+    evidence = power * np.log(power / ALPHA) + beta * np.log(beta / (1 - ALPHA))
+    p, t = (np.clip(v, 1e-15, 1 - 1e-15) for v in (p_a, threshold))
     divergence = p * np.log(p / t) + (1 - p) * np.log((1 - p) / (1 - t))
-    with np.errstate(divide="ignore"):
-        need = np.where(thresholds > bounds[-1], 0.0, np.minimum(N, np.log(1 / ALPHA) / divergence))
-    return float(N0 + need.max(axis=1).mean())
+    need = np.where(certified, np.minimum(N, np.maximum(evidence, 0.0) / divergence), 0.0)
+    return float(N0 + need.mean())
 
 
 def main_() -> None:
@@ -82,7 +92,7 @@ def main_() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where both modes certify (cpu, cuda)")
-    parser.add_argument("--sequence", default="betting_cp")
+    parser.add_argument("--sequence", default=SequentialSettings.sequence)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
     add_json_option(parser)
     args = parser.parse_args()

@@ -12,6 +12,8 @@ stopping rule the pool runs; the pool itself is checked end to end on the linear
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -21,7 +23,14 @@ from torch import nn
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.seeds import Stream
-from ddrs.core.sequential import CONFIDENCE_SEQUENCES, confidence_sequence, decide, look_schedule
+from ddrs.core.sequential import (
+    CONFIDENCE_SEQUENCES,
+    ConfidenceSequence,
+    GridTest,
+    confidence_sequence,
+    decide,
+    look_schedule,
+)
 from ddrs.core.sequential_pool import certify_sequentially
 from ddrs.core.settings import SEQUENCES, CertifySettings, SequentialSettings
 from ddrs.core.streams import input_streams
@@ -39,14 +48,14 @@ def true_radii(count: int) -> np.ndarray:
     return np.concatenate([at_grid, rng.uniform(0.02, 1.3, count - len(at_grid))])
 
 
-def simulate(sequence_name: str, radius: np.ndarray, seed: int):
+def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int):
     """Certify inputs of true radius ``radius`` (σ = 1) sequentially, drawing Bernoulli(p_A) per look.
 
     Returns the certified radii (0 on abstain) and whether the returned class is the right one.
     """
     rng = np.random.default_rng(seed)
     p_a = norm.cdf(radius)
-    sequence = confidence_sequence(sequence_name, ALPHA, CAP)
+    sequence = confidence_sequence(sequence, ALPHA, CAP) if isinstance(sequence, str) else sequence
     schedule = look_schedule(8, 1.1, CAP)
     selection = rng.binomial(N0, p_a)
     right_class = selection * 2 > N0  # c_A, the top class of the selection draws
@@ -82,7 +91,8 @@ def simulate_fixed(radius: np.ndarray, seed: int):
 
 def unsound_share(certified: np.ndarray, right_class: np.ndarray, radius: np.ndarray) -> tuple[int, int]:
     """Certificates that are wrong: beyond the true radius, or of the wrong class (any radius)."""
-    wrong = ((certified > radius) & right_class) | ((certified > 0) & ~right_class)
+    beyond = certified > radius * (1 + 1e-12)  # not where σΦ⁻¹(Φ(r/σ)) rounds past a grid radius r
+    wrong = (beyond & right_class) | ((certified > 0) & ~right_class)
     return int(wrong.sum()), len(radius)
 
 
@@ -97,6 +107,36 @@ def test_sequential_certificates_beyond_the_true_radius_are_at_most_alpha(sequen
     certified, right_class = simulate(sequence, radius, seed=2)
     assert_at_most_alpha(*unsound_share(certified, right_class, radius))
     assert (certified > 0).mean() > 0.5  # the test has power: most inputs certify some radius
+
+
+class PerLookClopperPearsonGrid(GridTest):
+    """A planted error: each threshold's local test is Clopper–Pearson at level α at every look, as if
+    each look were the only one; the looks' chances to cross add up far beyond α."""
+
+    def rejected(self, correct, draws, thresholds):
+        return clopper_pearson_lower(correct, draws, self.alpha)[:, None] >= thresholds
+
+
+def test_the_soundness_check_catches_a_grid_test_with_per_look_clopper_pearson():
+    """On 12,000 inputs each just below a radius of the grid (true radius r − 0.001), where a grid
+    test errs by certifying r, the per-look error is caught; the grid test itself passes there."""
+    radius = np.repeat(RADII[1:], 4000) - 0.001
+    assert_at_most_alpha(*unsound_share(*simulate("grid", radius, seed=4), radius))
+    certified, right_class = simulate(PerLookClopperPearsonGrid(ALPHA, CAP), radius, seed=2)
+    wrong, total = unsound_share(certified, right_class, radius)
+    assert clopper_pearson_lower(wrong, total, 0.001) > ALPHA, f"only {wrong} of {total} unsound: the check is blind"
+
+
+def test_the_grid_test_certifies_grid_radii_and_gives_each_threshold_the_whole_alpha():
+    """Closed testing over nested hypotheses: with p_A just above every threshold's reach, the grid
+    test's bound is the largest threshold whose test and every lower one reject, never between two."""
+    test = GridTest(ALPHA, CAP)
+    thresholds = norm.cdf(RADII)[None, :].repeat(3, axis=0)
+    lower, upper = test.bounds(np.array([5, 400, 2000]), np.array([10, 500, 2000]), 1, thresholds)
+    assert lower[0] == 0.0 and lower[1] == thresholds[0, 2] and lower[2] == thresholds[0, -1]
+    assert (upper >= lower).all()
+    with pytest.raises(ValueError, match="needs the grid's thresholds"):
+        test.bounds(np.array([5]), np.array([10]), 1)
 
 
 def test_fixed_n_certificates_beyond_the_true_radius_are_at_most_alpha():
@@ -198,8 +238,8 @@ def test_a_row_does_not_depend_on_the_pool_or_the_batch():
 
 def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
     x0 = np.full(40, 1.6)  # p_A = Φ(1.6): the grid (to r = 1) is decided long before the radius stops growing
-    plain = run_pool(x0, settings())
-    spent = run_pool(x0, settings(acr_fraction=0.05))
+    plain = run_pool(x0, settings(sequence="betting_cp"))  # a confidence sequence: radii between the grid's
+    spent = run_pool(x0, settings(sequence="betting_cp", acr_fraction=0.05))
     assert np.mean([r.radius for r in spent.values()]) > np.mean([r.radius for r in plain.values()])
     assert np.mean([r.draws for r in spent.values()]) > np.mean([r.draws for r in plain.values()])
     assert_at_most_alpha(sum(r.radius > 1.6 for r in spent.values()), len(spent))  # still sound
@@ -242,3 +282,41 @@ def test_the_selection_draws_are_not_counted_into_the_bound(sequence):
     )
     lowers = np.array([result.p_a_lower for _, result in results])
     assert_at_most_alpha(int((lowers > 0.01).sum()), inputs)
+
+
+def test_the_documented_python_example_certifies_a_model_of_ones_own_soundly():
+    """The example of ``docs/protocol.md`` (and the README), run as written on a linear classifier at
+    margin 0.6 under σ = 0.25: p_A = Φ(2.4), true radius 0.6, so 0.5 is the grid's largest radius it
+    may certify; the draws spent come back, far below Cohen's n0 + n."""
+    protocol = (Path(__file__).resolve().parents[1] / "docs" / "protocol.md").read_text()
+    opening = "```python\nimport torch\nfrom ddrs.core.sequential_pool import SequentialSmooth\n"
+    example = opening.removeprefix("```python\n") + protocol.split(opening, 1)[1].split("```", 1)[0]
+    x = torch.zeros(1, 28, 28)
+    x[0, 0, 0] = 0.6
+    namespace = {"model": Linear10(), "x": x}
+    exec(compile(example, "docs/protocol.md", "exec"), namespace)
+    result = namespace["result"]
+    assert result.predict == 1 and result.decided
+    assert result.radius == 0.5  # a grid test certifies grid radii: 0.5 ≤ 0.6 < 0.75
+    assert 100 + 32 <= result.draws < 100_100 / 5
+
+
+class Linear10(nn.Module):
+    """Ten classes, class 1 iff the first pixel is ≥ 0 (else class 0): p_A = Φ(x₀/σ), radius |x₀|."""
+
+    def forward(self, x):
+        margin = x.flatten(1)[:, :1]
+        return torch.cat([-margin, margin, torch.full((len(x), 8), -1e9)], dim=1)
+
+
+def test_the_pool_with_the_grid_test_is_sound_at_and_just_below_every_threshold():
+    """The outside-style check, end to end through the pool: 10,000 certificates at α = 0.1 on the
+    linear classifier (p_A = Φ(x₀), true radius x₀, σ = 1), 1,250 inputs at each grid radius, just
+    below it (x₀ = r − 0.01, where certifying r is wrong), near p_A = ½ (x₀ = 0.01) and near 1
+    (x₀ = 3). At most α of them may certify beyond the true radius or the wrong class."""
+    x0 = np.repeat([0.25, 0.24, 0.5, 0.49, 1.0, 0.99, 0.01, 3.0], 1250)
+    results = run_pool(x0, settings(sequence="grid"), seed=11)
+    beyond = sum(r.radius > x0[i] * (1 + 1e-12) or r.predict not in (1, ABSTAIN) for i, r in results.items())
+    assert_at_most_alpha(beyond, len(x0))
+    assert all(results[i].radius in (0.0, *RADII) for i in results)  # grid radii, not between them
+    assert np.mean([results[i].radius == 1.0 for i in range(8750, 10_000)]) > 0.9  # and it has power

@@ -26,6 +26,9 @@ def test_the_comparison_pairs_inputs_and_counts_every_pass():
     assert table.attrs["passes_sequential_median"] == 600 and table.attrs["undecided_at_cap"] == 0.25
     assert table.attrs["acr_fixed"] == pytest.approx(0.525) and table.attrs["acr_sequential"] == pytest.approx(0.3)
     assert (table["mcnemar_p_holm"] >= table["mcnemar_p"]).all()
+    # floored to the grid 0, 0.5, 1: fixed 0.5 + 0 + 0 + 1.0, sequential 0.5 + 0 + 0 + 0 (0.4 floors to 0)
+    assert table.attrs["acr_fixed_grid"] == pytest.approx(0.375)
+    assert table.attrs["acr_sequential_grid"] == pytest.approx(0.125)
 
 
 def test_logs_of_other_inputs_or_without_draws_are_refused():

@@ -2,7 +2,9 @@
 
 One row per radius of the grid: both certified accuracies with their 95% Clopper–Pearson
 intervals, the difference in points, the exact McNemar test between the paired certificates with
-Holm's adjustment over the grid; then, the same on every row, ACR under both, forward passes per
+Holm's adjustment over the grid; then, the same on every row, ACR under both (as logged, and with
+both sides' radii floored to the grid, :func:`grid_acr`: a sequential input stops once its grid
+is decided, so only the floored figures compare like with like), forward passes per
 input (selection included: n0 + n for fixed n, the log's ``draws`` for sequential; mean, median,
 99th percentile), the share of sequential inputs still undecided at the cap, and the wall time
 per input (the logs' ``time``).
@@ -30,6 +32,16 @@ def _certified(log: pd.DataFrame, radii: np.ndarray) -> np.ndarray:
     """``(radii, inputs)``: input certified correctly at radius at least r."""
     correct = log["correct"].to_numpy() == 1
     return correct[None, :] & (log["radius"].to_numpy(float)[None, :] >= radii[:, None])
+
+
+def grid_acr(log: pd.DataFrame, radii: Sequence[float]) -> float:
+    """ACR with each radius floored to the largest radius of ``radii`` it reaches (0 below them all,
+    wrong or abstained inputs 0): what a table on that grid credits the log with."""
+    grid = np.sort(np.asarray(radii, dtype=float))
+    radius = log["radius"].to_numpy(float)
+    reached = np.searchsorted(grid, radius, side="right") - 1
+    floored = np.where(reached >= 0, grid[np.maximum(reached, 0)], 0.0)
+    return float((floored * (log["correct"].to_numpy() == 1)).mean())
 
 
 def _passes(draws: np.ndarray) -> dict[str, float]:
@@ -68,6 +80,8 @@ def sequential_comparison(
         "inputs": inputs,
         "acr_fixed": acr(fixed),
         "acr_sequential": acr(sequential),
+        "acr_fixed_grid": grid_acr(fixed, radii),
+        "acr_sequential_grid": grid_acr(sequential, radii),
         **{f"passes_fixed_{k}": v for k, v in _passes(np.full(inputs, float(n0 + n))).items()},
         **{f"passes_sequential_{k}": v for k, v in _passes(draws).items()},
         "undecided_at_cap": float(1 - sequential["decided"].to_numpy(float).mean()),

@@ -6,7 +6,7 @@ has A correct draws (its class c_A, chosen from n0 *earlier* selection draws tha
 counted again) of N, and a confidence sequence gives bounds L_k ≤ p_A ≤ U_k that hold at every
 look at once with probability ≥ 1 − α. Any stopping rule keeps the certificate σΦ⁻¹(L) of the look
 where it stops sound (Proposition 2 with p̲_A = L), which is what lets :func:`decide` stop each
-input as soon as every radius of the run's grid is decided. Three sequences
+input as soon as every radius of the run's grid is decided. Three sequences and one grid test
 (:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential certification", has the formulas):
 
 - :class:`BettingSequence`: the Krichevsky–Trofimov betting martingale of Voráček (NeurIPS 2024,
@@ -17,7 +17,11 @@ input as soon as every radius of the run's grid is decided. Three sequences
   sums to α (Voráček's ``get_upper_threshold_ub``): the simpler cross-check;
 - :class:`BettingWithFixedCap`: the betting sequence at α/2, whose lower bound at the cap is
   raised to fixed-n Clopper–Pearson's at α/2, so an input that needs every draw loses little
-  against Cohen's CERTIFY.
+  against Cohen's CERTIFY;
+- :class:`GridTest` (the default): no interval for p_A but one test per radius of the grid, a
+  mixture of likelihood ratios against its threshold p_r at α/2 with fixed-n Clopper–Pearson at
+  α/2 at the cap, combined by closed testing over the nested hypotheses p < p_r, so each radius
+  gets the whole α; its bound, and so the certificate, takes the grid's values.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import betaln
+from scipy.special import betaln, logsumexp
 
 from ddrs.core.binomial import clopper_pearson_lower, clopper_pearson_upper
 
@@ -56,6 +60,8 @@ class ConfidenceSequence(ABC):
     at every look at once with probability ≥ 1 − ``alpha``; arrays broadcast elementwise."""
 
     name: str
+    #: the lower bound only takes the grid's thresholds p_r, so the certificate is the grid radius r
+    grid_valued = False
 
     def __init__(self, alpha: float, cap: int):
         if not 0 < alpha < 1:
@@ -65,8 +71,11 @@ class ConfidenceSequence(ABC):
         self.cap = cap
 
     @abstractmethod
-    def bounds(self, correct: np.ndarray, draws: np.ndarray, look: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` on p after ``correct`` of ``draws`` at look ``look``."""
+    def bounds(
+        self, correct: np.ndarray, draws: np.ndarray, look: np.ndarray, thresholds: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` on p after ``correct`` of ``draws`` at look ``look``; ``thresholds``
+        ``(B, R)``, the grid's p_r, are what :class:`GridTest` tests (confidence sequences ignore them)."""
 
 
 class BettingSequence(ConfidenceSequence):
@@ -83,7 +92,7 @@ class BettingSequence(ConfidenceSequence):
 
     name = "betting"
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
         log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
         centre = a / n
@@ -123,7 +132,7 @@ class UnionBoundSequence(ConfidenceSequence):
         look = np.asarray(look, dtype=float)
         return 5 * self.alpha / ((look + 4) * (look + 5))
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         level = self.level(look)
         return clopper_pearson_lower(correct, draws, level), clopper_pearson_upper(correct, draws, level)
 
@@ -148,7 +157,7 @@ class BettingWithFixedCap(ConfidenceSequence):
         super().__init__(alpha, cap)
         self.betting = BettingSequence(alpha / 2, cap)
 
-    def bounds(self, correct, draws, look):
+    def bounds(self, correct, draws, look, thresholds=None):
         lower, upper = self.betting.bounds(correct, draws, look)
         at_cap = np.asarray(draws) >= self.cap
         if at_cap.any():
@@ -157,9 +166,90 @@ class BettingWithFixedCap(ConfidenceSequence):
         return lower, upper
 
 
+#: the grid test's alternatives for threshold p_r: q = 1 − ρ(1 − p_r), ρ = 0 (every draw correct)
+#: with weight ¼, and the 48 mid-quantiles u² of ρ ~ Beta(½, 1) with ¾ between them (a prior dense
+#: near ρ = 0, where the smoothed classifiers' p_A sit: the alternatives just above a high threshold)
+_ALTERNATIVES = np.concatenate([[0.0], ((np.arange(48) + 0.5) / 48) ** 2])
+_LOG_WEIGHTS = np.log(np.concatenate([[0.25], np.full(48, 0.75 / 48)]))
+
+
+def mixture_log_evidence(
+    correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray, *, below: bool = False
+) -> np.ndarray:
+    """log E_r after ``correct`` of ``draws``, for each threshold p_r (``(B, R)``; correct, draws ``(B,)``).
+
+    E_r = Σ_i w_i (q_i/p_r)^A ((1 − q_i)/(1 − p_r))^(N − A), a mixture of likelihood ratios of
+    alternatives q_i against p_r. Against H_r: p ≤ p_r (the default) the alternatives lie above it,
+    q_i = 1 − ρ_i(1 − p_r) (:data:`_ALTERNATIVES`, :data:`_LOG_WEIGHTS`); with ``below``, against
+    p ≥ p_r, they lie below it, q_i = max(0, 1 − (1 − p_r)/ρ_i) with equal weights (ρ_i > 0). A factor's
+    expectation under p, p q/p_r + (1 − p)(1 − q)/(1 − p_r), is linear in p and 1 at p = p_r, so ≤ 1
+    on the null's side of p_r: E_r is a non-negative supermartingale with E_0 = 1 under every p of its
+    null and, by Ville's inequality, reaches 1/a with probability ≤ a, at whatever draws it is looked
+    at. −inf where p_r ≥ 1 (no p̲_A reaches it).
+    """
+    a = np.asarray(correct, dtype=float)[:, None, None]
+    n = np.asarray(draws, dtype=float)[:, None, None] * np.ones_like(a)
+    p = np.asarray(thresholds, dtype=float)[:, :, None]
+    reachable = p < 1
+    gap = np.where(reachable, 1 - p, 1.0)  # 1 − p_r, placeholder 1 where unreachable
+    if below:
+        rho, log_weights = _ALTERNATIVES[1:], np.full(len(_ALTERNATIVES) - 1, -math.log(len(_ALTERNATIVES) - 1))
+        ratio = np.minimum(1 / rho, 1 / gap)  # (1 − q)/(1 − p_r), q ≥ 0
+    else:
+        rho, log_weights = _ALTERNATIVES, _LOG_WEIGHTS
+        ratio = rho * np.ones_like(gap)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        success = np.log1p(-ratio * gap) - np.log1p(-gap)  # log(q/p_r); −inf for q = 0
+        log_terms = np.where(a > 0, a * success, 0.0) + np.where(n > a, (n - a) * np.log(ratio), 0.0)
+    return np.where(reachable[..., 0], logsumexp(log_terms + log_weights, axis=-1), -np.inf)
+
+
+class GridTest(ConfidenceSequence):
+    """One sequential test per threshold p_r of the grid, combined by closed testing (no union bound).
+
+    H_r: p < p_r is tested by the mixture :func:`mixture_log_evidence` at level α/2 at every look, and
+    at the cap also by fixed-n Clopper–Pearson at level α/2: rejected when E_r ≥ 2/α or, at n draws,
+    CP_lower(A, n, α/2) ≥ p_r. Each H_r's test has level α (union of the two, as in
+    :class:`BettingWithFixedCap`). The hypotheses are nested (p < p_1 implies p < p_2 for p_1 < p_2),
+    so closed testing (Marcus, Peritz & Gabriel 1976) needs no correction: the lower bound is the
+    largest p_j whose H_j and every lower H_k are rejected (0 when H at ½ is not). It exceeds the true
+    p only if the lowest true null, at the least p_r > p, is rejected: probability ≤ α, at every look
+    at once, whatever the stopping rule (``docs/protocol.md``, "Sequential certification").
+    The upper bound only decides when to stop (a radius out of reach), and soundness does not depend
+    on it: just below the least p_r whose mirrored mixture (``below``) against p ≥ p_r reaches 1/α,
+    since p < p_r then puts every higher threshold out of reach too (1 while none has).
+    """
+
+    name = "grid"
+    grid_valued = True
+
+    def bounds(self, correct, draws, look, thresholds=None):
+        if thresholds is None:
+            raise ValueError("the grid test needs the grid's thresholds p_r")
+        correct, draws = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
+        thresholds = np.asarray(thresholds, dtype=float)
+        rejected = self.rejected(correct, draws, thresholds)
+        order = np.argsort(thresholds, axis=1)
+        ordered = np.take_along_axis(thresholds, order, axis=1)
+        closed = np.cumprod(np.take_along_axis(rejected, order, axis=1), axis=1).astype(bool)
+        lower = np.where(closed, ordered, 0.0).max(axis=1)
+        out_of_reach = mixture_log_evidence(correct, draws, thresholds, below=True) >= math.log(1 / self.alpha)
+        upper = np.nextafter(np.where(out_of_reach, thresholds, np.inf).min(axis=1), 0.0)
+        return lower, np.minimum(upper, 1.0)
+
+    def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+        """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
+        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
+        at_cap = draws >= self.cap
+        if at_cap.any():
+            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
+            rejected |= at_cap[:, None] & (fixed_n[:, None] >= thresholds)
+        return rejected
+
+
 #: the confidence sequences by name
 CONFIDENCE_SEQUENCES: dict[str, type[ConfidenceSequence]] = {
-    cls.name: cls for cls in (BettingSequence, UnionBoundSequence, BettingWithFixedCap)
+    cls.name: cls for cls in (BettingSequence, UnionBoundSequence, BettingWithFixedCap, GridTest)
 }
 
 
@@ -208,9 +298,9 @@ def decide(
     """
     draws = schedule[look - 1]
     last = len(schedule)
-    new_lower, upper = sequence.bounds(correct, draws, look)
+    new_lower, upper = sequence.bounds(correct, draws, look, thresholds)
     lower = np.maximum(lower, new_lower)
-    best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last)
+    best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last, thresholds)
     best_final = np.maximum(lower, best_final)
     at_cap = look >= last
     between = (lower[:, None] < thresholds) & (upper[:, None] >= thresholds)

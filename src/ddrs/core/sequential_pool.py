@@ -8,12 +8,13 @@ the inputs it stops, and inputs from the queue take their places, so the forward
 while inputs need very different numbers of draws. Every input draws from its own stream
 (:mod:`ddrs.core.streams`) in a fixed sequence of block sizes, so its result does not depend on
 which inputs shared its rounds: a pool of one and a pool of a hundred give the same rows.
+:class:`SequentialSmooth` is the door for one input at a time, beside Cohen's ``Smooth.certify``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -24,9 +25,9 @@ from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import copy_to
 from ddrs.core.noise import get_noise
 from ddrs.core.sequential import confidence_sequence, decide, look_schedule
-from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
-from ddrs.core.smoothing import sample_counts
-from ddrs.core.streams import InputStreams
+from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, SequentialSettings, resolve_memory_format
+from ddrs.core.smoothing import Smooth, sample_counts
+from ddrs.core.streams import InputStreams, as_streams
 
 
 class SequentialResult(NamedTuple):
@@ -120,6 +121,9 @@ def certify_sequentially(
         for r, settled in zip(stopped, decision.decided[decision.stop], strict=True):
             certified = lower[r] >= 0.5
             radius = float(noise.radius(torch.tensor(lower[r]), sigma[members[r]])) if certified else 0.0
+            if certified:  # p̲_A ≥ p_r certifies r itself, where σΦ⁻¹(Φ(r/σ)) may round to either side of it
+                reached = float(radii.numpy()[thresholds[members[r]] <= lower[r]].max())
+                radius = reached if sequence.grid_valued else max(radius, reached)
             result = SequentialResult(
                 predict=int(top[r]) if certified else ABSTAIN,
                 radius=radius,
@@ -132,3 +136,47 @@ def certify_sequentially(
         keep[stopped] = False
         members = [m for m, kept in zip(members, keep, strict=True) if kept]
         look, top, correct, lower, selected = (a[keep] for a in (look, top, correct, lower, selected))
+
+
+class SequentialSmooth(Smooth):
+    """Cohen's :class:`~ddrs.core.smoothing.Smooth` (``certify``, ``predict``) with sequential CERTIFY
+    beside ``certify``: one input at a time from a notebook, as Cohen's ``Smooth.certify`` is called."""
+
+    def certify_sequential(
+        self,
+        x: Tensor,
+        n0: int,
+        n: int,
+        alpha: float,
+        batch_size: int,
+        radii: Sequence[float],
+        *,
+        sequence: str = SequentialSettings.sequence,
+        generator: torch.Generator | None = None,
+    ) -> SequentialResult:
+        """Sequential CERTIFY (``docs/protocol.md``, "Sequential certification"): :meth:`certify`'s
+        guarantee, drawing only until every radius of ``radii`` is decided, at most ``n`` draws.
+
+        c_A is the top class of ``n0`` selection draws, as in :meth:`certify`; then estimation draws
+        come in looks (:func:`ddrs.core.sequential.look_schedule`) until ``sequence``
+        (:data:`ddrs.core.settings.SEQUENCES`) certifies each radius or shows it out of reach. With
+        probability at least 1 − ``alpha``, the class returned is g(x) and g predicts it within the
+        returned radius, whatever the input's draws.
+
+        :param radii: the radius grid the certificate is for (0 is always included).
+        :param sequence: the sequential test (``grid``: one test per radius; ``betting_cp``: a
+            confidence sequence on p_A).
+        :return: :class:`SequentialResult`: ``predict`` (or ``Smooth.ABSTAIN``), ``radius``,
+            ``p_a_lower``, ``draws`` (forward passes spent, selection included) and ``decided``
+            (False: stopped by the cap ``n``).
+        """
+        self.base_classifier.eval()
+        rule = SequentialSettings(sequence=sequence, radii=tuple(radii))
+        settings = CertifySettings(
+            noise=self.noise.name, n0=n0, n=n, alpha=alpha, batch_size=batch_size, mode="sequential", sequential=rule
+        )
+        ((_, result),) = certify_sequentially(
+            self.base_classifier, x.unsqueeze(0), torch.tensor([float(self.sigma)]), settings,
+            num_classes=self.num_classes, streams=as_streams(generator, 1), device=x.device,
+        )  # fmt: skip
+        return result

@@ -136,15 +136,17 @@ CERTIFY_SPEED_FIELDS = ("batch_size", "inputs_per_call", "memory_format", "compi
 #: ``sequential`` = in looks until the run's radii are decided (:mod:`ddrs.core.sequential`), at most n.
 CERTIFY_MODES = ("fixed", "sequential")
 
-#: Sequential certification's confidence sequences (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
-SEQUENCES = ("betting", "union_cp", "betting_cp")
+#: Sequential certification's tests: confidence sequences and the grid test
+#: (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
+SEQUENCES = ("betting", "union_cp", "betting_cp", "grid")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SequentialSettings:
     """Sequential certification (:mod:`ddrs.core.sequential`): what decides when an input stops.
 
-    ``sequence`` (:data:`SEQUENCES`) bounds p_A at every look at once; the looks fall at
+    ``sequence`` (:data:`SEQUENCES`) decides the radii at every look at once (``grid``: one test per
+    radius, closed testing; the others: a confidence sequence for p_A); the looks fall at
     ``first_look`` estimation draws and then every ×``growth`` (Voráček 2024's β = 1.1), up to
     CERTIFY's n, the cap. An input stops once every radius of ``radii`` (the run's grid, in the
     noise's norm; radius 0 always) is decided. ``acr_fraction`` spends draws for ACR: an input goes
@@ -153,7 +155,7 @@ class SequentialSettings:
     looks); it changes speed, not rows.
     """
 
-    sequence: str = "betting_cp"
+    sequence: str = "grid"
     radii: tuple[float, ...] = (0.0,)
     first_look: int = 32
     growth: float = 1.1
