@@ -139,6 +139,9 @@ CLASSES: dict[str, frozenset[str]] = {
     "published_logs.own.*.arch": _TABLES,
     "published_logs.own.*.family": _TABLES,
     "published_logs.own.*.extra_data": _TABLES,
+    "published_logs.own.*.n": _TABLES,  # the audit's radius cap
+    "published_logs.own.*.alpha": _TABLES,
+    "published_logs.own.*.order": _TABLES,  # which published logs it is ranked with
 }
 
 #: where a ``train`` section sits: its keys are ``TrainConfig`` fields, which decide what a model
