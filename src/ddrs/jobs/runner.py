@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings
+from ddrs.core.settings import (
+    Algorithm1Settings,
+    CertifySettings,
+    DeviceSettings,
+    GridSearchSettings,
+    certify_from_parts,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -76,36 +82,44 @@ def load_test_inputs(
 
 def certify_logs(
     settings: CertifySettings,
+    device_settings: DeviceSettings,
     jobs: Sequence[tuple[str, float | dict[int, float], str]],
     inputs: LoadedTestSet,
     memory_outs: Sequence[str] | None = None,
 ) -> None:
     """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
-    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given."""
-    from ddrs.core.settings import resolve_memory_format
+    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given. ``device_settings``
+    are resolved once for the job's device (:func:`ddrs.core.device.prepare_certification`), for all its logs."""
+    from ddrs.core.device import prepare_certification
     from ddrs.jobs.certification import certify_dataset
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.memory_log import memory_certify_log
 
     memory_outs = memory_outs or [None] * len(jobs)
+    inputs.model.eval()
+    sample_shape = tuple(inputs.dataset[inputs.indices[0]][0].shape) if inputs.indices else None
+    classifier, device_settings = prepare_certification(
+        inputs.model, inputs.device, device_settings, sample_shape=sample_shape, precision=settings.precision,
+        cap=max(settings.n0, settings.n),
+    )  # fmt: skip
     with kept_partials():
         for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
             path = certify_dataset(
-                inputs.model,
+                classifier,
                 inputs.dataset,
                 inputs.indices,
                 sigmas,
                 out,
                 settings,
+                device_settings=device_settings,
                 num_classes=inputs.num_classes,
                 device=inputs.device,
                 provenance=inputs.provenance,
             )
             print(
                 f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-                f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
-                f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
-                f"{', compiled' if settings.compile else ''}"
+                f"n0={settings.n0}, n={settings.n}, {settings.precision}, {device_settings.memory_format}"
+                f"{', compiled' if device_settings.compile else ''}"
                 f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
             )
             if memory_out is not None:
@@ -150,16 +164,23 @@ def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: L
 
 
 def fixed_certification(
-    inputs: LoadedTestSet, sigma: float, settings: CertifySettings, out: str, memory_out: str | None = None
+    inputs: LoadedTestSet,
+    sigma: float,
+    settings: CertifySettings,
+    device_settings: DeviceSettings,
+    out: str,
+    memory_out: str | None = None,
 ) -> None:
     """Cohen et al.'s CERTIFY with one σ for every input (the ``fixed_certification`` kind)."""
-    certify_logs(settings, [(f"sigma {sigma}", sigma, out)], inputs, None if memory_out is None else [memory_out])
+    memory_outs = None if memory_out is None else [memory_out]
+    certify_logs(settings, device_settings, [(f"sigma {sigma}", sigma, out)], inputs, memory_outs)
 
 
 def sigma_certification(
     inputs: LoadedTestSet,
     search: Algorithm1Settings | GridSearchSettings,
     settings: CertifySettings,
+    device_settings: DeviceSettings,
     sigma_log: str,
     outs: Sequence[str],
     memory_outs: Sequence[str] | None = None,
@@ -179,7 +200,7 @@ def sigma_certification(
         )
     with kept_partials():
         write_sigma_log(search, inputs, sigma_log)
-        certify_logs(settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
+        certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
 
 
 def gradient_norms(
@@ -306,16 +327,16 @@ def run_document(
 
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
-    settings = CertifySettings.from_parts(document["certify"], speed.get("certify", {}))
+    settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
     if kind == "fixed_certification":
         if sigma_log is not None or len(outs) != 1:
             raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
         (memory_out,) = memory_outs or [None]
-        fixed_certification(
-            load_test_inputs(checkpoint, **inputs), float(document["sigma"]), settings, outs[0], memory_out
-        )
+        loaded = load_test_inputs(checkpoint, **inputs)
+        fixed_certification(loaded, float(document["sigma"]), settings, device_settings, outs[0], memory_out)
         return
     if sigma_log is None:
         raise ValueError("a σ-search job needs --sigma-log")
     search = sigma_search_settings(document, speed)
-    sigma_certification(load_test_inputs(checkpoint, **inputs), search, settings, sigma_log, outs, memory_outs)
+    loaded = load_test_inputs(checkpoint, **inputs)
+    sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs)
