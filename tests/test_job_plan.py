@@ -123,13 +123,12 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
     document = through_json(edited.data_dependent_certification(run))
     options = config["optimize_sigma"]
     assert document["kind"] == "data_dependent_certification"
-    assert sigma_search_settings(document, edited.speed(run)) == Algorithm1Settings(
+    assert sigma_search_settings(document) == Algorithm1Settings(
         sigma0=0.5,
         n=8,
         steps=tuple(options["k"]),
         lr=options["lr"],
         n0=options["n0"],
-        batch=options["batch"],
         min_scale=options["min_sigma"],
         objective=options["objective"],
     )
@@ -152,7 +151,8 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     grid_flags += ["--grid-min", str(grid["low"]), "--grid-max", str(grid["high"])]
     by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
     speed = through_json(plan().speed(run))
-    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document, speed) == by_flags
+    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
+    assert speed["sigma_search"]["batch"] == opt["batch"]  # the σ search's speed: beside the document
     certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     radii = ["--radii", *map(str, config["datasets"]["digits"]["radii"])]
     by_flags = certify_flags(
@@ -164,7 +164,7 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     ds = through_json(plan().data_dependent_certification(run))
     algorithm1 = ["--sigma0", "0.5", "--k", *map(str, opt["k"]), "--n", str(opt["n"]), "--lr", str(opt["lr"])]
     algorithm1 += ["--min-sigma", str(opt["min_sigma"]), *shared, "--out", "s.tsv"]
-    assert sigma_search_settings(ds, speed) == optimize_flags(_flags("optimize-sigma", *algorithm1))
+    assert sigma_search_settings(ds) == optimize_flags(_flags("optimize-sigma", *algorithm1))
     assert sigma_search_settings(plan().fixed_certification(run)) is None
 
 

@@ -55,6 +55,9 @@ def noise_sigma(noise: str, sigma: float, convention: str) -> float:
 #: Appendix B: forward + backward over n samples for K steps = 2nK = 200 evaluations (K=100, n=1).
 GRID_BUDGET = 200
 
+#: Test inputs a σ search solves together when none is given (speed only: rows never depend on it).
+SIGMA_BATCH = 32
+
 
 def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else a ``ValueError`` listing them."""
@@ -269,8 +272,9 @@ class SigmaSettings:
     ``sigma0`` is σ₀ (λ₀ for uniform noise); c_A, the σ₀-smoothed prediction written to the log's
     ``c_a`` column, is counted over ``n0`` draws. ``n`` draws of ε̂ estimate ψ per step (Algorithm 1)
     or per grid point (Appendix B). ``objective`` and ``clamp`` choose E_A, E_B
-    (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default. ``batch``
-    test inputs are solved together (speed only). Input ``idx``'s draws are seeded from ``(seed, idx)``.
+    (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default.
+    Input ``idx``'s draws are seeded from ``(seed, idx)``. How many inputs are solved together changes
+    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_log.optimize_dataset`).
     """
 
     sigma0: float
@@ -279,26 +283,19 @@ class SigmaSettings:
     objective: str = "released"
     clamp: float | None = None
     n0: int = 100
-    batch: int = 32
     seed: int = 0
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
         _positive("sigma0", self.sigma0)
-        _at_least_one(n=self.n, n0=self.n0, batch=self.batch)
+        _at_least_one(n=self.n, n0=self.n0)
         object.__setattr__(self, "clamp", resolve_clamp(self.objective, self.clamp))
         check_precision(self.precision)
 
     def resume_settings(self) -> dict[str, object]:
-        """Every setting but ``batch`` (:meth:`speed_settings`): a partial σ log resumes only under
-        the same ones, and the workflow re-runs a job when they change."""
-        settings = asdict(self)
-        del settings["batch"]
-        return settings
-
-    def speed_settings(self) -> dict[str, object]:
-        """The setting that changes only how fast σ is found: ``batch`` inputs solved together."""
-        return {"batch": self.batch}
+        """Every setting: a partial σ log resumes only under the same ones, and the workflow re-runs
+        a job when they change."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddrs.core.settings import (
+    SIGMA_BATCH,
     Algorithm1Settings,
     CertifySettings,
     DeviceSettings,
@@ -139,8 +140,11 @@ def sigma_log_jobs(
     ]
 
 
-def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: LoadedTestSet, out: str) -> None:
-    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log ``out``."""
+def write_sigma_log(
+    settings: Algorithm1Settings | GridSearchSettings, inputs: LoadedTestSet, out: str, batch: int = SIGMA_BATCH
+) -> None:
+    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log
+    ``out``, ``batch`` inputs solved together (speed only)."""
     from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
 
     if isinstance(settings, GridSearchSettings):
@@ -156,6 +160,7 @@ def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: L
         inputs.indices,
         out,
         settings,
+        batch=batch,
         num_classes=inputs.num_classes,
         device=inputs.device,
         provenance=inputs.provenance,
@@ -184,10 +189,12 @@ def sigma_certification(
     sigma_log: str,
     outs: Sequence[str],
     memory_outs: Sequence[str] | None = None,
+    search_batch: int = SIGMA_BATCH,
 ) -> None:
-    """σ per input by ``search`` into ``sigma_log``, then CERTIFY at every column it wrote (one
-    ``outs`` log each) made sound by Algorithm 3 (``memory_outs``): the ``data_dependent_certification``
-    and ``grid_search_certification`` kinds (DDRS §3.3–3.4, Appendix B), the model loaded once."""
+    """σ per input by ``search`` into ``sigma_log`` (``search_batch`` inputs solved together), then
+    CERTIFY at every column it wrote (one ``outs`` log each) made sound by Algorithm 3 (``memory_outs``):
+    the ``data_dependent_certification`` and ``grid_search_certification`` kinds (DDRS §3.3–3.4,
+    Appendix B), the model loaded once."""
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.sigma_log_format import grid_column, sigma_column
 
@@ -199,7 +206,7 @@ def sigma_certification(
             f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
         )
     with kept_partials():
-        write_sigma_log(search, inputs, sigma_log)
+        write_sigma_log(search, inputs, sigma_log, search_batch)
         certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
 
 
@@ -284,15 +291,14 @@ def kind_of(document: Mapping[str, Any]) -> str:
     return kind
 
 
-def sigma_search_settings(document: Mapping[str, Any], speed: Mapping[str, Any] | None = None):
+def sigma_search_settings(document: Mapping[str, Any]):
     """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
-    speed = (speed or {}).get("sigma_search", {})
     if "algorithm1" in document:
-        return Algorithm1Settings(**{**document["algorithm1"], **speed})
+        return Algorithm1Settings(**document["algorithm1"])
     if "grid_search" in document:
         from ddrs.core.sigma import grid_for_budget
 
-        search = {**document["grid_search"], **speed}
+        search = dict(document["grid_search"])
         grid = grid_for_budget(search.pop("low"), search.pop("high"), search["n"], search.pop("budget"))
         return GridSearchSettings(**search, grid=grid.tolist())
     return None
@@ -337,6 +343,6 @@ def run_document(
         return
     if sigma_log is None:
         raise ValueError("a σ-search job needs --sigma-log")
-    search = sigma_search_settings(document, speed)
+    search, search_batch = sigma_search_settings(document), speed.get("sigma_search", {}).get("batch", SIGMA_BATCH)
     loaded = load_test_inputs(checkpoint, **inputs)
-    sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs)
+    sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs, search_batch)

@@ -104,7 +104,6 @@ class JobPlan:
             "objective": options["objective"],
             "clamp": options.get("clamp"),
             "n0": options["n0"],
-            "batch": options["batch"],
         }
 
     def algorithm1_settings(self, run: Run) -> Algorithm1Settings:
