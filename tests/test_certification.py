@@ -1,6 +1,7 @@
 """The resumable certification loop."""
 
 import json
+from dataclasses import fields
 
 import pandas as pd
 import pytest
@@ -9,7 +10,7 @@ from killed_job import FailsAfter
 from torch import nn
 
 from ddrs.core.seeds import KEY_SCHEME
-from ddrs.core.settings import CertifySettings, SequentialSettings
+from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
 from ddrs.jobs.certification import certify_dataset
 from ddrs.jobs.logs import COHEN_COLUMNS, partial_path, read_log
 
@@ -33,10 +34,13 @@ def tiny_dataset() -> list[tuple[torch.Tensor, int]]:
     return [(image, i % 3) for i, image in enumerate(images)]
 
 
-SETTINGS = dict(noise="gaussian", n0=20, n=150, alpha=0.01, batch_size=64, seed=3)
+SETTINGS = dict(noise="gaussian", n0=20, n=150, alpha=0.01, seed=3)
+#: the device settings of every run, unless a test changes them
+SPEED = dict(batch_size=64)
 
 
 def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=None, device="cpu", **changes):
+    speed = {**SPEED, **{f.name: changes.pop(f.name) for f in fields(DeviceSettings) if f.name in changes}}
     settings = CertifySettings(**{**SETTINGS, **changes})
     return certify_dataset(
         model.to(device),
@@ -45,6 +49,7 @@ def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=Non
         scales,
         out,
         settings,
+        device_settings=DeviceSettings(**speed),
         num_classes=3,
         extra_columns=extra_columns,
         device=device,

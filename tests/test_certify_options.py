@@ -13,11 +13,18 @@ import torch
 from torch import nn
 
 from ddrs.core import device as device_module
-from ddrs.core.device import auto_batch_size, batch_for_memory, make_generator, prepare_classifier
-from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.core.device import (
+    auto_batch_size,
+    batch_for_memory,
+    make_generator,
+    prepare_certification,
+    prepare_classifier,
+)
+from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, DeviceSettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch, sample_counts
 from ddrs.jobs.certification import certify_dataset
 from ddrs.jobs.logs import kept_partials, partial_path, read_log
+from ddrs.jobs.runner import LoadedTestSet, certify_logs
 
 CPU = torch.device("cpu")
 
@@ -40,7 +47,7 @@ def counts(model, x, **options):
 
 
 def test_defaults_are_todays_behaviour_on_the_cpu():
-    settings = CertifySettings()
+    settings = DeviceSettings()
     assert settings.batch_size == DEFAULT_CERTIFY_BATCH == 400
     assert settings.memory_format == "auto" and settings.compile is False
     assert resolve_memory_format("auto", "cpu") == "contiguous"
@@ -78,20 +85,19 @@ def test_a_job_compiles_its_model_once_and_reuses_it(monkeypatch):
 def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_cpu():
     """torch.compile on the CPU (inductor, about half a minute to build): same counts, same certificates."""
     x = images(2, torch.float64)
-    settings = CertifySettings(n0=20, n=200, alpha=0.01, batch_size=64)
-    eager = certify_batch(
-        conv_model(torch.float64),
-        x,
-        0.25,
-        settings,
-        num_classes=4,
-        generator=[make_generator(i, CPU) for i in range(2)],
+    settings = CertifySettings(n0=20, n=200, alpha=0.01)
+    eager_model, on_cpu = prepare_certification(
+        conv_model(torch.float64), CPU, DeviceSettings(batch_size=64), sample_shape=None, precision="fp32", cap=200
     )
-    model = prepare_classifier(conv_model(torch.float64), CPU, memory_format="contiguous", compile=True)
+    run = dict(num_classes=4, generator=[make_generator(i, CPU) for i in range(2)])
+    eager = certify_batch(eager_model, x, 0.25, settings, device_settings=on_cpu, **run)
+    model, compiled = prepare_certification(
+        conv_model(torch.float64), CPU, DeviceSettings(batch_size=64, compile=True), sample_shape=None,
+        precision="fp32", cap=200,
+    )  # fmt: skip
     try:
-        result = certify_batch(
-            model, x, 0.25, settings, num_classes=4, generator=[make_generator(i, CPU) for i in range(2)]
-        )
+        run = dict(num_classes=4, generator=[make_generator(i, CPU) for i in range(2)])
+        result = certify_batch(model, x, 0.25, settings, device_settings=compiled, **run)
     except Exception as error:  # noqa: BLE001 - no working compiler toolchain here
         pytest.skip(f"torch.compile does not run on this machine: {error}")
     assert torch.equal(result.predict, eager.predict)
@@ -112,11 +118,12 @@ def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
     dataset = [(image, i % 4) for i, image in enumerate(images(4))]
 
     def run(name, **options):
-        settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3, **options)
+        settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3)
         with kept_partials():  # the settings stay beside the kept partial log until the block ends
             out = certify_dataset(
-                conv_model(), dataset, range(4), 0.25, tmp_path / name, settings, num_classes=4, progress=False
-            )
+                conv_model(), dataset, range(4), 0.25, tmp_path / name, settings,
+                device_settings=DeviceSettings(**options), num_classes=4, progress=False,
+            )  # fmt: skip
             recorded = json.loads(partial_path(out).with_name(partial_path(out).name + ".json").read_text())
         return read_log(out).drop(columns="time"), recorded
 
@@ -132,7 +139,40 @@ def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
 
 def test_unknown_memory_format_names_the_choices():
     with pytest.raises(ValueError, match="unknown memory format 'nhwc'.*channels_last"):
-        CertifySettings(memory_format="nhwc")
+        DeviceSettings(memory_format="nhwc")
+
+
+def test_device_settings_are_resolved_once_and_the_layers_below_refuse_unresolved_ones():
+    """A job's entry makes the batch and memory format concrete; CERTIFY itself resolves nothing."""
+    model, resolved = prepare_certification(
+        conv_model(), CPU, DeviceSettings(batch_size=None), sample_shape=(3, 8, 8), precision="fp32", cap=100
+    )
+    assert model is not None and resolved.resolved
+    assert (resolved.batch_size, resolved.memory_format) == (DEFAULT_CERTIFY_BATCH, "contiguous")
+    assert prepare_certification(model, CPU, resolved, sample_shape=(3, 8, 8), precision="fp32", cap=100)[1] == resolved
+    with pytest.raises(ValueError, match="not resolved for a device.*prepare_certification"):
+        certify_batch(
+            conv_model(), images(1), 0.25, CertifySettings(n0=5, n=5), device_settings=DeviceSettings(),
+            num_classes=4, generator=None,
+        )  # fmt: skip
+
+
+def test_a_job_resolves_its_device_settings_once_for_all_its_logs(tmp_path, monkeypatch):
+    """Two logs of one job, automatic batch: one probe, and the logs record the same resolved settings."""
+    probes = []
+
+    def probe(*args, **options):
+        probes.append(options)
+        return 96
+
+    monkeypatch.setattr(device_module, "auto_batch_size", probe)
+    dataset = [(image, i % 4) for i, image in enumerate(images(4))]
+    inputs = LoadedTestSet(conv_model(), dataset, [0, 1, 2, 3], 4, CPU, {"checkpoint": "test"})
+    settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3)
+    jobs = [(f"sigma {sigma}", sigma, tmp_path / f"{sigma}.tsv") for sigma in (0.25, 0.5)]
+    certify_logs(settings, DeviceSettings(batch_size=None), jobs, inputs)
+    assert probes == [dict(precision="fp32", memory_format="contiguous", cap=150)]
+    assert all(len(read_log(out)) == 4 for _, _, out in jobs)
 
 
 def test_the_probe_is_only_used_on_cuda(monkeypatch):

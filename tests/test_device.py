@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from ddrs.core.device import autocast, make_generator, select_device
-from ddrs.core.settings import CertifySettings
+from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import certify_batch
 
 
@@ -58,7 +58,8 @@ def test_a_bf16_base_classifier_certifies_like_fp32_far_from_the_boundary():
     x = torch.tensor([[3.0, 0.0], [-3.0, 0.0]])
     results = {
         precision: certify_batch(
-            model, x, 0.5, CertifySettings(n0=50, n=2000, alpha=0.001, batch_size=500, precision=precision),
+            model, x, 0.5, CertifySettings(n0=50, n=2000, alpha=0.001, precision=precision),
+            device_settings=DeviceSettings(batch_size=500, memory_format="contiguous"),
             num_classes=2, generator=make_generator(0, torch.device("cpu")),
         )
         for precision in ("fp32", "bf16")

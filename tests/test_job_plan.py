@@ -13,7 +13,15 @@ from workflow_helpers import REPO, load_config
 from ddrs.cli import build_parser
 from ddrs.cli.certify import check as certify_flags
 from ddrs.cli.optimize_sigma import check as optimize_flags
-from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings, SequentialSettings
+from ddrs.core.settings import (
+    Algorithm1Settings,
+    CertifySettings,
+    DeviceSettings,
+    GridSearchSettings,
+    SequentialSettings,
+    certify_from_parts,
+    certify_speed,
+)
 from ddrs.jobs.runner import sigma_search_settings
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
@@ -34,9 +42,9 @@ def through_json(document: dict) -> dict:
     return json.loads(json.dumps(document))
 
 
-def certify_of(jobs: JobPlan, run: Run, document: dict) -> CertifySettings:
-    """CERTIFY's settings as ``ddrs job`` builds them from the document and the plan's speed."""
-    return CertifySettings.from_parts(through_json(document)["certify"], through_json(jobs.speed(run))["certify"])
+def certify_of(jobs: JobPlan, run: Run, document: dict) -> tuple[CertifySettings, DeviceSettings]:
+    """CERTIFY's statistics and device settings as ``ddrs job`` builds them from the document and the plan's speed."""
+    return certify_from_parts(through_json(document)["certify"], through_json(jobs.speed(run))["certify"])
 
 
 def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
@@ -56,9 +64,7 @@ def test_fixed_certification_hands_the_training_sigma_and_the_certify_section():
     section = config["certify"]
     expected = CertifySettings(noise="gaussian", n0=section["n0"], n=section["n"], alpha=section["alpha"])
     assert document["certify"] == expected.resume_settings()  # the statistics only: no batch, no sequential rule
-    assert certify_of(plan(), run, document) == CertifySettings(
-        **expected.resume_settings(), batch_size=section["batch"]
-    )
+    assert certify_of(plan(), run, document) == (expected, DeviceSettings(batch_size=section["batch"]))
 
 
 def test_uniform_noise_is_handed_its_half_width_under_the_configs_convention():
@@ -83,7 +89,7 @@ def test_a_settings_field_the_config_names_travels_to_the_job_without_the_plan_n
     jobs, run = JobPlan(Experiment(config).grid), Run("digits", "cohen", "fs", 0.25)
     assert jobs.speed(run)["certify"]["inputs_per_call"] == 7  # a speed setting: beside the document
     assert jobs.fixed_certification(run)["certify"]["alpha"] == 0.01  # a statistic: in it
-    assert certify_of(jobs, run, jobs.fixed_certification(run)).inputs_per_call == 7
+    assert certify_of(jobs, run, jobs.fixed_certification(run))[1].inputs_per_call == 7
 
 
 def test_the_document_holds_what_decides_rows_and_the_speed_what_does_not():
@@ -117,17 +123,16 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
     document = through_json(edited.data_dependent_certification(run))
     options = config["optimize_sigma"]
     assert document["kind"] == "data_dependent_certification"
-    assert sigma_search_settings(document, edited.speed(run)) == Algorithm1Settings(
+    assert sigma_search_settings(document) == Algorithm1Settings(
         sigma0=0.5,
         n=8,
         steps=tuple(options["k"]),
         lr=options["lr"],
         n0=options["n0"],
-        batch=options["batch"],
         min_scale=options["min_sigma"],
         objective=options["objective"],
     )
-    assert "sigma" not in document and certify_of(edited, run, document).n == config["certify"]["n"]
+    assert "sigma" not in document and certify_of(edited, run, document)[0].n == config["certify"]["n"]
 
 
 def _flags(command: str, *words: str):
@@ -146,18 +151,20 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     grid_flags += ["--grid-min", str(grid["low"]), "--grid-max", str(grid["high"])]
     by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
     speed = through_json(plan().speed(run))
-    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document, speed) == by_flags
+    assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
+    assert speed["sigma_search"]["batch"] == opt["batch"]  # the σ search's speed: beside the document
     certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     radii = ["--radii", *map(str, config["datasets"]["digits"]["radii"])]
     by_flags = certify_flags(
         _flags("certify", "--sigma", "0.5", *certify_words, "--batch", "2000", *radii, "--out", "c.tsv")
     )
-    assert certify_of(plan(), run, document).resume_settings() == by_flags.resume_settings()
-    assert certify_of(plan(), run, document).speed_settings() == by_flags.speed_settings()
+    (statistics, on_device), (by_statistics, by_device) = certify_of(plan(), run, document), by_flags
+    assert statistics.resume_settings() == by_statistics.resume_settings()
+    assert certify_speed(statistics, on_device) == certify_speed(by_statistics, by_device)
     ds = through_json(plan().data_dependent_certification(run))
     algorithm1 = ["--sigma0", "0.5", "--k", *map(str, opt["k"]), "--n", str(opt["n"]), "--lr", str(opt["lr"])]
     algorithm1 += ["--min-sigma", str(opt["min_sigma"]), *shared, "--out", "s.tsv"]
-    assert sigma_search_settings(ds, speed) == optimize_flags(_flags("optimize-sigma", *algorithm1))
+    assert sigma_search_settings(ds) == optimize_flags(_flags("optimize-sigma", *algorithm1))
     assert sigma_search_settings(plan().fixed_certification(run)) is None
 
 
@@ -177,7 +184,7 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     edited = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp", "first_look": 16}))
     run = Run("digits", "cohen", "fs", 0.5)
     document = through_json(edited.sequential_certification(run))
-    settings = certify_of(edited, run, document)
+    settings, on_device = certify_of(edited, run, document)
     radii = config["datasets"]["digits"]["radii"]
     assert document["sigma"] == 0.5 and settings.mode == "sequential"
     assert settings.sequential == SequentialSettings(sequence="union_cp", first_look=16, radii=tuple(radii))
@@ -185,8 +192,8 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--first-look", "16"]
     by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *words, "--radii", *map(str, radii), "--out", "c.tsv"))
-    assert settings == by_flags
-    assert certify_of(edited, run, edited.fixed_certification(run)).mode == "fixed"
+    assert (settings, on_device) == by_flags
+    assert certify_of(edited, run, edited.fixed_certification(run))[0].mode == "fixed"
     uniform_run = Run("digits", "uniform", "fs", 0.5)
-    uniform = certify_of(edited, uniform_run, edited.sequential_certification(uniform_run))
+    uniform, _ = certify_of(edited, uniform_run, edited.sequential_certification(uniform_run))
     assert uniform.sequential.radii == tuple(sorted({0.0, *config["datasets"]["digits"]["l1_radii"]}))

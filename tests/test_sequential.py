@@ -32,7 +32,7 @@ from ddrs.core.sequential import (
     look_schedule,
 )
 from ddrs.core.sequential_pool import certify_sequentially
-from ddrs.core.settings import SEQUENCES, CertifySettings, SequentialSettings
+from ddrs.core.settings import SEQUENCES, CertifySettings, DeviceSettings, SequentialSettings
 from ddrs.core.streams import input_streams
 
 ALPHA = 0.1  # large enough that an unsound bound fails the test with 12,000 certificates
@@ -200,16 +200,21 @@ class Linear(nn.Module):
         return torch.cat([-margin, margin], dim=1)
 
 
-def run_pool(x0: np.ndarray, settings: CertifySettings, seed: int = 0):
+def on_cpu(batch_size: int) -> DeviceSettings:
+    return DeviceSettings(batch_size=batch_size, memory_format="contiguous")
+
+
+def run_pool(x0: np.ndarray, settings: CertifySettings, seed: int = 0, batch_size: int = 512):
     x = torch.tensor(x0, dtype=torch.float32)[:, None].repeat(1, 3)
     streams = input_streams(seed, range(len(x)), Stream.CERTIFY, CPU)
     scale = torch.ones(len(x))
-    return dict(certify_sequentially(Linear(), x, scale, settings, num_classes=2, streams=streams, device=CPU))
+    run = dict(device_settings=on_cpu(batch_size), num_classes=2, streams=streams, device=CPU)
+    return dict(certify_sequentially(Linear(), x, scale, settings, **run))
 
 
 def settings(alpha: float = ALPHA, **sequential) -> CertifySettings:
     return CertifySettings(
-        n0=N0, n=CAP, alpha=alpha, batch_size=512, mode="sequential",
+        n0=N0, n=CAP, alpha=alpha, mode="sequential",
         sequential=SequentialSettings(radii=tuple(RADII), first_look=8, **sequential),
     )  # fmt: skip
 
@@ -231,8 +236,7 @@ def test_the_pool_certifies_the_linear_classifier_soundly_and_stops_early():
 def test_a_row_does_not_depend_on_the_pool_or_the_batch():
     x0 = np.linspace(-1.2, 1.2, 12)
     together = run_pool(x0, settings())
-    alone = run_pool(x0, CertifySettings(**{**settings().__dict__, "batch_size": 7, "sequential": SequentialSettings(
-        radii=tuple(RADII), first_look=8, pool=1)}))  # fmt: skip
+    alone = run_pool(x0, settings(pool=1), batch_size=7)
     assert together == alone
 
 
@@ -276,10 +280,11 @@ def test_the_selection_draws_are_not_counted_into_the_bound(sequence):
     x = torch.zeros(inputs, 100)
     streams = input_streams(6, range(inputs), Stream.CERTIFY, CPU)
     rule = SequentialSettings(sequence=sequence, first_look=8, pool=inputs)
-    certify = CertifySettings(n0=1000, n=8, alpha=ALPHA, batch_size=4096, mode="sequential", sequential=rule)
+    certify = CertifySettings(n0=1000, n=8, alpha=ALPHA, mode="sequential", sequential=rule)
     results = certify_sequentially(
-        Uniform100(), x, torch.ones(inputs), certify, num_classes=100, streams=streams, device=CPU
-    )
+        Uniform100(), x, torch.ones(inputs), certify, device_settings=on_cpu(4096), num_classes=100,
+        streams=streams, device=CPU,
+    )  # fmt: skip
     lowers = np.array([result.p_a_lower for _, result in results])
     assert_at_most_alpha(int((lowers > 0.01).sum()), inputs)
 

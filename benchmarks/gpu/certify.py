@@ -22,7 +22,7 @@ from torch import nn
 
 from ddrs.core.device import autocast, prepare_classifier
 from ddrs.core.seeds import Stream
-from ddrs.core.settings import CertifySettings
+from ddrs.core.settings import CertifySettings, DeviceSettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams
 from ddrs.data import get_info
@@ -40,9 +40,11 @@ MODELS = (
 def ddrs_certify(
     model, x, sizes: Sizes, n: int, precision: str, device: torch.device, streams: str | None = None
 ) -> None:
-    settings = CertifySettings(n0=sizes.n0, n=n, alpha=ALPHA, batch_size=sizes.batch, precision=precision)
+    settings = CertifySettings(n0=sizes.n0, n=n, alpha=ALPHA, precision=precision)
+    on_device = DeviceSettings(batch_size=sizes.batch, memory_format=resolve_memory_format("auto", device.type))
     generator = input_streams(0, range(len(x)), Stream.CERTIFY, device, kind=streams)
-    certify_batch(model, x, SIGMA, settings, num_classes=_classes(model, x), generator=generator)
+    run = dict(device_settings=on_device, num_classes=_classes(model, x), generator=generator)
+    certify_batch(model, x, SIGMA, settings, **run)
 
 
 def ceiling_certify(model, x, sizes: Sizes, n: int, batch: int, precision: str) -> None:

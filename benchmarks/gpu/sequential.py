@@ -37,10 +37,10 @@ import yaml
 from _measure import SIGMA, interleaved_seconds, paired_ratios
 from torch import Tensor, nn
 
-from ddrs.core.device import auto_batch_size, prepare_classifier
+from ddrs.core.device import prepare_certification
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential_pool import certify_sequentially
-from ddrs.core.settings import CertifySettings, SequentialSettings
+from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams
 from ddrs.data import get_info
@@ -98,14 +98,14 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
     x = inputs_with_margins(sizes.sequential_inputs, shape)
     radii = yaml.safe_load(PAPER_CONFIG.read_text())["datasets"]["cifar10"]["radii"]
     network = MeanRule(build_model("resnet110", "cifar10")).to(device).eval()
-    laid_out = prepare_classifier(network, device, memory_format="auto", compile=False)
-    batch = sizes.batch or auto_batch_size(
-        laid_out, shape, device, precision=PRECISION, cap=max(sizes.n0, sizes.n)
-    )  # as ddrs.jobs.certification chooses it, before compilation
-    model = DrawCounter(prepare_classifier(laid_out, device, memory_format="auto", compile=sizes.compile))
-    fixed = CertifySettings(n0=sizes.n0, n=sizes.n, alpha=ALPHA, batch_size=batch, precision=PRECISION)
+    classifier, on_device = prepare_certification(  # as a certification job resolves its device settings
+        network, device, DeviceSettings(batch_size=sizes.batch, compile=sizes.compile), sample_shape=shape,
+        precision=PRECISION, cap=max(sizes.n0, sizes.n),
+    )  # fmt: skip
+    model = DrawCounter(classifier)
+    fixed = CertifySettings(n0=sizes.n0, n=sizes.n, alpha=ALPHA, precision=PRECISION)
     sequential = CertifySettings(
-        n0=sizes.n0, n=sizes.n, alpha=ALPHA, batch_size=batch, precision=PRECISION,
+        n0=sizes.n0, n=sizes.n, alpha=ALPHA, precision=PRECISION,
         mode="sequential", sequential=SequentialSettings(radii=tuple(radii)),
     )  # fmt: skip
     draws: dict[str, int] = {}
@@ -119,14 +119,16 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
     def fixed_n() -> None:
         inputs = x[: sizes.inputs].to(device)
         generator = input_streams(0, range(len(inputs)), Stream.CERTIFY, device)
-        certify_batch(model, inputs, SIGMA, fixed, num_classes=num_classes, generator=generator)
+        run = dict(device_settings=on_device, num_classes=num_classes, generator=generator)
+        certify_batch(model, inputs, SIGMA, fixed, **run)
 
     def sequentially() -> None:
         streams = input_streams(0, range(len(x)), Stream.CERTIFY, device)
         sigma = torch.full((len(x),), SIGMA)
         stopped = certify_sequentially(
-            model, x, sigma, sequential, num_classes=num_classes, streams=streams, device=device
-        )
+            model, x, sigma, sequential, device_settings=on_device, num_classes=num_classes, streams=streams,
+            device=device,
+        )  # fmt: skip
         results[:] = [result for _, result in stopped]
 
     seconds = interleaved_seconds(
@@ -148,7 +150,7 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
         "fixed_inputs": sizes.inputs,
         "fixed_draws_per_input": draws["fixed"] / sizes.inputs,
         "n_timed": sizes.n,
-        "batch": batch,
+        "batch": on_device.batch_size,
         "precision": PRECISION,
         "compiled": sizes.compile,
     }

@@ -19,6 +19,7 @@ from ddrs.core.settings import (
     MEMORY_FORMATS,
     SEQUENCES,
     CertifySettings,
+    DeviceSettings,
     SequentialSettings,
     settings_from,
 )
@@ -74,12 +75,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--batch",
         type=_batch,
-        default=CertifySettings.batch_size,
+        default=DeviceSettings.batch_size,
         help="noisy copies per forward pass, or auto: from free GPU memory on CUDA, 400 elsewhere",
     )
     parser.add_argument(
         "--memory-format",
-        default=CertifySettings.memory_format,
+        default=DeviceSettings.memory_format,
         choices=MEMORY_FORMATS,
         help="layout of the model and its noisy inputs (auto: channels_last on CUDA, contiguous elsewhere)",
     )
@@ -130,15 +131,17 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run, check=check)
 
 
-def check(args: argparse.Namespace) -> CertifySettings:
-    """The run's settings, every argument checked without reading a file (``ddrs batch`` checks all first)."""
+def check(args: argparse.Namespace) -> tuple[CertifySettings, DeviceSettings]:
+    """The run's statistics and device settings, every argument checked without reading a file
+    (``ddrs batch`` checks all first)."""
     from ddrs.core.noise import get_noise
 
     _test_inputs.check(args)
     _columns(args)
     sequential = settings_from(SequentialSettings, vars(args))
     noise = get_noise(args.noise).name
-    return settings_from(CertifySettings, vars(args), noise=noise, batch_size=args.batch, sequential=sequential)
+    settings = settings_from(CertifySettings, vars(args), noise=noise, sequential=sequential)
+    return settings, settings_from(DeviceSettings, vars(args), batch_size=args.batch)
 
 
 def _columns(args: argparse.Namespace) -> list[str] | None:
@@ -190,6 +193,6 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float],
 def run(args: argparse.Namespace) -> None:
     from ddrs.jobs.runner import certify_logs
 
-    settings = check(args)
+    settings, device_settings = check(args)
     jobs = _jobs(args)
-    certify_logs(settings, jobs, _test_inputs.load(args), args.memory_out)
+    certify_logs(settings, device_settings, jobs, _test_inputs.load(args), args.memory_out)

@@ -13,6 +13,7 @@ from ddrs.cli import _test_inputs
 from ddrs.core.settings import (
     DEFAULT_CLAMP,
     GRID_BUDGET,
+    SIGMA_BATCH,
     SIGMA_OBJECTIVES,
     Algorithm1Settings,
     GridSearchSettings,
@@ -43,7 +44,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--n0", type=int, default=100, help="samples of the σ₀-smoothed classifier for c_A")
     parser.add_argument("--min-sigma", type=float, default=1e-3, help="lower bound kept on σ during ascent")
     parser.add_argument("--max-sigma", type=float, default=None, help="optional upper bound on σ")
-    parser.add_argument("--batch", type=int, default=32, help="test inputs optimised together")
+    parser.add_argument("--batch", type=int, default=SIGMA_BATCH, help="test inputs optimised together (speed only)")
     parser.add_argument("--out", required=True, help="the σ log to write (resumes from <out>.partial)")
     grid = parser.add_argument_group("Appendix-B grid-search baseline")
     grid.add_argument("--grid-search", action="store_true", help="pick σ from a grid instead of Algorithm 1")
@@ -60,6 +61,8 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
     from ddrs.core.sigma import grid_for_budget
 
     _test_inputs.check(args)
+    if args.batch < 1:
+        raise ValueError(f"--batch must be >= 1, got {args.batch}")
     noise = get_noise(args.noise).name
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
@@ -73,4 +76,4 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.jobs.runner import write_sigma_log
 
     settings = check(args)
-    write_sigma_log(settings, _test_inputs.load(args), args.out)
+    write_sigma_log(settings, _test_inputs.load(args), args.out, args.batch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -12,6 +13,7 @@ from ddrs.core.gpu_slots import claim_gpu
 from ddrs.core.settings import (  # PRECISIONS: also imported from here by training
     DEFAULT_CERTIFY_BATCH,
     PRECISIONS,
+    DeviceSettings,
     check_precision,
     resolve_memory_format,
 )
@@ -147,3 +149,33 @@ def auto_batch_size(
     per_draw = max(torch.cuda.max_memory_allocated(device) - before, 1) / probe
     free, _ = torch.cuda.mem_get_info(device)
     return batch_for_memory(free, per_draw, fraction=fraction, cap=cap)
+
+
+def prepare_certification(
+    model: nn.Module,
+    device: torch.device,
+    settings: DeviceSettings,
+    *,
+    sample_shape: tuple[int, ...] | None,
+    precision: str,
+    cap: int,
+) -> tuple[nn.Module, DeviceSettings]:
+    """The base classifier and ``settings`` resolved once for ``device``, at a job's entry.
+
+    The memory format becomes concrete and the model is laid out in it, compiled if asked
+    (:func:`prepare_classifier`); a batch of None is probed from free memory with the laid-out,
+    uncompiled model on inputs of ``sample_shape`` in ``precision`` (:func:`auto_batch_size`, at most
+    ``cap``; :data:`~ddrs.core.settings.DEFAULT_CERTIFY_BATCH` when there are no inputs). Returns the
+    model to run and the resolved settings (:attr:`~ddrs.core.settings.DeviceSettings.resolved`) that
+    the layers below take as they are.
+    """
+    memory_format = resolve_memory_format(settings.memory_format, device.type)
+    classifier = prepare_classifier(model, device, memory_format=memory_format, compile=settings.compile)
+    batch_size = settings.batch_size
+    if batch_size is None:
+        batch_size = DEFAULT_CERTIFY_BATCH
+        if sample_shape is not None:  # ``model`` is laid out in place; ``classifier`` may be its compiled wrapper
+            batch_size = auto_batch_size(
+                model, sample_shape, device, precision=precision, memory_format=memory_format, cap=cap
+            )
+    return classifier, replace(settings, batch_size=batch_size, memory_format=memory_format)

@@ -25,7 +25,7 @@ from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import copy_to
 from ddrs.core.noise import get_noise
 from ddrs.core.sequential import confidence_sequence, decide, look_schedule
-from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, SequentialSettings, resolve_memory_format
+from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings, resolve_memory_format
 from ddrs.core.smoothing import Smooth, sample_counts
 from ddrs.core.streams import InputStreams, as_streams
 
@@ -51,22 +51,24 @@ def certify_sequentially(
     sigma: Tensor,
     settings: CertifySettings,
     *,
+    device_settings: DeviceSettings,
     num_classes: int,
     streams: InputStreams,
     device: torch.device,
 ) -> Iterator[tuple[int, SequentialResult]]:
     """Certify ``x[i]`` (host tensor ``(M, …)``) at ``sigma[i]`` for every i, yielding ``(i, result)``
     as each input stops (not in order). ``streams`` holds input i's stream at row i; ``model`` is on
-    ``device``, in eval mode. ``settings.sequential`` holds the stopping rule, ``settings.n`` the cap.
+    ``device``, in eval mode. ``settings.sequential`` holds the stopping rule, ``settings.n`` the cap;
+    ``device_settings``, resolved for ``device`` (:func:`ddrs.core.device.prepare_certification`), the
+    forward batch and the inputs' memory format.
     """
     rule = settings.sequential
     noise = get_noise(settings.noise)
     sequence = confidence_sequence(rule.sequence, settings.alpha, settings.n)
     schedule = look_schedule(rule.first_look, rule.growth, settings.n)
     blocks = np.diff(schedule, prepend=0)
-    batch_size = settings.batch_size or DEFAULT_CERTIFY_BATCH
+    channels_last, batch_size = device_settings.channels_last, device_settings.batch_size
     capacity = rule.pool or max(1, math.ceil(batch_size / min(settings.n0, rule.first_look)))
-    channels_last = resolve_memory_format(settings.memory_format, device.type) == "channels_last"
     sigma = sigma.double()
     radii = torch.tensor(rule.radii, dtype=torch.float64)
     thresholds = noise.threshold(radii[None, :], sigma[:, None]).numpy()
@@ -172,11 +174,11 @@ class SequentialSmooth(Smooth):
         """
         self.base_classifier.eval()
         rule = SequentialSettings(sequence=sequence, radii=tuple(radii))
-        settings = CertifySettings(
-            noise=self.noise.name, n0=n0, n=n, alpha=alpha, batch_size=batch_size, mode="sequential", sequential=rule
-        )
+        settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, mode="sequential", sequential=rule)
+        on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
         ((_, result),) = certify_sequentially(
             self.base_classifier, x.unsqueeze(0), torch.tensor([float(self.sigma)]), settings,
-            num_classes=self.num_classes, streams=as_streams(generator, 1), device=x.device,
+            device_settings=on_device, num_classes=self.num_classes, streams=as_streams(generator, 1),
+            device=x.device,
         )  # fmt: skip
         return result

@@ -55,6 +55,9 @@ def noise_sigma(noise: str, sigma: float, convention: str) -> float:
 #: Appendix B: forward + backward over n samples for K steps = 2nK = 200 evaluations (K=100, n=1).
 GRID_BUDGET = 200
 
+#: Test inputs a σ search solves together when none is given (speed only: rows never depend on it).
+SIGMA_BATCH = 32
+
 
 def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else a ``ValueError`` listing them."""
@@ -127,11 +130,6 @@ def _at_least_one(**values: int) -> None:
             raise ValueError(f"{name} must be an integer >= 1, got {value}")
 
 
-#: CERTIFY's settings that change how fast it runs and never its rows' statistics (module
-#: :class:`CertifySettings`; the sequential pool too): the workflow hands them to a job apart from
-#: what it compares (docs/architecture.md, "What re-runs").
-CERTIFY_SPEED_FIELDS = ("batch_size", "inputs_per_call", "memory_format", "compile")
-
 #: How CERTIFY spends its estimation draws: ``fixed`` = Cohen et al.'s n for every input;
 #: ``sequential`` = in looks until the run's radii are decided (:mod:`ddrs.core.sequential`), at most n.
 CERTIFY_MODES = ("fixed", "sequential")
@@ -178,70 +176,95 @@ class SequentialSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class CertifySettings:
-    """CERTIFY's parameters for every input of a run (Cohen et al. 2019, §3.2.2; defaults are theirs).
+    """CERTIFY's statistics for every input of a run (Cohen et al. 2019, §3.2.2; defaults are theirs):
+    what decides a log's rows. How fast the machine computes them is :class:`DeviceSettings`.
 
     ``noise`` is the smoothing distribution's name (``gaussian``: σ, ℓ2; ``uniform``: half-width
-    λ, ℓ1). ``n0`` selection and ``n`` estimation draws, failure probability ``alpha``,
-    ``batch_size`` noisy copies per forward pass. Input ``idx``'s draws are seeded from
-    ``(seed, idx)``. ``inputs_per_call`` inputs share a CERTIFY call (default: enough to fill one
-    forward pass with selection draws); it and ``batch_size`` change speed, not rows.
-    ``batch_size=None`` chooses the batch from the device's free memory on CUDA
-    (:func:`ddrs.core.device.auto_batch_size`) and :data:`DEFAULT_CERTIFY_BATCH` elsewhere.
-    ``memory_format`` (:data:`MEMORY_FORMATS`) lays out the model and its noisy inputs; ``compile``
-    runs the base classifier through ``torch.compile``, once per job (:func:`ddrs.core.device.prepare_classifier`).
-    Both, like ``precision``, fix one base classifier for selection and estimation alike.
-    ``mode`` (:data:`CERTIFY_MODES`): ``sequential`` draws in looks until ``sequential``'s
-    stopping rule holds, with ``n`` the cap (:mod:`ddrs.core.sequential`).
+    λ, ℓ1). ``n0`` selection and ``n`` estimation draws, failure probability ``alpha``. Input
+    ``idx``'s draws are seeded from ``(seed, idx)``. ``precision`` fixes one base classifier for
+    selection and estimation alike. ``mode`` (:data:`CERTIFY_MODES`): ``sequential`` draws in looks
+    until ``sequential``'s stopping rule holds, with ``n`` the cap (:mod:`ddrs.core.sequential`).
     """
 
     noise: str = "gaussian"
     n0: int = 100
     n: int = 100_000
     alpha: float = 0.001
-    batch_size: int | None = DEFAULT_CERTIFY_BATCH
     seed: int = 0
     precision: str = "fp32"
-    inputs_per_call: int | None = None
-    memory_format: str = "auto"
-    compile: bool = False
     mode: str = "fixed"
     sequential: SequentialSettings = field(default_factory=SequentialSettings)
 
     def __post_init__(self) -> None:
         if isinstance(self.sequential, Mapping):  # a job document's section (``dataclasses.asdict``)
             object.__setattr__(self, "sequential", SequentialSettings(**self.sequential))
-        validate_certify_args(n0=self.n0, n=self.n, alpha=self.alpha, batch_size=self.batch_size)
+        validate_certify_args(n0=self.n0, n=self.n, alpha=self.alpha, batch_size=None)
         check_choice("certify mode", self.mode, CERTIFY_MODES)
         check_precision(self.precision)
-        check_choice("memory format", self.memory_format, MEMORY_FORMATS)
-        if self.inputs_per_call is not None and self.inputs_per_call <= 0:
-            raise ValueError(f"inputs_per_call must be positive, got {self.inputs_per_call}")
 
     def resume_settings(self) -> dict[str, object]:
-        """The settings that decide a log's rows, all but :meth:`speed_settings`: a partial log
-        resumes only under the same ones, and the workflow re-runs a job when they change. In
-        fixed mode the sequential stopping rule decides nothing and is left out."""
+        """The settings that decide a log's rows: a partial log resumes only under the same ones,
+        and the workflow re-runs a job when they change. In fixed mode the sequential stopping rule
+        decides nothing and is left out; its ``pool`` changes speed only (:func:`certify_speed`)."""
         settings = asdict(self)
-        for name in CERTIFY_SPEED_FIELDS:
-            del settings[name]
         if self.mode == "fixed":  # as before the mode existed, so fixed-n partial logs still resume
             del settings["mode"], settings["sequential"]
         else:
             del settings["sequential"]["pool"]
         return settings
 
-    def speed_settings(self) -> dict[str, object]:
-        """The settings that change only how fast CERTIFY runs (:data:`CERTIFY_SPEED_FIELDS` and the
-        sequential ``pool``): the machine's knobs, beside :meth:`resume_settings`."""
-        return {**{name: getattr(self, name) for name in CERTIFY_SPEED_FIELDS}, "pool": self.sequential.pool}
 
-    @classmethod
-    def from_parts(cls, rows: Mapping[str, Any], speed: Mapping[str, Any]) -> CertifySettings:
-        """The settings whose :meth:`resume_settings` are ``rows`` and whose :meth:`speed_settings`
-        are ``speed`` (either may hold more of the fields; ``speed`` wins)."""
-        speed = dict(speed)
-        sequential = {**rows.get("sequential", {}), **({"pool": speed.pop("pool")} if "pool" in speed else {})}
-        return cls(**{**rows, "sequential": sequential, **speed})
+@dataclass(frozen=True, kw_only=True)
+class DeviceSettings:
+    """How fast CERTIFY runs on the machine, never what it writes (:class:`CertifySettings` decides the rows).
+
+    ``batch_size`` noisy copies per forward pass; None chooses it from the device's free memory on
+    CUDA (:func:`ddrs.core.device.auto_batch_size`) and :data:`DEFAULT_CERTIFY_BATCH` elsewhere.
+    ``inputs_per_call`` inputs share a CERTIFY call (default: enough to fill one forward pass with
+    selection draws). ``memory_format`` (:data:`MEMORY_FORMATS`) lays out the model and its noisy
+    inputs; ``compile`` runs the base classifier through ``torch.compile``. A job resolves them once
+    for its device (:func:`ddrs.core.device.prepare_certification`: the batch and the memory format
+    become concrete, the model is laid out and compiled), and the layers below take them resolved.
+    """
+
+    batch_size: int | None = DEFAULT_CERTIFY_BATCH
+    inputs_per_call: int | None = None
+    memory_format: str = "auto"
+    compile: bool = False
+
+    def __post_init__(self) -> None:
+        if self.batch_size is not None and self.batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+        if self.inputs_per_call is not None and self.inputs_per_call <= 0:
+            raise ValueError(f"inputs_per_call must be positive, got {self.inputs_per_call}")
+        check_choice("memory format", self.memory_format, MEMORY_FORMATS)
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the batch and the memory format are concrete (what the layers below a job's entry take)."""
+        return self.batch_size is not None and self.memory_format != "auto"
+
+    @property
+    def channels_last(self) -> bool:
+        """Whether noisy inputs are laid out channels-last (the memory format resolved)."""
+        if not self.resolved:
+            raise ValueError(f"{self} is not resolved for a device; see ddrs.core.device.prepare_certification")
+        return self.memory_format == "channels_last"
+
+
+def certify_speed(settings: CertifySettings, device: DeviceSettings) -> dict[str, object]:
+    """What changes only how fast CERTIFY runs, as ``ddrs job --speed`` takes it: ``device``'s fields
+    and the sequential ``pool`` of ``settings`` (the other half of :meth:`CertifySettings.resume_settings`)."""
+    return {**asdict(device), "pool": settings.sequential.pool}
+
+
+def certify_from_parts(rows: Mapping[str, Any], speed: Mapping[str, Any]) -> tuple[CertifySettings, DeviceSettings]:
+    """The statistics whose :meth:`~CertifySettings.resume_settings` are ``rows`` and the device
+    settings, with the sequential pool, of ``speed`` (:func:`certify_speed`)."""
+    speed = dict(speed)
+    pool = {"pool": speed.pop("pool")} if "pool" in speed else {}
+    settings = CertifySettings(**{**rows, "sequential": {**rows.get("sequential", {}), **pool}})
+    return settings, DeviceSettings(**speed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,8 +274,9 @@ class SigmaSettings:
     ``sigma0`` is σ₀ (λ₀ for uniform noise); c_A, the σ₀-smoothed prediction written to the log's
     ``c_a`` column, is counted over ``n0`` draws. ``n`` draws of ε̂ estimate ψ per step (Algorithm 1)
     or per grid point (Appendix B). ``objective`` and ``clamp`` choose E_A, E_B
-    (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default. ``batch``
-    test inputs are solved together (speed only). Input ``idx``'s draws are seeded from ``(seed, idx)``.
+    (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default.
+    Input ``idx``'s draws are seeded from ``(seed, idx)``. How many inputs are solved together changes
+    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_log.optimize_dataset`).
     """
 
     sigma0: float
@@ -261,26 +285,19 @@ class SigmaSettings:
     objective: str = "released"
     clamp: float | None = None
     n0: int = 100
-    batch: int = 32
     seed: int = 0
     precision: str = "fp32"
 
     def __post_init__(self) -> None:
         _positive("sigma0", self.sigma0)
-        _at_least_one(n=self.n, n0=self.n0, batch=self.batch)
+        _at_least_one(n=self.n, n0=self.n0)
         object.__setattr__(self, "clamp", resolve_clamp(self.objective, self.clamp))
         check_precision(self.precision)
 
     def resume_settings(self) -> dict[str, object]:
-        """Every setting but ``batch`` (:meth:`speed_settings`): a partial σ log resumes only under
-        the same ones, and the workflow re-runs a job when they change."""
-        settings = asdict(self)
-        del settings["batch"]
-        return settings
-
-    def speed_settings(self) -> dict[str, object]:
-        """The setting that changes only how fast σ is found: ``batch`` inputs solved together."""
-        return {"batch": self.batch}
+        """Every setting: a partial σ log resumes only under the same ones, and the workflow re-runs
+        a job when they change."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

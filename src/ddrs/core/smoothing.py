@@ -20,9 +20,9 @@ from torch import Tensor, nn
 
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
-from ddrs.core.device import auto_batch_size, autocast, copy_to
+from ddrs.core.device import autocast, copy_to
 from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
-from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
+from ddrs.core.settings import CertifySettings, DeviceSettings, resolve_memory_format, validate_certify_args
 from ddrs.core.streams import Generators, as_streams
 
 
@@ -162,6 +162,7 @@ def certify_batch(
     sigma: Tensor | float,
     settings: CertifySettings,
     *,
+    device_settings: DeviceSettings,
     num_classes: int,
     generator: Generators | None,
 ) -> CertifyResult:
@@ -172,16 +173,13 @@ def certify_batch(
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
     ``settings`` (:class:`~ddrs.core.settings.CertifySettings`, checked when built) give the noise,
-    ``n0``, ``n``, ``alpha``, ``batch_size`` (None: :func:`~ddrs.core.device.auto_batch_size`),
-    ``precision`` and the inputs' ``memory_format``; ``model`` is used as given (see
-    :func:`ddrs.core.device.prepare_classifier` for its memory format and compilation).
+    ``n0``, ``n``, ``alpha`` and ``precision``; ``device_settings``, resolved for ``x``'s device
+    (:func:`ddrs.core.device.prepare_certification`), the forward batch and the inputs' memory
+    format. ``model`` is used as given.
     """
     noise, n0, n, alpha = get_noise(settings.noise), settings.n0, settings.n, settings.alpha
     precision = settings.precision
-    channels_last = resolve_memory_format(settings.memory_format, x.device.type) == "channels_last"
-    batch_size = settings.batch_size or auto_batch_size(
-        model, tuple(x.shape[1:]), x.device, precision=precision, memory_format=settings.memory_format, cap=max(n0, n)
-    )
+    channels_last, batch_size = device_settings.channels_last, device_settings.batch_size
     sigmas = _sigmas(sigma, x)
     selection = sample_counts(
         model, x, sigmas, n0, noise, batch_size, generator, precision, channels_last=channels_last
@@ -265,9 +263,12 @@ class Smooth:
         :return: ``(predicted class, certified radius)``; on abstention ``(Smooth.ABSTAIN, 0.0)``.
         """
         self.base_classifier.eval()
-        settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, batch_size=batch_size)
-        model, classes = self.base_classifier, self.num_classes
-        result = certify_batch(model, x.unsqueeze(0), self.sigma, settings, num_classes=classes, generator=generator)
+        settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha)
+        on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
+        result = certify_batch(
+            self.base_classifier, x.unsqueeze(0), self.sigma, settings,
+            device_settings=on_device, num_classes=self.num_classes, generator=generator,
+        )  # fmt: skip
         return int(result.predict[0]), float(result.radius[0])
 
     def predict(

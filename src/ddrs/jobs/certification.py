@@ -13,7 +13,6 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -21,11 +20,11 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.core.device import auto_batch_size, copy_to, prepare_classifier
+from ddrs.core.device import copy_to, prepare_certification
 from ddrs.core.noise import get_noise
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential_pool import certify_sequentially
-from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, resolve_memory_format
+from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams, stream_settings
 from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter
@@ -61,6 +60,7 @@ def certify_dataset(
     out_path: str | os.PathLike,
     settings: CertifySettings,
     *,
+    device_settings: DeviceSettings | None = None,
     num_classes: int,
     device: str | torch.device = "cpu",
     extra_columns: Mapping[str, object] | None = None,
@@ -75,9 +75,12 @@ def certify_dataset(
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
     ``{"k": 100}``). In ``settings.mode == "sequential"`` each input draws until its radii are decided
     (:func:`ddrs.core.sequential_pool.certify_sequentially`), ``time`` is the wall time between rows and
-    :data:`SEQUENTIAL_COLUMNS` come last. ``model`` must already be on ``device``; it runs in the settings' memory
-    format, compiled once per process if ``settings.compile`` (:func:`ddrs.core.device.prepare_classifier`),
-    and the log's settings record the precision, memory format and compilation used. The settings and ``provenance``
+    :data:`SEQUENTIAL_COLUMNS` come last. ``model`` must already be on ``device``. ``device_settings``
+    (default: :class:`~ddrs.core.settings.DeviceSettings`'s) say how fast CERTIFY runs there: when not
+    yet resolved, they are resolved here for this log (:func:`ddrs.core.device.prepare_certification`
+    lays out and compiles ``model``, and probes the batch); resolved ones (a job's, for all its logs)
+    come with the model that function returned, run as given. The log's settings record the
+    precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
     log's path; after a failure only ``<out_path>.partial`` exists (inside
     :func:`ddrs.jobs.logs.kept_partials`, after success too).
@@ -93,21 +96,20 @@ def certify_dataset(
     if clash:
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
     model.eval()
-    classifier = prepare_classifier(model, device, memory_format=settings.memory_format, compile=settings.compile)
-    if settings.batch_size is None and indices:  # probed with the laid-out model, before any compilation
-        sample_shape = tuple(dataset[indices[0]][0].shape)
-        batch_size = auto_batch_size(
-            model, sample_shape, device, precision=settings.precision,
-            memory_format=settings.memory_format, cap=max(settings.n0, settings.n),
+    classifier, device_settings = model, device_settings or DeviceSettings()
+    if not device_settings.resolved:
+        sample_shape = tuple(dataset[indices[0]][0].shape) if indices else None
+        classifier, device_settings = prepare_certification(
+            model, device, device_settings, sample_shape=sample_shape, precision=settings.precision,
+            cap=max(settings.n0, settings.n),
         )  # fmt: skip
-        settings = replace(settings, batch_size=batch_size)
-    batch_size = settings.batch_size or DEFAULT_CERTIFY_BATCH
-    inputs_per_call = settings.inputs_per_call or max(1, math.ceil(batch_size / min(settings.n0, settings.n)))
+    batch_size = device_settings.batch_size
+    inputs_per_call = device_settings.inputs_per_call or max(1, math.ceil(batch_size / min(settings.n0, settings.n)))
 
     resume_settings = {
         **settings.resume_settings(),
-        "memory_format": resolve_memory_format(settings.memory_format, device.type),
-        "compile": settings.compile,
+        "memory_format": device_settings.memory_format,
+        "compile": device_settings.compile,
         "noise": noise,
         **stream_settings(device),
         "scales": sorted(sigma_of.items()) if isinstance(sigmas, Mapping) else float(sigmas),
@@ -142,7 +144,9 @@ def certify_dataset(
         unit="input",
     ) as bar:
         if sequential:
-            _certify_in_pool(classifier, dataset, todo, sigma_of, settings, num_classes, device, writer, row, bar)
+            _certify_in_pool(
+                classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, writer, row, bar
+            )
             return writer.finish()
         for start in range(0, len(todo), inputs_per_call):
             group = todo[start : start + inputs_per_call]
@@ -151,7 +155,10 @@ def certify_dataset(
             sigma = torch.tensor([sigma_of[i] for i in group], dtype=x.dtype)
             streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
             started = time.perf_counter()
-            result = certify_batch(classifier, x, sigma, settings, num_classes=num_classes, generator=streams)
+            result = certify_batch(
+                classifier, x, sigma, settings, device_settings=device_settings, num_classes=num_classes,
+                generator=streams,
+            )  # fmt: skip
             seconds = (time.perf_counter() - started) / len(group)
             for i, label, predict, radius, p_a_lower in zip(
                 group,
@@ -166,7 +173,9 @@ def certify_dataset(
     return writer.finish()
 
 
-def _certify_in_pool(classifier, dataset, todo, sigma_of, settings, num_classes, device, writer, row, bar) -> None:
+def _certify_in_pool(
+    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, writer, row, bar
+) -> None:
     """Sequential CERTIFY of the ``todo`` inputs through one pool, rows written in ``idx`` order.
 
     An input that stops early waits until every input before it has stopped, so the log keeps the
@@ -184,7 +193,14 @@ def _certify_in_pool(classifier, dataset, todo, sigma_of, settings, num_classes,
     next_row = 0
     written = time.perf_counter()
     for position, result in certify_sequentially(
-        classifier, x, sigma, settings, num_classes=num_classes, streams=streams, device=device
+        classifier,
+        x,
+        sigma,
+        settings,
+        device_settings=device_settings,
+        num_classes=num_classes,
+        streams=streams,
+        device=device,
     ):
         waiting[position] = result
         while next_row in waiting:

@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddrs.core.settings import Algorithm1Settings, CertifySettings, GridSearchSettings
+from ddrs.core.settings import (
+    SIGMA_BATCH,
+    Algorithm1Settings,
+    CertifySettings,
+    DeviceSettings,
+    GridSearchSettings,
+    certify_from_parts,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -76,36 +83,44 @@ def load_test_inputs(
 
 def certify_logs(
     settings: CertifySettings,
+    device_settings: DeviceSettings,
     jobs: Sequence[tuple[str, float | dict[int, float], str]],
     inputs: LoadedTestSet,
     memory_outs: Sequence[str] | None = None,
 ) -> None:
     """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
-    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given."""
-    from ddrs.core.settings import resolve_memory_format
+    log made sound by Algorithm 3 into its entry of ``memory_outs`` when given. ``device_settings``
+    are resolved once for the job's device (:func:`ddrs.core.device.prepare_certification`), for all its logs."""
+    from ddrs.core.device import prepare_certification
     from ddrs.jobs.certification import certify_dataset
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.memory_log import memory_certify_log
 
     memory_outs = memory_outs or [None] * len(jobs)
+    inputs.model.eval()
+    sample_shape = tuple(inputs.dataset[inputs.indices[0]][0].shape) if inputs.indices else None
+    classifier, device_settings = prepare_certification(
+        inputs.model, inputs.device, device_settings, sample_shape=sample_shape, precision=settings.precision,
+        cap=max(settings.n0, settings.n),
+    )  # fmt: skip
     with kept_partials():
         for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
             path = certify_dataset(
-                inputs.model,
+                classifier,
                 inputs.dataset,
                 inputs.indices,
                 sigmas,
                 out,
                 settings,
+                device_settings=device_settings,
                 num_classes=inputs.num_classes,
                 device=inputs.device,
                 provenance=inputs.provenance,
             )
             print(
                 f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-                f"n0={settings.n0}, n={settings.n}, {settings.precision}, "
-                f"{resolve_memory_format(settings.memory_format, inputs.device.type)}"
-                f"{', compiled' if settings.compile else ''}"
+                f"n0={settings.n0}, n={settings.n}, {settings.precision}, {device_settings.memory_format}"
+                f"{', compiled' if device_settings.compile else ''}"
                 f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
             )
             if memory_out is not None:
@@ -125,8 +140,11 @@ def sigma_log_jobs(
     ]
 
 
-def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: LoadedTestSet, out: str) -> None:
-    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log ``out``."""
+def write_sigma_log(
+    settings: Algorithm1Settings | GridSearchSettings, inputs: LoadedTestSet, out: str, batch: int = SIGMA_BATCH
+) -> None:
+    """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log
+    ``out``, ``batch`` inputs solved together (speed only)."""
     from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
 
     if isinstance(settings, GridSearchSettings):
@@ -142,6 +160,7 @@ def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: L
         inputs.indices,
         out,
         settings,
+        batch=batch,
         num_classes=inputs.num_classes,
         device=inputs.device,
         provenance=inputs.provenance,
@@ -150,23 +169,32 @@ def write_sigma_log(settings: Algorithm1Settings | GridSearchSettings, inputs: L
 
 
 def fixed_certification(
-    inputs: LoadedTestSet, sigma: float, settings: CertifySettings, out: str, memory_out: str | None = None
+    inputs: LoadedTestSet,
+    sigma: float,
+    settings: CertifySettings,
+    device_settings: DeviceSettings,
+    out: str,
+    memory_out: str | None = None,
 ) -> None:
     """Cohen et al.'s CERTIFY with one σ for every input (the ``fixed_certification`` kind)."""
-    certify_logs(settings, [(f"sigma {sigma}", sigma, out)], inputs, None if memory_out is None else [memory_out])
+    memory_outs = None if memory_out is None else [memory_out]
+    certify_logs(settings, device_settings, [(f"sigma {sigma}", sigma, out)], inputs, memory_outs)
 
 
 def sigma_certification(
     inputs: LoadedTestSet,
     search: Algorithm1Settings | GridSearchSettings,
     settings: CertifySettings,
+    device_settings: DeviceSettings,
     sigma_log: str,
     outs: Sequence[str],
     memory_outs: Sequence[str] | None = None,
+    search_batch: int = SIGMA_BATCH,
 ) -> None:
-    """σ per input by ``search`` into ``sigma_log``, then CERTIFY at every column it wrote (one
-    ``outs`` log each) made sound by Algorithm 3 (``memory_outs``): the ``data_dependent_certification``
-    and ``grid_search_certification`` kinds (DDRS §3.3–3.4, Appendix B), the model loaded once."""
+    """σ per input by ``search`` into ``sigma_log`` (``search_batch`` inputs solved together), then
+    CERTIFY at every column it wrote (one ``outs`` log each) made sound by Algorithm 3 (``memory_outs``):
+    the ``data_dependent_certification`` and ``grid_search_certification`` kinds (DDRS §3.3–3.4,
+    Appendix B), the model loaded once."""
     from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.sigma_log_format import grid_column, sigma_column
 
@@ -178,8 +206,8 @@ def sigma_certification(
             f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
         )
     with kept_partials():
-        write_sigma_log(search, inputs, sigma_log)
-        certify_logs(settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
+        write_sigma_log(search, inputs, sigma_log, search_batch)
+        certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
 
 
 def gradient_norms(
@@ -263,15 +291,14 @@ def kind_of(document: Mapping[str, Any]) -> str:
     return kind
 
 
-def sigma_search_settings(document: Mapping[str, Any], speed: Mapping[str, Any] | None = None):
+def sigma_search_settings(document: Mapping[str, Any]):
     """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
-    speed = (speed or {}).get("sigma_search", {})
     if "algorithm1" in document:
-        return Algorithm1Settings(**{**document["algorithm1"], **speed})
+        return Algorithm1Settings(**document["algorithm1"])
     if "grid_search" in document:
         from ddrs.core.sigma import grid_for_budget
 
-        search = {**document["grid_search"], **speed}
+        search = dict(document["grid_search"])
         grid = grid_for_budget(search.pop("low"), search.pop("high"), search["n"], search.pop("budget"))
         return GridSearchSettings(**search, grid=grid.tolist())
     return None
@@ -306,16 +333,16 @@ def run_document(
 
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
-    settings = CertifySettings.from_parts(document["certify"], speed.get("certify", {}))
+    settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
     if kind == "fixed_certification":
         if sigma_log is not None or len(outs) != 1:
             raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
         (memory_out,) = memory_outs or [None]
-        fixed_certification(
-            load_test_inputs(checkpoint, **inputs), float(document["sigma"]), settings, outs[0], memory_out
-        )
+        loaded = load_test_inputs(checkpoint, **inputs)
+        fixed_certification(loaded, float(document["sigma"]), settings, device_settings, outs[0], memory_out)
         return
     if sigma_log is None:
         raise ValueError("a σ-search job needs --sigma-log")
-    search = sigma_search_settings(document, speed)
-    sigma_certification(load_test_inputs(checkpoint, **inputs), search, settings, sigma_log, outs, memory_outs)
+    search, search_batch = sigma_search_settings(document), speed.get("sigma_search", {}).get("batch", SIGMA_BATCH)
+    loaded = load_test_inputs(checkpoint, **inputs)
+    sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs, search_batch)

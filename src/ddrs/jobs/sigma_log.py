@@ -20,7 +20,7 @@ from tqdm import tqdm
 from ddrs.core.device import prepare_classifier
 from ddrs.core.noise import get_noise
 from ddrs.core.seeds import Stream
-from ddrs.core.settings import Algorithm1Settings, GridSearchSettings, SigmaSettings
+from ddrs.core.settings import SIGMA_BATCH, Algorithm1Settings, GridSearchSettings, SigmaSettings
 from ddrs.core.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
 from ddrs.core.streams import InputStreams, input_streams, stream_settings
 from ddrs.jobs.logs import LogWriter
@@ -39,17 +39,20 @@ def _run_dataset(
     solve: Solver,
     settings: SigmaSettings,
     *,
+    batch: int,
     num_classes: int,
     device: torch.device | str,
     provenance: Mapping[str, object] | None,
 ) -> Path:
     """Shared resumable loop: c_A from σ₀-smoothing, then ``solve`` → one row per input.
 
-    ``settings.batch`` inputs are solved together; c_A is counted ``max(n0, batch · n)`` noisy
+    ``batch`` inputs are solved together (speed only); c_A is counted ``max(n0, batch · n)`` noisy
     images per forward pass. The settings and ``provenance`` (e.g. the checkpoint's digest)
     decide whether a partial σ log from an earlier run resumes, with the kind of random stream the
     device draws from (:func:`ddrs.core.streams.stream_settings`).
     """
+    if int(batch) != batch or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1, got {batch}")
     noise = get_noise(settings.noise)
     device = torch.device(device)
     resume_settings = {**settings.resume_settings(), **stream_settings(device), **(provenance or {})}
@@ -57,8 +60,8 @@ def _run_dataset(
     todo = [idx for idx in indices if idx not in writer.done]
     # channels_last weights on CUDA: cuDNN then runs every convolution channels-last (the inputs follow)
     model = prepare_classifier(model.to(device), device, memory_format="auto", compile=False)
-    for start in tqdm(range(0, len(todo), settings.batch), desc=Path(out_path).name, disable=None):
-        chunk = todo[start : start + settings.batch]
+    for start in tqdm(range(0, len(todo), batch), desc=Path(out_path).name, disable=None):
+        chunk = todo[start : start + batch]
         started = time.perf_counter()
         x = torch.stack([dataset[idx][0] for idx in chunk]).to(device, non_blocking=True)
         c_a = smoothed_top_class(
@@ -68,7 +71,7 @@ def _run_dataset(
             num_classes=num_classes,
             noise=noise,
             n0=settings.n0,
-            batch_size=max(settings.n0, settings.batch * settings.n),
+            batch_size=max(settings.n0, batch * settings.n),
             generator=input_streams(settings.seed, chunk, Stream.SELECTION, device),
             precision=settings.precision,
         )
@@ -92,14 +95,15 @@ def optimize_dataset(
     out_path: str | os.PathLike,
     settings: Algorithm1Settings,
     *,
+    batch: int = SIGMA_BATCH,
     num_classes: int,
     device: torch.device | str = "cpu",
     provenance: Mapping[str, object] | None = None,
 ) -> Path:
     """Run Algorithm 1 on ``dataset[idx]`` for every idx and write the σ log (a ``sigma_K{K}`` column per K).
 
-    ``provenance`` (e.g. the checkpoint's digest) joins the settings that decide whether a
-    partial σ log resumes.
+    ``batch`` inputs are solved together (speed only). ``provenance`` (e.g. the checkpoint's digest)
+    joins the settings that decide whether a partial σ log resumes.
     """
 
     def solve(x, c_a, generators):
@@ -114,6 +118,7 @@ def optimize_dataset(
         columns,
         solve,
         settings,
+        batch=batch,
         num_classes=num_classes,
         device=device,
         provenance=provenance,
@@ -127,11 +132,13 @@ def grid_search_dataset(
     out_path: str | os.PathLike,
     settings: GridSearchSettings,
     *,
+    batch: int = SIGMA_BATCH,
     num_classes: int,
     device: torch.device | str = "cpu",
     provenance: Mapping[str, object] | None = None,
 ) -> Path:
-    """Run the Appendix B grid search on every idx and write the σ log (one ``sigma_grid_n{n}`` column)."""
+    """Run the Appendix B grid search on every idx and write the σ log (one ``sigma_grid_n{n}`` column),
+    ``batch`` inputs solved together (speed only)."""
 
     def solve(x, c_a, generators):
         return grid_search_sigma(model, x, settings, _held_class(settings, c_a), generator=generators).unsqueeze(0)
@@ -144,6 +151,7 @@ def grid_search_dataset(
         [grid_column(settings.n)],
         solve,
         settings,
+        batch=batch,
         num_classes=num_classes,
         device=device,
         provenance=provenance,

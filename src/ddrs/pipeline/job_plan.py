@@ -13,7 +13,7 @@ job's files on the command line:
 - ``algorithm1`` or ``grid_search``: how σ per input is found first (DDRS §3.4; Appendix B), the
   fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
   :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
-- ``certify``: the settings of :class:`~ddrs.core.settings.CertifySettings` that decide rows, every
+- ``certify``: the statistics of :class:`~ddrs.core.settings.CertifySettings` that decide rows, every
   σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3).
 
 Each settings section is the ``resume_settings()`` of a settings object built from the config's
@@ -31,8 +31,10 @@ from typing import Any
 from ddrs.core.settings import (
     Algorithm1Settings,
     CertifySettings,
+    DeviceSettings,
     SequentialSettings,
     SigmaSettings,
+    certify_speed,
     settings_from,
 )
 from ddrs.methods import get_method
@@ -72,22 +74,26 @@ class JobPlan:
         }
 
     def certify_settings(self, run: Run, mode: str | None = None) -> CertifySettings:
-        """CERTIFY's settings: the config's ``certify`` section by field name (``batch``: the
-        forward batch, ``auto`` or absent for the device's choice), in ``mode`` where given. The
-        sequential stopping rule is ``certify.sequential`` by field name, deciding the dataset's
-        radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
+        """CERTIFY's statistics: the config's ``certify`` section by field name, in ``mode`` where
+        given. The sequential stopping rule is ``certify.sequential`` by field name, deciding the
+        dataset's radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
         section = self.config["certify"]
-        batch = section.get("batch", "auto")
         radii = self.grid.radii(get_method(run.method).norm)[run.dataset]
         sequential = settings_from(SequentialSettings, section.get("sequential", {}), radii=tuple(radii))
         return settings_from(
             CertifySettings,
             section,
             **self._shared(run),
-            batch_size=None if batch == "auto" else batch,
             mode=mode or section.get("mode", "fixed"),
             sequential=sequential,
         )
+
+    def device_settings(self) -> DeviceSettings:
+        """How fast CERTIFY runs: the config's ``certify`` section by field name (``batch``: the
+        forward batch, ``auto`` or absent for the device's choice), resolved by the job on its device."""
+        section = self.config["certify"]
+        batch = section.get("batch", "auto")
+        return settings_from(DeviceSettings, section, batch_size=None if batch == "auto" else batch)
 
     def _sigma_search(self, run: Run) -> dict[str, Any]:
         """The ``optimize_sigma`` fields Algorithm 1 and the grid search share, σ₀ = the training σ."""
@@ -98,7 +104,6 @@ class JobPlan:
             "objective": options["objective"],
             "clamp": options.get("clamp"),
             "n0": options["n0"],
-            "batch": options["batch"],
         }
 
     def algorithm1_settings(self, run: Run) -> Algorithm1Settings:
@@ -114,10 +119,10 @@ class JobPlan:
 
     def speed(self, run: Run) -> dict[str, Any]:
         """What changes only how fast a certification-side job of the run goes, never its rows:
-        CERTIFY's :meth:`~ddrs.core.settings.CertifySettings.speed_settings` and the σ search's
-        ``batch`` (``ddrs job --speed``)."""
+        CERTIFY's :class:`~ddrs.core.settings.DeviceSettings` with the sequential pool
+        (:func:`~ddrs.core.settings.certify_speed`) and the σ search's ``batch`` (``ddrs job --speed``)."""
         return {
-            "certify": self.certify_settings(run).speed_settings(),
+            "certify": certify_speed(self.certify_settings(run), self.device_settings()),
             "sigma_search": {"batch": self.config["optimize_sigma"]["batch"]},
         }
 

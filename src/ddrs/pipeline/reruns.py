@@ -88,7 +88,7 @@ CLASSES: dict[str, frozenset[str]] = {
     "datasets.*.k": frozenset({"data_dependent", "tables"}),
     "datasets.*.k_by_method.*.*": frozenset({"data_dependent", "tables"}),
     "datasets.*.uniform_convention": _UNIFORM,
-    # certification (its speed settings: ddrs.core.settings.CERTIFY_SPEED_FIELDS)
+    # certification (its speed settings: the fields of ddrs.core.settings.DeviceSettings)
     "certify.n0": _CERTIFY,
     "certify.n": _CERTIFY,
     "certify.alpha": _CERTIFY,
