@@ -26,6 +26,19 @@
 #   certify_sequential gpu_throughput.py --sections sequential --n 10000 (sequential CERTIFY's draws per
 #                      second against fixed-n CERTIFY's, 256 inputs to the cap n = 10,000)
 #   certify_resnet50   gpu_throughput.py --sections imagenet_resnet50 --imagenet-n 5000 (scaled to n = 100,000)
+#   miniature          both paper configurations in miniature, every job of their DAGs (tests/miniature.py,
+#                      as tests/test_miniature.py runs them on the CPU in `make test`), here on CUDA under
+#                      --profile profiles/gpu with tests/configs/miniature_cuda.yaml. What the CPU run does
+#                      not prove: that every job of config/paper.yaml and config/seed_papers.yaml also runs
+#                      on a GPU in bf16 (training, Algorithm 1 and CERTIFY: autocast on each network, the
+#                      ImageNet ResNet-50 and the imported checkpoints included), with channels_last (the
+#                      CUDA layout of models and batches), with the base classifier torch.compile'd in
+#                      every certification and σ job, and one GPU per job (gpus_per_job: 1: each job takes
+#                      a GPU slot of its own under the profile's gpu resource). Its share is 0: it runs in
+#                      a call of its own, `--only install,miniature`, and takes whatever the budget has
+#                      left (GPU_CHECK_BUDGET_S up to 590 for one 600 s call); a visit without --only skips
+#                      it. With --quick: on the CPU, the seed papers' miniature to one trained model under
+#                      the same profile (the step's code, not the GPU's)
 #
 # Options:
 #   --quick            on the CPU (1–4 minutes): gpu_throughput.py --quick --device cpu --threads 1
@@ -80,11 +93,12 @@ CARRIED=(
 )
 PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64
   --platform manylinux2014_x86_64 --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64)
-STEPS=(install cuda_tests macer algorithm1 training certify_resnet110 certify_sequential certify_resnet50)
+STEPS=(install cuda_tests macer algorithm1 training certify_resnet110 certify_sequential certify_resnet50 miniature)
 #: each step's share of the budget in seconds, from the H100 figures of benchmarks/measured/ and the
 #: compilations each step does; they sum to 440, the default budget less the 10 s kept for the summary
+#: (miniature: 0, it takes what the budget has left in a call of its own)
 declare -A LIMIT=([install]=20 [cuda_tests]=130 [macer]=25 [algorithm1]=35 [training]=60
-  [certify_resnet110]=80 [certify_sequential]=50 [certify_resnet50]=40)
+  [certify_resnet110]=80 [certify_sequential]=50 [certify_resnet50]=40 [miniature]=0)
 QUICK_LIMIT=600 # --quick: every step's hang guard, many times what a slow machine takes
 CUDA_TESTS=(tests/test_streams.py tests/test_certification.py tests/test_certify_options.py tests/test_sigma.py
   tests/test_sigma_log.py tests/test_training_device_feed.py tests/test_training_trainer.py
@@ -182,6 +196,22 @@ step_certify_resnet110() { step_bench certify_resnet110 cifar_resnet110 --n 5000
 step_certify_sequential() { step_bench certify_sequential sequential --n 10000; }
 step_certify_resnet50() { step_bench certify_resnet50 imagenet_resnet50 --imagenet-n 5000; }
 
+# step_miniature: each paper configuration's miniature in a fresh folder under $GPU_CHECK_SITE, on CUDA
+step_miniature() {
+  local work=$SITE/miniature rc=0 name
+  rm -rf "$work" && mkdir -p "$work" || return
+  if ((QUICK)); then
+    "$PYTHON" tests/miniature.py seed_papers "$work/seed_papers" results/cifar10/cohen/fs/sigma0.25/model.pt \
+      --profile "$REPO/profiles/gpu" --config gpus_per_job=0
+    return
+  fi
+  for name in paper seed_papers; do
+    "$PYTHON" tests/miniature.py "$name" "$work/$name" --overlay tests/configs/miniature_cuda.yaml \
+      --profile "$REPO/profiles/gpu" || rc=1
+  done
+  return $rc
+}
+
 if [[ -n $RUN_STEP ]]; then
   "step_$RUN_STEP"
   exit
@@ -209,11 +239,14 @@ run_step() {
   now=$(date +%s) && STEPS_START=${STEPS_START:-$now}
   SHARES=$((SHARES + LIMIT[$name]))
   local left=$((BUDGET - (now - START) - 10)) limit=$((SHARES - (now - STEPS_START)))
-  ((limit > left)) && limit=$left
+  ((limit > left)) || [[ $name == miniature ]] && limit=$left
   echo "=== $name (limit ${limit} s) ===" | tee -a "$LOG"
   if [[ $name == "$FAIL" ]]; then
     echo "$name: failed on purpose (--fail $name)" | tee -a "$LOG"
     status=failed rc=1
+  elif [[ $name == miniature && -z $ONLY ]] && ((!QUICK)); then
+    echo "miniature: skipped, it needs a call of its own: --only install,miniature" | tee -a "$LOG"
+    status=skipped
   elif ((limit < 15)); then
     echo "$name: not run, ${left} s of the ${BUDGET} s budget left" | tee -a "$LOG"
     status=out_of_time

@@ -12,9 +12,9 @@ from benchmark_helpers import BENCHMARKS, REPO
 SCRIPT = BENCHMARKS / "gpu_check.sh"
 STEPS = [
     "install", "cuda_tests", "macer", "algorithm1", "training", "certify_resnet110", "certify_sequential",
-    "certify_resnet50",
+    "certify_resnet50", "miniature",
 ]  # fmt: skip
-BENCH_STEPS = STEPS[2:]
+BENCH_STEPS = STEPS[2:-1]
 #: gpu_check.sh's QUICK_LIMIT: with --quick every step's share is this hang guard, not the visit's share
 QUICK_LIMIT = 600
 #: gpu_check.sh's default budget, less the 10 s it keeps for the summary
@@ -59,6 +59,7 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
         "install": None,
         "cuda_tests": None,
         **{step: f"gpu_throughput-{step}.json" for step in BENCH_STEPS},
+        "miniature": None,
     }
     sections = {
         "macer": "macer_memory_resnet18",
@@ -80,7 +81,9 @@ def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
     assert certified == {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
     log = (out / "gpu_check.log").read_text()
     assert "3 passed" in log  # the quick selection of the CUDA tests
-    assert "8 of 8 steps passed or skipped" in result.stdout and "8 of 8 steps" in log
+    assert "9 of 9 steps passed or skipped" in result.stdout and "9 of 9 steps" in log
+    # the miniature step ran the seed papers' miniature on the CPU, to one model, under the GPU profile
+    assert "miniature seed_papers: 2 jobs of 2 rules, exit 0" in log
     sequential = json.loads((out / "gpu_throughput-certify_sequential.json").read_text())["figures"]
     ratio = sequential["sequential_resnet110"]["sequential_over_fixed_ratio"]
     assert ratio > 0 and sequential["sizes"]["sequential_inputs"] == 4

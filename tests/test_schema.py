@@ -10,6 +10,7 @@ import re
 
 import pytest
 import yaml
+from miniature import MINIATURES, config_files, merged
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 from workflow_helpers import REPO, load_config
@@ -435,7 +436,11 @@ def test_every_shipped_config_validates_and_a_logs_only_one_needs_no_computing_s
         config = load_config(base)
         update_config(config, yaml.safe_load((REPO / "config" / overlay).read_text()))
         validated(config)
+    on_miniatures = {config_files(name)[-1].name: name for name in MINIATURES}
     for path in sorted((REPO / "tests" / "configs").glob("*.yaml")):
+        if path.name in on_miniatures:  # an overlay on its paper configuration
+            validated(merged(config_files(on_miniatures[path.name])))
+            continue
         config = load_config()
         update_config(config, yaml.safe_load(path.read_text()))  # an overlay, merged as --configfile merges it
         validated(config)

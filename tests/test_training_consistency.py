@@ -73,6 +73,17 @@ def test_two_identical_draws_are_perfectly_consistent():
     assert consistency_term(same, "pairwise_mse").abs().max() < 1e-12
 
 
+@pytest.mark.parametrize("divergence", ["mean_kl", "mean_cross_entropy", "pairwise_mse"])
+def test_a_class_whose_mean_probability_underflows_keeps_the_gradient_finite(divergence):
+    """Logits 200 apart in float32: p̄ of the losing class is exactly 0 for every draw. Its KL term is
+    0 and its gradient finite (kl_div on p̄ differentiated 0·log 0 to NaN, which stopped training)."""
+    logits = torch.tensor([[[200.0, 0.0, 0.0], [200.0, 0.0, 10.0]]], requires_grad=True)
+    assert F.softmax(logits, dim=-1).mean(dim=1)[0, 1].item() == 0.0
+    loss = consistency_objective(logits, torch.tensor([0]), 10.0, 0.5, divergence)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(logits.grad).all()
+
+
 def test_objective_is_mean_cross_entropy_plus_weighted_terms():
     """CE over the 6 noisy copies + λ·term + η·H(p̄), each averaged over the batch; and the 'ce'
     divergence with η = 0 is their 'xent' option, the default form with η = λ."""

@@ -546,6 +546,16 @@ def test_a_diverging_run_stops_with_a_clear_error(tmp_path):
         train(_config(epochs=1, lr=1e30), tmp_path / "diverged.pt", progress=False)
 
 
+def test_weights_a_nan_gradient_left_behind_stop_the_run_though_the_loss_is_finite(tmp_path):
+    """sqrt(0 · f(x)) is 0 with a NaN gradient (∞ · 0), in the epoch's one step: its loss is finite,
+    the weights after it are not."""
+    trainer = Trainer(_config(epochs=1, batch_size=4096), tmp_path / "nan.pt", progress=False)
+    trainer.loss_fn = lambda model, x, *rest: torch.sqrt(0 * model(x).sum())
+    with pytest.raises(FloatingPointError, match=r"in epoch 1: \d+ weight tensors are no longer finite \(first 1\."):
+        trainer.run()
+    assert not (tmp_path / "nan.pt").exists()
+
+
 def test_loader_workers_train_exactly_as_the_training_process_without_augmentation(tmp_path):
     """Workers only move loading elsewhere: same shuffled order, same batches, same weights."""
     common = dict(epochs=1, augment=False, eval_max=50, feed="loader")

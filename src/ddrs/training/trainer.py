@@ -304,6 +304,19 @@ class Trainer:
                 f"training diverged in epoch {epoch + 1}: the mean {config.method} loss is {mean}; "
                 f"lower the learning rate (lr = {config.lr})"
             )
+        # a non-finite gradient in a step after the last forward pass leaves the loss finite and the
+        # weights not: a checkpoint of them would certify garbage in every later job
+        broken = [
+            name
+            for name, value in model.state_dict().items()
+            if value.is_floating_point() and not value.isfinite().all()
+        ]
+        if broken:
+            raise FloatingPointError(
+                f"training diverged in epoch {epoch + 1}: {len(broken)} weight tensors are no longer finite "
+                f"(first {broken[0]}) though the mean {config.method} loss is {mean}; lower the learning rate "
+                f"(lr = {config.lr})"
+            )
         return mean
 
     # -- outputs ------------------------------------------------------------------------------

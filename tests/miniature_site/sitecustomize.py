@@ -1,0 +1,71 @@
+"""Let every process of a miniature run (tests/test_miniature.py) read its tiny datasets.
+
+On ``PYTHONPATH`` of the miniature's Snakemake run, so its jobs (``ddrs`` commands and workflow
+scripts) import it at start-up. With ``DDRS_MINIATURE_DATA`` naming the JSON file the test wrote, two
+module attributes are set right after their modules first execute, as the in-process tests of
+tests/fixtures_archives.py patch them:
+
+* ``torchvision.datasets.cifar.CIFAR10``'s ``train_list``, ``test_list`` and ``meta``: the md5 sums of
+  the CIFAR-10 archive written in torchvision's format (no file can match the real sums);
+* ``ddrs.data.torchvision_sets.IMAGENET_CLASSES``: the class folders of the ImageNet ``ImageFolder``
+  written, which the dataset registry reads as ImageNet's class count when it is built.
+
+Nothing is imported early: a process that never reads the data never imports torchvision.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import json
+import os
+import sys
+
+_DATA = os.environ.get("DDRS_MINIATURE_DATA")
+
+
+def _cifar10(module, data):
+    for attribute in ("train_list", "test_list", "meta"):
+        setattr(module.CIFAR10, attribute, data["cifar10"][attribute])
+
+
+def _imagenet_classes(module, data):
+    module.IMAGENET_CLASSES = data["imagenet_classes"]
+
+
+#: module → (the patch, the key of the data file it needs: no patch where the miniature wrote no such data)
+_PATCHES = {
+    "torchvision.datasets.cifar": (_cifar10, "cifar10"),
+    "ddrs.data.torchvision_sets": (_imagenet_classes, "imagenet_classes"),
+}
+
+
+class _PatchAfterImport(importlib.abc.MetaPathFinder):
+    """Finds the patched modules through the other finders and patches each once it has executed."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def find_spec(self, name, path, target=None):
+        if name not in _PATCHES or _PATCHES[name][1] not in self.data:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _PATCHES[name][0](module, self.data)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if _DATA:
+    with open(_DATA) as file:
+        sys.meta_path.insert(0, _PatchAfterImport(json.load(file)))
