@@ -305,9 +305,9 @@ def test_an_own_log_of_other_inputs_or_labels_is_refused_naming_the_file(world, 
         )
 
 
-def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_of_other_labels(tmp_path, capsys):
-    from ddrs.cli import main
-
+def _gaussian_and_strong_mirror(tmp_path) -> tuple:
+    """A mirror at ``tmp_path/mirror`` holding a Gaussian log and a stronger method's, and the
+    registry and families files naming them (what ``ddrs logs rank`` reads)."""
     gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
     strong = log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2))
     commit = git_repository(tmp_path / "mirror", {"data/gaussian": gaussian, "data/strong": strong})
@@ -315,8 +315,13 @@ def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_
         registry_row("data/gaussian", gaussian, commit=commit),
         registry_row("data/strong", strong, commit=commit, method_authors="strong", method="external"),
     ]
-    registry = write_registry(tmp_path / "registry.csv", rows)
-    families = write_families(tmp_path / "families.csv", rows, FAMILIES)
+    return write_registry(tmp_path / "registry.csv", rows), write_families(tmp_path / "families.csv", rows, FAMILIES)
+
+
+def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_of_other_labels(tmp_path, capsys):
+    from ddrs.cli import main
+
+    registry, families = _gaussian_and_strong_mirror(tmp_path)
     (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3)))
     (tmp_path / "other.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.95, 3.5, seed=3), labels=np.zeros(N, int)))
     common = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
@@ -497,15 +502,7 @@ def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsy
     from ddrs.published import builders
     from ddrs.published.manifest import fetch_repository
 
-    gaussian = log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1))
-    strong = log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2))
-    commit = git_repository(tmp_path / "mirror", {"data/gaussian": gaussian, "data/strong": strong})
-    rows = [
-        registry_row("data/gaussian", gaussian, commit=commit),
-        registry_row("data/strong", strong, commit=commit, method_authors="strong", method="external"),
-    ]
-    registry = write_registry(tmp_path / "registry.csv", rows)
-    families = write_families(tmp_path / "families.csv", rows, FAMILIES)
+    registry, families = _gaussian_and_strong_mirror(tmp_path)
     (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.7, 2.5, seed=3)))
     command = ["logs", "rank", "--dataset", "cifar10", "--registry", str(registry), "--families", str(families)]
     command += ["--cache", str(tmp_path / "cache"), "--offline", "--mirror", f"{REPOSITORY}={tmp_path / 'mirror'}"]
