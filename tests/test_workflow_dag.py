@@ -4,7 +4,7 @@ becomes these jobs; schema validation stops bad configs before any job runs."""
 import shutil
 
 import pytest
-from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
+from workflow_helpers import REPO, job_counts, load_config, published_imagenet_in_place, snakemake, write_config
 
 TEST_CONFIGS = REPO / "tests" / "configs"
 
@@ -56,17 +56,6 @@ def test_the_embedded_default_builds_comparisons_of_every_best_and_study_table(t
     studies = ("consistency", "methods", "easy_focus_ablation")
     assert [counts[f"{study}_comparisons"] for study in studies] == [counts[f"{study}_table"] for study in studies]
     assert [counts[f"{study}_table"] for study in studies] == [1, 1, 1]
-
-
-def published_imagenet_in_place(tmp_path, config):
-    """Empty files at the paper config's checkpoint paths and empty ImageNet folders under its
-    data_root: what the dry run checks is there (prepare_data checks the class folders)."""
-    for paths in config["datasets"]["imagenet"]["checkpoints"].values():
-        for path in paths.values():
-            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / path).touch()
-    for split in ("train", "val"):
-        (tmp_path / config["data_root"] / "imagenet" / split).mkdir(parents=True)
 
 
 def test_the_paper_config_dag_builds_without_data(tmp_path):

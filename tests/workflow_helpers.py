@@ -94,3 +94,20 @@ def scheduled(workdir: Path, *configs: Path, args: tuple[str, ...] = ()) -> list
             if match[1] == "reason" and rule != "all":
                 jobs.append(Scheduled(rule, fields.get("output", "").split(", ")[0], match[2]))
     return jobs
+
+
+def published_imagenet_in_place(workdir: Path, config: dict) -> None:
+    """Empty files at ``config``'s ImageNet checkpoint paths and its empty ImageNet split folders under
+    ``data_root`` (``DatasetInfo.local_folder``): what the dry run checks is there before it builds the
+    DAG (``prepare_data`` checks the class folders). Nothing for a config without ImageNet."""
+    from ddrs.data import get_info
+
+    imagenet = config["datasets"].get("imagenet")
+    if imagenet is None:
+        return
+    for paths in imagenet.get("checkpoints", {}).values():
+        for path in paths.values():
+            (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / path).touch()
+    for split in ("train", "test"):
+        get_info("imagenet").local_folder(workdir / config.get("data_root", "data"), split).mkdir(parents=True)
