@@ -19,9 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from ddrs.errors import DDRSError
+from ddrs.published.csv_table import read_checked_csv
 
 #: the file shipped in the package
 FAMILIES_PATH = Path(__file__).with_name("families.csv")
@@ -61,12 +60,7 @@ def read_families(path: str | os.PathLike | None = None) -> Families:
 
 @functools.lru_cache(maxsize=4)
 def _read(path: str, mtime_ns: int) -> Families:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise FamilyError(f"{path}: not a readable families CSV ({error})") from error
-    if tuple(frame.columns) != COLUMNS:
-        raise FamilyError(f"{path}: columns {list(frame.columns)}, expected {list(COLUMNS)}")
+    frame = read_checked_csv(path, COLUMNS, "families CSV", FamilyError)
     if (frame["family"] == "").any():
         row = frame[frame["family"] == ""].iloc[0]
         raise FamilyError(f"{path}: {row['repository']}:{row['method_authors']} has no family")

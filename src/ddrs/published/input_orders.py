@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ddrs.errors import DDRSError
+from ddrs.published.csv_table import read_checked_csv
 
 #: the file shipped in the package
 ORDERS_PATH = Path(__file__).with_name("input_orders.csv")
@@ -51,12 +52,7 @@ def describe(order: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _read(path: str, mtime_ns: int) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputOrderError(f"{path}: not a readable input-order CSV ({error})") from error
-    if tuple(frame.columns) != COLUMNS:
-        raise InputOrderError(f"{path}: columns {list(frame.columns)}, expected {list(COLUMNS)}")
+    frame = read_checked_csv(path, COLUMNS, "input-order CSV", InputOrderError)
     empty = (frame[["dataset", "repository", "order", "note"]] == "").any(axis=1)
     if empty.any():
         raise InputOrderError(

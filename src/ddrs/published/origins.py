@@ -18,9 +18,8 @@ import functools
 import os
 from pathlib import Path
 
-import pandas as pd
-
 from ddrs.errors import DDRSError
+from ddrs.published.csv_table import read_checked_csv
 
 #: the file shipped in the package
 ORIGINS_PATH = Path(__file__).with_name("origins.csv")
@@ -34,12 +33,7 @@ class OriginsError(DDRSError):
 
 @functools.lru_cache(maxsize=4)
 def _read(path: str, mtime_ns: int) -> dict[str, tuple[str, str]]:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise OriginsError(f"{path}: not a readable origins CSV ({error})") from error
-    if tuple(frame.columns) != COLUMNS:
-        raise OriginsError(f"{path}: columns {list(frame.columns)}, expected {list(COLUMNS)}")
+    frame = read_checked_csv(path, COLUMNS, "origins CSV", OriginsError)
     if frame["sha256"].duplicated().any():
         raise OriginsError(f"{path}: sha256 {frame['sha256'][frame['sha256'].duplicated()].iloc[0]} has two origins")
     return {row.sha256: (row.repository, row.path) for row in frame.itertuples(index=False)}
