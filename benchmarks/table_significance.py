@@ -23,6 +23,11 @@ from _report import add_json_option, write_report
 from ddrs.analysis.stats import flip_resamples, sign_flip_p
 
 
+def significant(value: float, digits: int = 3) -> float:
+    """``value`` to ``digits`` significant figures: a quick run's seconds are small but never rounded to 0."""
+    return float(f"{value:.{digits}g}")
+
+
 def seconds(run) -> float:
     began = time.perf_counter()
     run()
@@ -53,10 +58,10 @@ def main() -> None:
         "pairs": len(pairs),
         "inputs": args.inputs,
         "family_patterns": family,
-        "per_row_s_per_million": round(per_row / args.patterns * 1e6, 2),
-        "per_pair_s_per_million": round(per_pair / args.patterns * 1e6, 2),
-        "per_pair_over_per_row": round(per_pair / per_row, 2),
-        "family_s_projected": round(per_row / args.patterns * family, 1),
+        "per_row_s_per_million": significant(per_row / args.patterns * 1e6),
+        "per_pair_s_per_million": significant(per_pair / args.patterns * 1e6),
+        "per_pair_over_per_row": significant(per_pair / per_row),
+        "family_s_projected": significant(per_row / args.patterns * family),
     }
     print(
         f"{args.rows} rows ({len(pairs)} pairs) of {args.inputs} inputs: {figures['per_row_s_per_million']} s per "
