@@ -13,6 +13,7 @@ from ddrs.core.settings import Algorithm1Settings
 from ddrs.core.sigma import optimize_sigma
 from ddrs.core.smoothing import sample_counts
 from ddrs.core.streams import (
+    GENERATOR_TRANSFORM,
     PHILOX_TRANSFORM,
     GeneratorStreams,
     PhiloxStreams,
@@ -160,10 +161,10 @@ def test_algorithm1_with_philox_streams_solves_each_input_as_if_alone():
 
 def test_each_device_gets_its_kind_of_stream_and_bad_kinds_are_named():
     assert default_stream_kind("cpu") == "generator" and default_stream_kind("cuda") == "philox"
-    # a log drawn from Philox streams records the transform, so one drawn under another starts over
-    assert stream_settings("cuda")[
-        "philox_transform"
-    ] == PHILOX_TRANSFORM and "philox_transform" not in stream_settings("cpu")
+    # a log records its streams' transform to noise, so one drawn under another starts over
+    assert stream_settings("cuda")["philox_transform"] == PHILOX_TRANSFORM
+    assert stream_settings("cpu")["generator_transform"] == GENERATOR_TRANSFORM
+    assert "philox_transform" not in stream_settings("cpu") and "generator_transform" not in stream_settings("cuda")
     assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU), GeneratorStreams)
     assert isinstance(input_streams(0, [1, 2], Stream.CERTIFY, CPU, kind="philox"), PhiloxStreams)
     with pytest.raises(ValueError, match="unknown stream kind 'mt'"):

@@ -28,6 +28,7 @@ class Stream(IntEnum):
     SELECTION = 0  #: c_A, the σ₀-smoothed prediction (the σ log's c_a; the class ``fixed_class`` holds)
     OPTIMIZE = 1  #: Algorithm 1's or the grid search's noise draws
     CERTIFY = 2  #: Cohen's CERTIFY at the chosen scale
+    TAIL = 3  #: a CPU stream's exact-tail refinements (:mod:`ddrs.core.gaussian_tail`), keyed by the stream's seed
 
 
 class TrainingStream(IntEnum):

@@ -11,17 +11,18 @@ inputs share a batch or on where an interrupted run resumed. Two kinds of stream
   step, and draw ``j`` of an input is the same whatever the forward batch size.
 
 The two draw different numbers for the same key (as torch's CPU and CUDA generators do), so CPU
-and CUDA certificates differ within their statistical error. They also differ in two limits of the
-CPU's generator, both harmless at the sizes the CPU certifies and both negligible in Philox's:
+and CUDA certificates differ within their statistical error. Both draw Gaussian tails that are
+exact to below float32's resolution of p_A (2⁻²⁴):
 
-- torch's CPU ``randn`` takes Box–Muller's u₁ from 24 bits, so it never draws a pair of coordinates
-  beyond radius 5.77: a Gaussian tail of mass 2⁻²⁴ per pair, 2·10⁻⁵ of a 28×28 image and 9·10⁻⁵
-  of a 3×32×32 one. That is below what n = 10,000 draws resolve (1 − p̲_A ≥ 7·10⁻⁴ at α = 0.001),
-  not what n = 100,000 do (7·10⁻⁵): certify paper-scale runs on CUDA, whose Philox streams cut at
-  7.63 (:func:`ddrs.core.philox.fine_unit_interval`).
-- mt19937 keeps the low 32 bits of a 64-bit key, so two of a run's k streams coincide with
-  probability about k²/2³³ (0.1 expected pairs for 10,000 inputs' three streams). Each
-  certificate stays sound, as it uses one input's streams alone; two inputs may share noise.
+- torch's CPU ``randn`` takes Box–Muller's u₁ from 24 bits and so never draws a pair of
+  coordinates beyond radius 5.77; :class:`GeneratorStreams` redraws the radius of every pair beyond
+  3.72 exactly (:mod:`ddrs.core.gaussian_tail`), leaving 7·10⁻²⁴ of tail per pair undrawn;
+- Philox streams cut at 7.63 (:func:`ddrs.core.philox.fine_unit_interval`): 2⁻⁴¹ per pair,
+  3·10⁻⁸ of a 3×224×224 image.
+
+mt19937 keeps the low 32 bits of a 64-bit key, so two of a run's k streams coincide with
+probability about k²/2³³ (0.1 expected pairs for 10,000 inputs' three streams). Each certificate
+stays sound, as it uses one input's streams alone; two inputs may share noise.
 
 :class:`SharedGenerator` is one generator for the whole batch (training, where inputs need no
 streams of their own).
@@ -38,6 +39,7 @@ import torch
 from torch import Tensor
 
 from ddrs.core.device import copy_to, make_generator
+from ddrs.core.gaussian_tail import BLOCK, refine_tail
 from ddrs.core.noise import SmoothingNoise
 from ddrs.core.philox import keyed_words, split_key
 from ddrs.core.seeds import KEY_SCHEME, Stream, derived_seed
@@ -80,36 +82,43 @@ class SharedGenerator(InputStreams):
         return self
 
 
-#: torch's CPU ``randn`` fills a call in blocks of 16 values and redraws a call's last 16 when its
-#: size is not a multiple of 16, so a call of 2 draws of 25 values is not two calls of 1
-_CPU_RANDN_BLOCK = 16
-
-
 class GeneratorStreams(InputStreams):
     """One ``torch.Generator`` per input; each block is one call to its input's generator.
 
-    Each draw takes a whole number of :data:`_CPU_RANDN_BLOCK` values from the generator (the
+    Each draw takes a whole number of :data:`BLOCK` values from the generator (the
     sample's values, then up to 15 unused), so an input's draw ``j`` is the same however its draws
     are grouped into blocks, i.e. whatever the forward batch size, for any sample shape (the
-    registered datasets' 64, 784, 3,072 and 150,528 values are whole blocks already)."""
+    registered datasets' 64, 784, 3,072 and 150,528 values are whole blocks already).
 
-    def __init__(self, generators: Sequence[torch.Generator]):
+    On the CPU, Gaussian draws in float32 have their tails made exact
+    (:func:`ddrs.core.gaussian_tail.refine_tail`) from a second generator per input, keyed
+    ``(its seed, TAIL)``, so the main stream's values are torch's own.
+    """
+
+    def __init__(self, generators: Sequence[torch.Generator], tails: Sequence[torch.Generator] | None = None):
         self.generators = list(generators)
+        self.tails = list(tails) if tails is not None else [tail_generator(g) for g in self.generators]
 
     def __len__(self) -> int:
         return len(self.generators)
 
     def select(self, rows):
-        return GeneratorStreams([self.generators[row] for row in rows])
+        return GeneratorStreams([self.generators[row] for row in rows], [self.tails[row] for row in rows])
 
     def draw(self, noise, blocks, x):
         numel = x[0].numel()
-        whole = -(-numel // _CPU_RANDN_BLOCK) * _CPU_RANDN_BLOCK
-        parts = [
-            noise.unit((count, whole), generator=self.generators[i], device=x.device, dtype=x.dtype)[:, :numel]
-            for i, count in blocks
-        ]
+        whole = -(-numel // BLOCK) * BLOCK
+        refine = noise.name == "gaussian" and x.device.type == "cpu" and x.dtype == torch.float32
+        parts = []
+        for i, count in blocks:
+            unit = noise.unit((count, whole), generator=self.generators[i], device=x.device, dtype=x.dtype)
+            parts.append((refine_tail(unit, self.tails[i]) if refine else unit)[:, :numel])
         return (parts[0] if len(parts) == 1 else torch.cat(parts)).reshape(-1, *x.shape[1:])
+
+
+def tail_generator(generator: torch.Generator) -> torch.Generator:
+    """The CPU generator of ``generator``'s tail refinements, keyed by its seed and :attr:`Stream.TAIL`."""
+    return make_generator(derived_seed(generator.initial_seed(), Stream.TAIL), torch.device("cpu"))
 
 
 def keyed_unit(noise: SmoothingNoise, key: Tensor, draw: Tensor, numel: int) -> Tensor:
@@ -218,15 +227,19 @@ def default_stream_kind(device: torch.device | str) -> str:
 #: the version of :class:`PhiloxStreams`' words-to-noise transform (2: Box–Muller's u₁ from 41 bits,
 #: :func:`ddrs.core.philox.fine_unit_interval`); logs drawn from Philox streams record it
 PHILOX_TRANSFORM = 2
+#: the version of :class:`GeneratorStreams`' Gaussian draws (2: tails made exact,
+#: :mod:`ddrs.core.gaussian_tail`); logs drawn from generator streams record it
+GENERATOR_TRANSFORM = 2
 
 
 def stream_settings(device: torch.device | str) -> dict[str, object]:
     """What a resumable log records of its noise's streams: the kind ``device`` draws from, the
-    seeds' key layout and (Philox) the transform's version, so a partial log drawn otherwise starts
+    seeds' key layout and the version of the kind's transform to noise, so a partial log drawn otherwise starts
     over rather than mixing streams."""
     kind = default_stream_kind(device)
-    recorded = {"streams": kind, "stream_keys": KEY_SCHEME}
-    return recorded | {"philox_transform": PHILOX_TRANSFORM} if kind == "philox" else recorded
+    if kind == "philox":
+        return {"streams": kind, "stream_keys": KEY_SCHEME, "philox_transform": PHILOX_TRANSFORM}
+    return {"streams": kind, "stream_keys": KEY_SCHEME, "generator_transform": GENERATOR_TRANSFORM}
 
 
 def input_streams(
