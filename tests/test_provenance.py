@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from workflow_helpers import REPO, load_config, snakemake, write_config
 
-from ddrs.jobs.provenance import SUFFIX, code_version, identity_digest, read_record, record
+import ddrs
+from ddrs.jobs.provenance import SUFFIX, code_version, identity_digest, read_record, record, source_digest
 
 #: a small slice of config/digits.yaml: two Cohen models of one epoch, certified on 10 inputs
 OVERLAY = {
@@ -46,6 +47,22 @@ def tree(tmp_path_factory):
 def test_a_record_names_the_identity_and_the_code():
     assert identity_digest({"b": 1, "a": [0.5]}) == identity_digest({"a": [0.5], "b": 1})
     assert identity_digest({"a": 1}) != identity_digest({"a": 1.5})
+
+
+def test_the_source_digest_changes_with_the_code_and_nothing_else(tmp_path):
+    package = tmp_path / "ddrs"
+    (package / "core").mkdir(parents=True)
+    (package / "core" / "noise.py").write_text("SCALE = 1\n")
+    (package / "published").mkdir()
+    (package / "published" / "logs.csv").write_text("idx\n")
+    first = source_digest(package)
+    (package / "core" / "__pycache__").mkdir()
+    (package / "core" / "__pycache__" / "noise.cpython-312.pyc").write_bytes(b"compiled")
+    (package / "notes.md").write_text("not code")
+    assert source_digest(package) == first  # caches and documents are not code
+    (package / "core" / "noise.py").write_text("SCALE = 2\n")
+    assert source_digest(package) != first
+    assert code_version()["source"] == source_digest(Path(ddrs.__file__).parent)
 
 
 def test_record_and_read_back(tmp_path):
@@ -105,10 +122,13 @@ def test_outputs_without_records_or_of_other_code_are_not_trusted(tree):
     kept = path.read_text()
     try:
         path.write_text(json.dumps({**json.loads(kept), "commit": "0" * 40}))
+        other_commit = provenance(workdir, *configs)  # a commit that changed no source
+        path.write_text(json.dumps({**json.loads(kept), "source": "0" * 64}))
         other = provenance(workdir, *configs)
         path.unlink()
         unknown = provenance(workdir, *configs)
     finally:
         path.write_text(kept)
+    assert other_commit.returncode == 0, other_commit.stdout
     assert other.returncode == 1 and f"{FIXED}: other code: made by ddrs" in other.stdout
     assert unknown.returncode == 1 and f"{FIXED}: unknown provenance: no record" in unknown.stdout

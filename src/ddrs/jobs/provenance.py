@@ -26,9 +26,25 @@ def identity_digest(identity: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: the package files whose bytes decide what a job computes: its code and the tables it ships
+SOURCE_SUFFIXES = (".py", ".csv")
+
+
+def source_digest(package: Path) -> str:
+    """SHA-256 of the package's source (:data:`SOURCE_SUFFIXES`: each file's relative path and
+    bytes, in path order): the same for the same code however it was installed or committed."""
+    digest = hashlib.sha256()
+    files = (path for path in package.rglob("*") if path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts)
+    for path in sorted(files):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @functools.cache
 def code_version() -> dict[str, str | None]:
-    """The ``ddrs`` version running, and its git commit where the package sits in a checkout (else None)."""
+    """The ``ddrs`` version running, the digest of its source (:func:`source_digest`), and its git
+    commit where the package sits in a checkout (else None; for people: a dirty tree has the commit
+    of its base, and a commit that changes no source changes nothing a job computes)."""
     package = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(
@@ -36,7 +52,7 @@ def code_version() -> dict[str, str | None]:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"ddrs": metadata.version("ddrs"), "commit": commit or None}
+    return {"ddrs": metadata.version("ddrs"), "source": source_digest(package), "commit": commit or None}
 
 
 def record(outputs: Iterable[str | Path], kind: str, identity: Any) -> None:

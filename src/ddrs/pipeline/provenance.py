@@ -7,7 +7,7 @@ A job's identity is what the workflow compares to decide a re-run: a model's tra
 document (:class:`~ddrs.pipeline.job_plan.JobPlan`), a table's or figure's arguments
 (:meth:`~ddrs.pipeline.target.Target.arguments`). Each job writes ``<output>.provenance.json``
 beside every output (:func:`ddrs.jobs.provenance.record`): the SHA-256 of its identity, the job's
-kind, and the ``ddrs`` version and git commit that ran it. :func:`check_tree` recomputes every
+kind, and the ``ddrs`` version, source digest and git commit that ran it. :func:`check_tree` recomputes every
 identity from a config and names each output whose record differs, was made by other code, follows
 a stale input, or has no record at all.
 """
@@ -40,6 +40,11 @@ def import_identity(published: str, arch: str, method: str | None, sigma: float 
 def document_identity(document: Mapping[str, Any]) -> Any:
     """A certification-side job's identity as ``ddrs job --config -`` reads it: its JSON document."""
     return json.loads(json.dumps(document))
+
+
+def _code(record: Mapping[str, Any]) -> str:
+    """The code named by a provenance record, for people: version, source digest, commit."""
+    return f"ddrs {record.get('ddrs')} (source {str(record.get('source'))[:12]}, commit {record.get('commit')})"
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,8 @@ def _judged(path: Path, kind: str, identity: Any) -> str | None:
         return "unknown provenance: no record (made before ddrs recorded provenance, or by hand)"
     if found.get("identity") != identity_digest(identity):
         return f"stale: made with other settings than the config asks of its {kind} job"
-    if (found.get("ddrs"), found.get("commit")) != (version["ddrs"], version["commit"]):
-        return f"other code: made by ddrs {found.get('ddrs')} at {found.get('commit')}; this is {version['commit']}"
+    if (found.get("ddrs"), found.get("source")) != (version["ddrs"], version["source"]):
+        return f"other code: made by {_code(found)}; this is {_code(version)}"
     return None
 
 
