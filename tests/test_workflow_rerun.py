@@ -64,6 +64,15 @@ def test_a_sigmas_training_options_retrain_only_the_models_of_that_sigma(tree):
     assert {job.output for job in jobs} == forced(tree, *models)
 
 
+def test_an_algorithm2_setting_retrains_only_the_ds_models(tree):
+    workdir, _ = tree
+    jobs = rerun(tree, {"train": {"k": 2, "sigma_lr": 0.001, "warmup_epochs": 2}})
+    models = {output for _, output in sources(jobs)}
+    assert {rule for rule, _ in sources(jobs)} == {"train"}
+    assert models == {str(path.relative_to(workdir)) for path in workdir.glob("results/*/*/ds/*/model.pt")}
+    assert {job.output for job in jobs} == forced(tree, *models)
+
+
 def test_a_methods_hyper_parameter_retrains_only_that_methods_models(tree):
     jobs = rerun(tree, {"train": {"macer": {"lam": 6.0}}})
     assert {rule for rule, _ in sources(jobs)} == {"train"}

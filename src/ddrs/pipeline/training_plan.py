@@ -9,7 +9,7 @@ from typing import Any
 from ddrs.methods import METHODS, get_method, variant_options
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, scale_label
-from ddrs.training.config import SPEED_FIELDS
+from ddrs.training.config import ALGORITHM2_FIELDS, SPEED_FIELDS
 
 
 def merge_train(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,7 +86,9 @@ class TrainingPlan:
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
         Algorithm 1 as certification does: ``optimize_sigma``'s objective, clamp and, where
-        ``n_by_method`` names the method, its n.
+        ``n_by_method`` names the method, its n. A fixed-σ run's options leave out what only
+        Algorithm 2 reads (:data:`~ddrs.training.config.ALGORITHM2_FIELDS`), so its model is not
+        re-trained when they change.
         """
         spec = self.grid.datasets[run.dataset]
         method = get_method(run.method).name
@@ -114,4 +116,6 @@ class TrainingPlan:
         )
         if "clamp" in self.config["optimize_sigma"]:
             options["sigma_clamp"] = self.config["optimize_sigma"]["clamp"]
+        if run.mode != "ds":  # a fixed-σ model is the same whatever Algorithm 2 would do
+            options = {key: value for key, value in options.items() if key not in ALGORITHM2_FIELDS}
         return options

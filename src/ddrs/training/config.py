@@ -91,6 +91,12 @@ CHOICES = {
 #: recomputation (the same step, batch-norm included). The workflow hands them to ``ddrs train
 #: --speed`` apart from the options it compares (docs/architecture.md, "What re-runs").
 SPEED_FIELDS = frozenset({"num_workers", "pin_memory", "activation_checkpoints"})
+#: the fields only Algorithm 2 reads (DDRS §3.6), so a fixed-σ run (``train_mode: fs``) ignores them;
+#: the workflow leaves them out of a fixed-σ model's options (docs/architecture.md, "What re-runs")
+ALGORITHM2_FIELDS = frozenset(
+    ("warmup_epochs", "k", "n", "sigma_lr", "min_sigma")  # K steps of Algorithm 1 per batch, from epoch warmup_epochs
+    + ("sigma_objective", "sigma_clamp", "c_a", "c_a_n0", "sigma_model_mode")  # how each step is taken
+)
 #: the numeric fields' bounds: (fields, the check, what it says)
 BOUNDS = (
     (("epochs", "batch_size", "lr_step", "n", "c_a_n0", "eval_max"), lambda value: value >= 1, ">= 1"),
