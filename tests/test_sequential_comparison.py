@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from ddrs.analysis.sequential import sequential_comparison, sequential_table
+from ddrs.pipeline.catalogue import SEQUENTIAL_MEASURED
 
 
 def log(radii, correct, **extra) -> pd.DataFrame:
@@ -54,3 +55,13 @@ def test_the_catalogue_builder_stacks_each_sigma_and_draws_its_figure(tmp_path):
     assert table["sigma"].tolist() == [0.25, 0.25, 0.5, 0.5]
     assert np.allclose(table["passes_sequential_mean"], 1200)
     assert len(figure.axes) == 2
+
+
+def test_every_value_column_is_rendered_to_the_tables_decimals():
+    """The catalogue entry's Markdown and LaTeX round the columns it lists; a value column it
+    does not list would print all its float digits."""
+    fixed = log([0.6, 0.3], [1, 1])
+    sequential = log([0.5, 0.3], [1, 1], draws=[300, 2100], decided=[1, 0])
+    table = sequential_comparison(fixed, sequential, radii=[0.0, 0.5], n0=100, n=2000)
+    counts = {"radius", "sequential_only", "fixed_only"}
+    assert set(table.columns) - counts == set(SEQUENTIAL_MEASURED)

@@ -36,7 +36,7 @@ JEONG2020_METHODS = (
 #: the sequential comparison's columns of values (not radii or counts)
 SEQUENTIAL_MEASURED = (
     *(f"{mode}{part}" for mode in ("fixed", "sequential") for part in ("", "_low", "_high")),
-    "difference", "mcnemar_p", "mcnemar_p_holm", "acr_fixed", "acr_sequential",
+    "difference", "mcnemar_p", "mcnemar_p_holm", "acr_fixed", "acr_sequential", "acr_fixed_grid", "acr_sequential_grid",
     *(f"passes_{mode}_{stat}" for mode in ("fixed", "sequential") for stat in ("mean", "median", "p99")),
     "undecided_at_cap", "seconds_fixed", "seconds_sequential",
 )  # fmt: skip
