@@ -246,7 +246,7 @@ class Smooth:
         self.noise = get_noise(noise)
 
     def certify(
-        self, x: Tensor, n0: int, n: int, alpha: float, batch_size: int, *, generator: torch.Generator | None = None
+        self, x: Tensor, n0: int, n: int, alpha: float, batch_size: int, *, generator: Generators | None = None
     ) -> tuple[int, float]:
         """CERTIFY (Cohen et al. 2019, §3.2.2): certify that g's prediction is constant in a ball around ``x``.
 
@@ -260,6 +260,9 @@ class Smooth:
         :param alpha: the failure probability.
         :param batch_size: the number of noisy copies per forward pass of the base classifier.
         :param generator: the source of the noise (default: torch's global generator, as in Cohen's code).
+            One generator draws torch's ``randn`` as it is, whose CPU tail stops at radius 5.77 per pair
+            of coordinates; ``GeneratorStreams([generator])`` (:mod:`ddrs.core.streams`), what the
+            pipeline certifies with, draws the tail exactly (:mod:`ddrs.core.gaussian_tail`).
         :return: ``(predicted class, certified radius)``; on abstention ``(Smooth.ABSTAIN, 0.0)``.
         """
         self.base_classifier.eval()
