@@ -328,7 +328,7 @@ def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_th
         (lambda c: c["certify"].update(n=2000.0), "config key certify.n: 2000.0 is not of type 'integer'"),
         (
             lambda c: c["train"].update(min_sigma=0.25),
-            "the training options of results/mnist5k/cohen/fs/sigma0.25: min_sigma must be in (0, sigma=0.25)",
+            "the training options of results/mnist5k/cohen/ds/sigma0.25: min_sigma must be in (0, sigma=0.25)",
         ),
         (lambda c: c["optimize_sigma"].update(n_by_method={"macr": 8}), "'macr' is not one of"),
         (
