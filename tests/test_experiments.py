@@ -16,6 +16,7 @@ from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
 from ddrs.pipeline.validation import methods_left_out
 from ddrs.training import TrainConfig
+from ddrs.training.config import ALGORITHM2_FIELDS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -258,6 +259,18 @@ def test_k_grid_groups_give_every_model_exactly_one_certification_rule():
         matching = [g for g in groups if re.fullmatch(g.pattern(exp.layout), path)]
         assert len(matching) == 1, (run, [g.name for g in matching])
         assert list(matching[0].ks) == exp.grid.k_grid(run.dataset, run.method, run.mode)
+
+
+def test_a_fixed_sigma_models_options_leave_out_what_only_algorithm_2_reads():
+    exp = Experiment(digits_config())
+    fixed = exp.training.train_options(Run("digits", "macer", "fs", 0.25))
+    data_dependent = exp.training.train_options(Run("digits", "macer", "ds", 0.25))
+    assert not ALGORITHM2_FIELDS & set(fixed)
+    assert {"warmup_epochs", "k", "sigma_objective"} <= set(data_dependent)
+    assert {key: value for key, value in data_dependent.items() if key not in ALGORITHM2_FIELDS} == fixed | {
+        "train_mode": "ds"
+    }
+    assert TrainConfig.from_mapping(fixed).train_mode == "fs"
 
 
 def test_train_options_hold_the_method_section_and_build_a_train_config():
