@@ -47,7 +47,6 @@ def mean_prediction_entropy(logits: Tensor) -> Tensor:
 
 def consistency_term(logits: Tensor, divergence: str) -> Tensor:
     """The consistency of the m predictions per input, ``(B,)``, for ``(B, m, C)`` logits (module docstring)."""
-    probs = F.softmax(logits, dim=-1)
     log_probs = F.log_softmax(logits, dim=-1)
     if divergence == "mean_kl":
         # KL(p̄ ‖ p̂ᵢ) from log p̄ = logsumexp_i log p̂ᵢ − log m: a class whose p̄ underflows to 0 adds 0
@@ -55,6 +54,7 @@ def consistency_term(logits: Tensor, divergence: str) -> Tensor:
         log_mean = torch.logsumexp(log_probs, dim=1, keepdim=True) - math.log(logits.shape[1])
         divergences = F.kl_div(log_probs, log_mean.expand_as(log_probs), reduction="none", log_target=True)
         return divergences.sum(dim=-1).mean(dim=1)
+    probs = F.softmax(logits, dim=-1)
     mean = probs.mean(dim=1, keepdim=True)
     if divergence == "mean_cross_entropy":
         return -(mean * log_probs).sum(dim=-1).mean(dim=1)
