@@ -47,8 +47,8 @@ def refine_tail(values: Tensor, generator: torch.Generator) -> Tensor:
     """
     pairs = values.view(-1, 2, BLOCK // 2)
     first, second = pairs[:, 0], pairs[:, 1]
-    squared_radius = (first * first).addcmul_(second, second)
-    blocks, columns = (squared_radius >= _FIRST_SQUARED_RADIUS).nonzero(as_tuple=True)
+    coarse = (first * first).addcmul_(second, second)  # float32: only to find the candidates
+    blocks, columns = (coarse >= _FIRST_SQUARED_RADIUS).nonzero(as_tuple=True)
     if not len(blocks):
         return values
     pair = pairs[blocks, :, columns].double()
