@@ -17,6 +17,7 @@ from ddrs.core.smoothing import (
     lower_confidence_bound,
     predict_batch,
     sample_counts,
+    sample_predictions,
 )
 
 
@@ -259,6 +260,22 @@ def test_sample_counts_count_every_draw_on_the_right_row():
     assert counts.sum(dim=1).tolist() == [250, 250, 250]
     assert counts[0].tolist() == [0, 250] and counts[1].tolist() == [250, 0]
     assert 50 < counts[2, 1] < 200
+
+
+def test_sample_predictions_are_the_counted_draws_one_by_one_in_the_order_drawn():
+    """Per input, the classes of a call mixing full and packed passes count to ``sample_counts``'s from
+    the same streams, and input 1's first 30 are those of a call drawing only them in passes of 8."""
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(1)) * 0.3
+    nums = [7, 300, 45]
+    classes = sample_predictions(nn.Identity(), x, 0.5, nums, "gaussian", 64, generators(range(3)), num_classes=5)
+    counts = sample_counts(nn.Identity(), x, 0.5, nums, "gaussian", 64, generators(range(3)))
+    per_input = classes.split(nums)
+    assert [torch.bincount(c, minlength=5).tolist() for c in per_input] == counts.tolist()
+    alone = sample_predictions(nn.Identity(), x[1:2], 0.5, 30, "gaussian", 8, generators([1]), num_classes=5)
+    assert torch.equal(alone, per_input[1][:30])
+    assert len(set(per_input[1].tolist())) > 1  # not vacuous: the classes vary along the stream
+    with pytest.raises(ValueError, match="model has 5 outputs, expected num_classes=10"):
+        sample_predictions(nn.Identity(), x, 0.5, 4, "gaussian", 64, generators(range(3)), num_classes=10)
 
 
 def test_predict_batch_returns_one_answer_per_input():

@@ -12,7 +12,7 @@ so batched and one-at-a-time runs agree exactly (what resumable certification re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import torch
@@ -97,6 +97,63 @@ def sample_counts(
     unlike ``torch.bincount``, it does not synchronise with the host on CUDA to size its output.
     ``channels_last`` lays every noisy image batch out channels-last (same values, same draws).
     """
+    counts = None
+    ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
+    for rows, classes, num_outputs in _noisy_argmax(
+        model, x, sigma, num, noise, batch_size, generator, precision, channels_last=channels_last
+    ):
+        if counts is None:
+            num_classes = num_outputs
+            counts = torch.zeros(x.shape[0] * num_classes, dtype=torch.long, device=x.device)
+        counts.index_add_(0, classes + rows * num_classes, ones[: len(classes)])
+    return counts.view(x.shape[0], num_classes)
+
+
+def sample_predictions(
+    model: nn.Module,
+    x: Tensor,
+    sigma: Tensor | float,
+    num: int | Sequence[int],
+    noise: str | SmoothingNoise,
+    batch_size: int,
+    generator: Generators | None,
+    precision: str = "fp32",
+    *,
+    num_classes: int,
+    channels_last: bool = False,
+) -> Tensor:
+    """The draws of :func:`sample_counts` one by one: the base classifier's class on each noisy copy,
+    ``(Σ num,)``, input 0's draws in the order drawn, then input 1's, and so on (same draws, same
+    classes as the counts). What sequential certification checks at every draw
+    (:func:`ddrs.core.sequential.miss_prefixes`). Raises if the model has not ``num_classes`` outputs.
+    """
+    rows, classes = [], []
+    for pass_rows, pass_classes, num_outputs in _noisy_argmax(
+        model, x, sigma, num, noise, batch_size, generator, precision, channels_last=channels_last
+    ):
+        if num_outputs != num_classes:
+            raise ValueError(f"model has {num_outputs} outputs, expected num_classes={num_classes}")
+        rows.append(torch.full_like(pass_classes, pass_rows) if isinstance(pass_rows, int) else pass_rows)
+        classes.append(pass_classes)
+    # an input's blocks come in draw order (:func:`_schedule`), so a stable sort by input keeps it
+    return torch.cat(classes)[torch.sort(torch.cat(rows), stable=True).indices]
+
+
+def _noisy_argmax(
+    model: nn.Module,
+    x: Tensor,
+    sigma: Tensor | float,
+    num: int | Sequence[int],
+    noise: str | SmoothingNoise,
+    batch_size: int,
+    generator: Generators | None,
+    precision: str,
+    *,
+    channels_last: bool,
+) -> Iterator[tuple[int | Tensor, Tensor, int]]:
+    """Per forward pass of :func:`_schedule`: the input of its rows (one index when the pass holds one
+    input's block, else a ``(rows,)`` tensor), the base classifier's argmax over each row's noisy
+    copy, and the model's output count."""
     nums = [num] * x.shape[0] if isinstance(num, int) else [int(count) for count in num]
     if any(count <= 0 for count in nums) or len(nums) != x.shape[0]:
         raise ValueError(f"num must be positive, one count or one per input, got {num}")
@@ -104,34 +161,25 @@ def sample_counts(
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     noise = get_noise(noise) if isinstance(noise, str) else noise
     sigmas = _sigmas(sigma, x)
-    num_inputs = x.shape[0]
-    if num_inputs == 0:
+    if x.shape[0] == 0:
         raise ValueError("x holds no inputs (batch dimension 0)")
-    streams = as_streams(generator, num_inputs)
+    streams = as_streams(generator, x.shape[0])
     passes = _schedule(nums, batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
-    counts = None
-    ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
     with torch.inference_mode(), autocast(x.device, precision):
         for blocks in passes:
-            draws = sum(size for _, size in blocks)
             eps = streams.draw(noise, blocks, x)
             if len(blocks) == 1:
                 i = blocks[0][0]
                 batch = add_noise(x[i], sigmas[i], eps, in_place=True)
-                offset = i
+                rows = i
             else:
                 rows = next(mixed_rows)
                 batch = add_noise(x[rows], sigmas[rows], eps, in_place=True)
-                offset = rows
             if channels_last and batch.ndim == 4:
                 batch = batch.contiguous(memory_format=torch.channels_last)
             logits = model(batch)
-            if counts is None:
-                num_classes = logits.shape[1]
-                counts = torch.zeros(num_inputs * num_classes, dtype=torch.long, device=x.device)
-            counts.index_add_(0, logits.argmax(dim=1) + offset * num_classes, ones[:draws])
-    return counts.view(num_inputs, num_classes)
+            yield rows, logits.argmax(dim=1), logits.shape[1]
 
 
 def _mixed_pass_rows(passes: list[list[tuple[int, int]]], device: torch.device):
