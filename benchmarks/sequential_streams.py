@@ -4,9 +4,11 @@ Each case is a base classifier right with probability p_A and one radius r of th
 of σ, threshold p_r = Φ(r)); every test reads the same streams (one per replicate, to the cap), so
 the rows differ by the test alone:
 
-- ``grid`` and ``betting_cp``: :func:`ddrs.core.sequential.decide` on the grid {0, r}, looked at
-  on the pool's schedule (first look 32, ×1.1), counting every draw up to the look where it stops;
-  ``grid`` also with ×1.02 looks, which shows what the looks' overshoot costs;
+- ``grid`` and ``betting_cp``: :func:`ddrs.core.sequential.decide` on the grid {0, r}, drawn in the
+  pool's blocks (first look 32, ×1.1) and checked at every draw (``certify.sequential.checks:
+  draw``), counting every draw up to the end of the block where it stops (the forward passes
+  spent); ``grid`` also checked at the looks alone, with ×1.1 and with ×1.02 looks, which shows
+  what the looks' overshoot costs;
 - ``voracek``: Voráček (NeurIPS 2024, arXiv 2406.17830) Algorithm 2, the Krichevsky–Trofimov
   bettor's wealth against p_r, M_t = Π_s (q_s/p_r)^X_s ((1 − q_s)/(1 − p_r))^(1 − X_s) with
   q_s = (A_{s−1} + ½)/s, checked after every draw, certifying r once M_t ≥ 2/α and A_t ≥ p_r t: the
@@ -65,22 +67,29 @@ def voracek_draws(counts: np.ndarray, threshold: float, alpha: float = ALPHA) ->
     return out
 
 
-def decide_draws(name: str, counts: np.ndarray, threshold: float, growth: float) -> np.ndarray:
-    """Draws until :func:`decide` stops on the grid {0, r}, at the pool's looks."""
+def decide_draws(name: str, counts: np.ndarray, threshold: float, growth: float, checks: str = "draw") -> np.ndarray:
+    """Draws until :func:`decide` stops on the grid {0, r}, to the end of the look's block."""
     sequence = confidence_sequence(name, ALPHA, CAP)
     schedule = look_schedule(32, growth, CAP)
     thresholds = np.broadcast_to([0.5, threshold], (len(counts), 2))
-    look = np.zeros(len(counts), dtype=int)
-    lower = np.zeros(len(counts))
+    lower, upper = np.zeros(len(counts)), np.ones(len(counts))
+    spent = np.zeros(len(counts), dtype=int)
     active = np.ones(len(counts), dtype=bool)
-    while active.any():
+    for look, (start, end) in enumerate(zip([0, *schedule[:-1]], schedule, strict=True), 1):
         rows = np.flatnonzero(active)
-        look[rows] += 1
-        correct = counts[rows, schedule[look[rows] - 1] - 1]
-        decision = decide(sequence, schedule, look[rows], correct, lower[rows], thresholds[rows])
-        lower[rows] = decision.lower
+        if not rows.size:
+            break
+        before = counts[rows, start - 1] if start else np.zeros(len(rows), dtype=counts.dtype)
+        block = np.diff(counts[rows, start:end], axis=1, prepend=before[:, None]) == 0
+        misses = [np.flatnonzero(missed) for missed in block] if checks == "draw" else None
+        decision = decide(
+            sequence, schedule, np.full(len(rows), look), counts[rows, end - 1], lower[rows], upper[rows],
+            thresholds[rows], misses=misses,
+        )  # fmt: skip
+        lower[rows], upper[rows] = decision.lower, decision.upper
+        spent[rows] = end
         active[rows[decision.stop]] = False
-    return schedule[look - 1]
+    return spent
 
 
 def main() -> None:
@@ -93,7 +102,8 @@ def main() -> None:
     replicates = 20 if args.quick else args.replicates
     tests = {
         "grid": lambda c, t: decide_draws("grid", c, t, 1.1),
-        "grid, ×1.02 looks": lambda c, t: decide_draws("grid", c, t, 1.02),
+        "grid, at the looks": lambda c, t: decide_draws("grid", c, t, 1.1, checks="look"),
+        "grid, ×1.02 looks": lambda c, t: decide_draws("grid", c, t, 1.02, checks="look"),
         "betting_cp": lambda c, t: decide_draws("betting_cp", c, t, 1.1),
         "voracek": voracek_draws,
     }

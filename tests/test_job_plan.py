@@ -111,7 +111,7 @@ def test_the_document_holds_what_decides_rows_and_the_speed_what_does_not():
     assert stricter.fixed_certification(run) != base.fixed_certification(run)
     assert stricter.speed(run) == base.speed(run)
     # the sequential stopping rule decides the sequential job only
-    sequential = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp"}))
+    sequential = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp", "checks": "look"}))
     assert sequential.fixed_certification(run) == base.fixed_certification(run)
     assert sequential.sequential_certification(run) != base.sequential_certification(run)
 
@@ -181,16 +181,18 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     config's certify.sequential by field name and the radii of the method's norm; the same settings
     as `ddrs certify --mode sequential` with the same flags. The fixed job stays fixed."""
     config = load_config()
-    edited = plan(lambda c: c["certify"].update(sequential={"sequence": "union_cp", "first_look": 16}))
+    rule = {"sequence": "union_cp", "checks": "look", "first_look": 16}
+    edited = plan(lambda c: c["certify"].update(sequential=dict(rule)))
     run = Run("digits", "cohen", "fs", 0.5)
     document = through_json(edited.sequential_certification(run))
     settings, on_device = certify_of(edited, run, document)
     radii = config["datasets"]["digits"]["radii"]
     assert document["sigma"] == 0.5 and settings.mode == "sequential"
-    assert settings.sequential == SequentialSettings(sequence="union_cp", first_look=16, radii=tuple(radii))
+    assert settings.sequential == SequentialSettings(**rule, radii=tuple(radii))
     certify = config["certify"]
     words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
-    words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--first-look", "16"]
+    words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--checks", "look"]
+    words += ["--first-look", "16"]
     by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *words, "--radii", *map(str, radii), "--out", "c.tsv"))
     assert (settings, on_device) == by_flags
     assert certify_of(edited, run, edited.fixed_certification(run))[0].mode == "fixed"

@@ -30,9 +30,16 @@ from ddrs.core.sequential import (
     confidence_sequence,
     decide,
     look_schedule,
+    miss_prefixes,
 )
 from ddrs.core.sequential_pool import certify_sequentially
-from ddrs.core.settings import SEQUENCES, CertifySettings, DeviceSettings, SequentialSettings
+from ddrs.core.settings import (
+    LOOK_ONLY_SEQUENCES,
+    SEQUENCES,
+    CertifySettings,
+    DeviceSettings,
+    SequentialSettings,
+)
 from ddrs.core.streams import input_streams
 
 ALPHA = 0.1  # large enough that an unsound bound fails the test with 12,000 certificates
@@ -48,10 +55,12 @@ def true_radii(count: int) -> np.ndarray:
     return np.concatenate([at_grid, rng.uniform(0.02, 1.3, count - len(at_grid))])
 
 
-def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int):
-    """Certify inputs of true radius ``radius`` (σ = 1) sequentially, drawing Bernoulli(p_A) per look.
+def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int, checks: str = "draw"):
+    """Certify inputs of true radius ``radius`` (σ = 1) sequentially, each drawing its own Bernoulli(p_A)
+    stream, checked at every draw of a look's block (``checks="draw"``) or at the looks alone.
 
-    Returns the certified radii (0 on abstain) and whether the returned class is the right one.
+    Returns the certified radii (0 on abstain), whether the returned class is the right one, and the
+    estimation draws each input spent.
     """
     rng = np.random.default_rng(seed)
     p_a = norm.cdf(radius)
@@ -60,23 +69,27 @@ def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int):
     selection = rng.binomial(N0, p_a)
     right_class = selection * 2 > N0  # c_A, the top class of the selection draws
     p_correct = np.where(right_class, p_a, 1 - p_a)
+    missed = rng.random((len(radius), CAP), dtype=np.float32) >= p_correct[:, None]  # drawn before any look
     thresholds = np.broadcast_to(norm.cdf(RADII), (len(radius), len(RADII)))
     correct = np.zeros(len(radius), dtype=int)
-    lower = np.zeros(len(radius))
-    look = np.zeros(len(radius), dtype=int)
+    lower, upper = np.zeros(len(radius)), np.ones(len(radius))
+    spent = np.zeros(len(radius), dtype=int)
     active = np.ones(len(radius), dtype=bool)
-    previous = np.zeros(len(radius), dtype=int)
-    while active.any():
+    for look, (start, end) in enumerate(zip([0, *schedule[:-1]], schedule, strict=True), 1):
         rows = np.flatnonzero(active)
-        look[rows] += 1
-        drawn = schedule[look[rows] - 1]
-        correct[rows] += rng.binomial(drawn - previous[rows], p_correct[rows])
-        previous[rows] = drawn
-        decision = decide(sequence, schedule, look[rows], correct[rows], lower[rows], thresholds[rows])
-        lower[rows] = decision.lower
+        block = missed[rows, start:end]
+        correct[rows] += (end - start) - block.sum(axis=1)
+        spent[rows] = end
+        where, position = np.nonzero(block)
+        misses = np.split(position, np.cumsum(np.bincount(where, minlength=len(rows)))[:-1])
+        decision = decide(
+            sequence, schedule, np.full(len(rows), look), correct[rows], lower[rows], upper[rows], thresholds[rows],
+            misses=misses if checks == "draw" else None,
+        )  # fmt: skip
+        lower[rows], upper[rows] = decision.lower, decision.upper
         active[rows[decision.stop]] = False
     certified = np.where(lower >= 0.5, norm.ppf(np.maximum(lower, 0.5)), 0.0)
-    return certified, right_class
+    return certified, right_class, spent
 
 
 def simulate_fixed(radius: np.ndarray, seed: int):
@@ -101,28 +114,55 @@ def assert_at_most_alpha(wrong: int, total: int, alpha: float = ALPHA) -> None:
     assert clopper_pearson_lower(wrong, total, 0.001) <= alpha, f"{wrong} of {total} certificates unsound"
 
 
+def checks_of(sequence: str) -> str:
+    """Every draw where the sequence holds there, else the looks."""
+    return "look" if sequence in LOOK_ONLY_SEQUENCES else "draw"
+
+
 @pytest.mark.parametrize("sequence", SEQUENCES)
 def test_sequential_certificates_beyond_the_true_radius_are_at_most_alpha(sequence):
     radius = true_radii(12_000)
-    certified, right_class = simulate(sequence, radius, seed=2)
+    certified, right_class, _ = simulate(sequence, radius, seed=2, checks=checks_of(sequence))
     assert_at_most_alpha(*unsound_share(certified, right_class, radius))
     assert (certified > 0).mean() > 0.5  # the test has power: most inputs certify some radius
 
 
+@pytest.mark.parametrize("sequence", ["grid", "betting_cp"])
+def test_checking_every_draw_stops_no_later_and_certifies_no_less_on_the_same_streams(sequence):
+    """The running bounds at every draw include those at the looks, so on the same streams no input
+    stops at a later look or with a lower bound; some stop earlier (the looks' overshoot), and at the
+    threshold's edge (true radius just below a grid radius) the draw checks stay sound."""
+    radius = np.concatenate([true_radii(3000), np.repeat(RADII[1:], 1000) - 0.001])
+    at_looks, _, looks_spent = simulate(sequence, radius, seed=7, checks="look")
+    at_draws, right_class, draws_spent = simulate(sequence, radius, seed=7, checks="draw")
+    assert (draws_spent <= looks_spent).all() and draws_spent.mean() < looks_spent.mean()
+    assert (at_draws[draws_spent == looks_spent] >= at_looks[draws_spent == looks_spent]).all()
+    assert_at_most_alpha(*unsound_share(at_draws, right_class, radius))
+
+
 class PerLookClopperPearsonGrid(GridTest):
-    """A planted error: each threshold's local test is Clopper–Pearson at level α at every look, as if
-    each look were the only one; the looks' chances to cross add up far beyond α."""
+    """A planted error: each threshold's local test is Clopper–Pearson at level α at every look (or
+    every draw), as if each were the only one; the chances to cross add up far beyond α."""
+
+    may_tighten = ConfidenceSequence.may_tighten  # the grid's screen knows only its own mixtures
 
     def rejected(self, correct, draws, thresholds):
         return clopper_pearson_lower(correct, draws, self.alpha)[:, None] >= thresholds
 
 
-def test_the_soundness_check_catches_a_grid_test_with_per_look_clopper_pearson():
-    """On 12,000 inputs each just below a radius of the grid (true radius r − 0.001), where a grid
-    test errs by certifying r, the per-look error is caught; the grid test itself passes there."""
+def test_the_grid_test_is_sound_just_below_every_threshold():
+    """12,000 inputs each just below a radius of the grid (true radius r − 0.001), where a grid test
+    errs by certifying r, checked at every draw."""
     radius = np.repeat(RADII[1:], 4000) - 0.001
-    assert_at_most_alpha(*unsound_share(*simulate("grid", radius, seed=4), radius))
-    certified, right_class = simulate(PerLookClopperPearsonGrid(ALPHA, CAP), radius, seed=2)
+    assert_at_most_alpha(*unsound_share(*simulate("grid", radius, seed=4)[:2], radius))
+
+
+@pytest.mark.parametrize("checks", ["look", "draw"])
+def test_the_soundness_check_catches_a_grid_test_with_per_look_clopper_pearson(checks):
+    """On 4,000 inputs like those of the test above, the planted error is caught, checked at the looks
+    or at every draw."""
+    radius = np.repeat(RADII[1:], 1000) - 0.001
+    certified, right_class, _ = simulate(PerLookClopperPearsonGrid(ALPHA, CAP), radius, seed=2, checks=checks)
     wrong, total = unsound_share(certified, right_class, radius)
     assert clopper_pearson_lower(wrong, total, 0.001) > ALPHA, f"only {wrong} of {total} unsound: the check is blind"
 
@@ -256,11 +296,51 @@ def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
         ("growth", 1.0, "growth must be > 1"),
         ("radii", (-1.0,), "every radius must be finite and >= 0"),
         ("acr_fraction", 0.0, "acr_fraction must be > 0"),
+        ("checks", "block", "unknown sequential checks 'block'"),
+        ("sequence", "union_cp", "union_cp holds at its looks only: set checks to 'look'"),
     ],
 )
 def test_bad_sequential_settings_are_named(field, value, message):
     with pytest.raises(ValueError, match=message):
         SequentialSettings(**{field: value})
+
+
+def test_the_look_only_sequences_are_those_that_are_not_anytime():
+    assert {name for name, cls in CONFIDENCE_SEQUENCES.items() if not cls.anytime} == set(LOOK_ONLY_SEQUENCES)
+    with pytest.raises(ValueError, match="union_cp holds at its looks only"):
+        decide(confidence_sequence("union_cp", ALPHA, CAP), look_schedule(8, 1.1, CAP), np.array([1]), np.array([8]),
+               np.zeros(1), np.ones(1), norm.cdf(RADII)[None, :], misses=[np.array([], dtype=int)])  # fmt: skip
+
+
+@pytest.mark.parametrize("sequence", ["grid", "betting", "betting_cp"])
+@pytest.mark.parametrize("p", [0.9, 0.6])
+def test_checking_every_draw_gives_the_bounds_of_every_prefix(sequence, p):
+    """Two looks of a stream (400 draws, then 440) at p = 0.9 (runs of correct draws) and 0.6 (runs of
+    misses): :func:`decide`'s running bounds after each look, from the misses' prefixes it checks and
+    screens, are the largest L and least U over every prefix so far, computed one by one."""
+    test = confidence_sequence(sequence, ALPHA, CAP)
+    schedule = look_schedule(400, 1.1, CAP)
+    thresholds = norm.cdf(np.arange(0, 1.6, 0.125))[None, :]  # fine enough that p = 0.9 is between two
+    missed = np.random.default_rng(9).random(schedule[1]) >= p
+    every = np.arange(1, schedule[1] + 1)
+    lower_every, upper_every = test.bounds(np.cumsum(~missed), every, 1, np.repeat(thresholds, len(every), axis=0))
+    lower, upper = np.zeros(1), np.ones(1)
+    for look, (start, end) in enumerate(zip([0, schedule[0]], schedule[:2], strict=True), 1):
+        block = [np.flatnonzero(missed[start:end])]
+        correct = np.array([end - missed[:end].sum()])
+        decision = decide(test, schedule, np.array([look]), correct, lower, upper, thresholds, misses=block)
+        lower, upper = decision.lower, decision.upper
+        assert lower[0] == lower_every[:end].max() and upper[0] == upper_every[:end].min()
+    at_looks = schedule[:2] - 1  # not vacuous: a bound peaks between the looks
+    assert lower_every.max() > lower_every[at_looks].max() or upper_every.min() < upper_every[at_looks].min()
+
+
+def test_miss_prefixes_are_just_before_and_after_each_miss():
+    rows, correct, draws = miss_prefixes(np.array([10, 3]), np.array([12, 5]), [np.array([0, 4]), np.array([2])])
+    # input 0 (10 of 12 before the block): misses at draws 13 and 17; input 1 (3 of 5): at draw 8
+    assert sorted(zip(rows, correct, draws, strict=True)) == [
+        (0, 10, 13), (0, 13, 16), (0, 13, 17), (1, 5, 7), (1, 5, 8),
+    ]  # fmt: skip
 
 
 class Uniform100(nn.Module):
@@ -279,7 +359,7 @@ def test_the_selection_draws_are_not_counted_into_the_bound(sequence):
     inputs = 400
     x = torch.zeros(inputs, 100)
     streams = input_streams(6, range(inputs), Stream.CERTIFY, CPU)
-    rule = SequentialSettings(sequence=sequence, first_look=8, pool=inputs)
+    rule = SequentialSettings(sequence=sequence, first_look=8, pool=inputs, checks=checks_of(sequence))
     certify = CertifySettings(n0=1000, n=8, alpha=ALPHA, mode="sequential", sequential=rule)
     results = certify_sequentially(
         Uniform100(), x, torch.ones(inputs), certify, device_settings=on_cpu(4096), num_classes=100,

@@ -104,7 +104,7 @@ def test_a_sequential_setting_reruns_only_the_sequential_jobs_and_their_tables(t
     path = write_config(workdir, config)
     finished_tree(workdir, path)
     jobs = scheduled(
-        workdir, path, write_config(workdir, {"certify": {"sequential": {"sequence": "union_cp"}}}, "o.yaml")
+        workdir, path, write_config(workdir, {"certify": {"sequential": {"sequence": "betting_cp"}}}, "o.yaml")
     )
     assert {rule for rule, _ in sources(jobs)} == {"certify_sequential"}
     assert len(sources(jobs)) == 3  # cohen's fixed-σ models at three σ
@@ -174,7 +174,8 @@ EDITS = [
     ("certify.memory_format", {"certify": {"memory_format": "channels_last"}}, False),
     ("certify.compile", {"certify": {"compile": True}}, False),
     ("certify.mode", {"certify": {"mode": "sequential"}}, False),
-    ("certify.sequential.sequence", {"certify": {"sequential": {"sequence": "union_cp"}}}, True),
+    ("certify.sequential.sequence", {"certify": {"sequential": {"sequence": "betting_cp"}}}, True),
+    ("certify.sequential.checks", {"certify": {"sequential": {"checks": "look"}}}, True),
     ("certify.sequential.first_look", {"certify": {"sequential": {"first_look": 16}}}, True),
     ("certify.sequential.growth", {"certify": {"sequential": {"growth": 1.2}}}, True),
     ("certify.sequential.acr_fraction", {"certify": {"sequential": {"acr_fraction": 0.1}}}, True),

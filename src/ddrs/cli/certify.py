@@ -16,6 +16,7 @@ import sys
 from ddrs.cli import _test_inputs
 from ddrs.core.settings import (
     CERTIFY_MODES,
+    CHECKS,
     MEMORY_FORMATS,
     SEQUENCES,
     CertifySettings,
@@ -107,6 +108,12 @@ def add_parser(subparsers) -> None:
     )
     sequential.add_argument(
         "--growth", type=float, default=SequentialSettings.growth, help="each look's draws over the previous one's"
+    )
+    sequential.add_argument(
+        "--checks",
+        default=SequentialSettings.checks,
+        choices=CHECKS,
+        help="check the bounds at every draw of a look's block, or at the looks alone (union_cp: look)",
     )
     sequential.add_argument(
         "--acr-fraction",

@@ -6,7 +6,10 @@ has A correct draws (its class c_A, chosen from n0 *earlier* selection draws tha
 counted again) of N, and a confidence sequence gives bounds L_k ≤ p_A ≤ U_k that hold at every
 look at once with probability ≥ 1 − α. Any stopping rule keeps the certificate σΦ⁻¹(L) of the look
 where it stops sound (Proposition 2 with p̲_A = L), which is what lets :func:`decide` stop each
-input as soon as every radius of the run's grid is decided. Three sequences and one grid test
+input as soon as every radius of the run's grid is decided. The sequences built on a test
+martingale hold at every *draw* at once (Ville's inequality), so :func:`decide` checks them at
+every draw of a block (:func:`miss_prefixes`): the looks then only say when forward passes are
+spent, and cost no overshoot beyond the block in which a decision is reached. Three sequences and one grid test
 (:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential certification", has the formulas):
 
 - :class:`BettingSequence`: the Krichevsky–Trofimov betting martingale of Voráček (NeurIPS 2024,
@@ -28,10 +31,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import betaln, logsumexp
+from scipy.special import betaln, logsumexp, rel_entr
 
 from ddrs.core.binomial import clopper_pearson_lower, clopper_pearson_upper
 
@@ -62,6 +66,9 @@ class ConfidenceSequence(ABC):
     name: str
     #: the lower bound only takes the grid's thresholds p_r, so the certificate is the grid radius r
     grid_valued = False
+    #: the bounds hold at every draw at once, not only at the looks, so they may be checked at every
+    #: draw (``ddrs.core.settings.LOOK_ONLY_SEQUENCES`` names the others)
+    anytime = True
 
     def __init__(self, alpha: float, cap: int):
         if not 0 < alpha < 1:
@@ -76,6 +83,13 @@ class ConfidenceSequence(ABC):
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` on p after ``correct`` of ``draws`` at look ``look``; ``thresholds``
         ``(B, R)``, the grid's p_r, are what :class:`GridTest` tests (confidence sequences ignore them)."""
+
+    def may_tighten(
+        self, correct: np.ndarray, draws: np.ndarray, lower: np.ndarray, upper: np.ndarray, thresholds: np.ndarray
+    ) -> np.ndarray:
+        """False where the bounds after ``correct`` of ``draws`` (fewer than the cap) cannot beat the running
+        ``lower`` and ``upper``: a cheap necessary condition that spares computing them (all True here)."""
+        return np.ones(np.shape(correct), dtype=bool)
 
 
 class BettingSequence(ConfidenceSequence):
@@ -97,13 +111,27 @@ class BettingSequence(ConfidenceSequence):
         log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
         centre = a / n
 
-        def excluded(p):  # log M_N(p) ≥ log(1/α), written without 0·log 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_likelihood = np.where(a > 0, a * np.log(p), 0.0) + np.where(n > a, (n - a) * np.log1p(-p), 0.0)
-            return log_mixture - log_likelihood >= math.log(1 / self.alpha)
+        def excluded(p):
+            return self._log_wealth(a, n, p, log_mixture) >= math.log(1 / self.alpha)
 
         lower = self._crossing(excluded, np.zeros_like(centre), centre)
         return lower, self._crossing(excluded, np.ones_like(centre), centre)
+
+    def may_tighten(self, correct, draws, lower, upper, thresholds=None):
+        """L > ``lower`` needs ``lower`` excluded, M_N(lower) ≥ 1/α, on the centre's left; U < ``upper``
+        needs ``upper`` excluded on its right (the bounds are the set's edges on either side)."""
+        a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
+        log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
+        level, centre = math.log(1 / self.alpha), a / n
+        raises = (centre > lower) & (self._log_wealth(a, n, lower, log_mixture) >= level)
+        return raises | (centre < upper) & (self._log_wealth(a, n, upper, log_mixture) >= level)
+
+    @staticmethod
+    def _log_wealth(a, n, p, log_mixture):
+        """log M_N(p), written without 0·log 0."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_likelihood = np.where(a > 0, a * np.log(p), 0.0) + np.where(n > a, (n - a) * np.log1p(-p), 0.0)
+        return log_mixture - log_likelihood
 
     @staticmethod
     def _crossing(excluded, end, centre):
@@ -127,6 +155,7 @@ class UnionBoundSequence(ConfidenceSequence):
     """
 
     name = "union_cp"
+    anytime = False  # α_k is spent per look: checked at every draw, the levels would not sum to α
 
     def level(self, look):
         look = np.asarray(look, dtype=float)
@@ -157,6 +186,9 @@ class BettingWithFixedCap(ConfidenceSequence):
         super().__init__(alpha, cap)
         self.betting = BettingSequence(alpha / 2, cap)
 
+    def may_tighten(self, correct, draws, lower, upper, thresholds=None):
+        return self.betting.may_tighten(correct, draws, lower, upper) | (np.asarray(draws) >= self.cap)
+
     def bounds(self, correct, draws, look, thresholds=None):
         lower, upper = self.betting.bounds(correct, draws, look)
         at_cap = np.asarray(draws) >= self.cap
@@ -171,6 +203,15 @@ class BettingWithFixedCap(ConfidenceSequence):
 #: near ρ = 0, where the smoothed classifiers' p_A sit: the alternatives just above a high threshold)
 _ALTERNATIVES = np.concatenate([[0.0], ((np.arange(48) + 0.5) / 48) ** 2])
 _LOG_WEIGHTS = np.log(np.concatenate([[0.25], np.full(48, 0.75 / 48)]))
+
+
+def log_likelihood_ratio_ceiling(correct: np.ndarray, draws: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """N·KL(Â ‖ p), Â = A/N: the log of the largest likelihood ratio (q/p)^A ((1 − q)/(1 − p))^(N − A)
+    of any alternative q (q = Â attains it), so a ceiling on every mixture of them (inf at p ∈ {0, 1}
+    unless Â = p)."""
+    share = np.asarray(correct, dtype=float) / draws
+    p = np.clip(p, 0.0, 1.0)
+    return draws * (rel_entr(share, p) + rel_entr(1 - share, 1 - p))
 
 
 def mixture_log_evidence(
@@ -237,6 +278,29 @@ class GridTest(ConfidenceSequence):
         upper = np.nextafter(np.where(out_of_reach, thresholds, np.inf).min(axis=1), 0.0)
         return lower, np.minimum(upper, 1.0)
 
+    def may_tighten(self, correct, draws, lower, upper, thresholds):
+        """Exactly where the bounds beat ``lower`` or ``upper``. Each factor of E_r, q_i/p_r = (1 − ρ_i)/p_r
+        + ρ_i, falls as p_r grows and each mirrored one rises, so a lower threshold is rejected whenever
+        a higher one is, and a higher one is out of reach whenever a lower one is: L > ``lower`` iff the
+        least reachable p_r above it has E_r ≥ 2/α, U < ``upper`` iff the largest p_r ≤ it has the mirrored
+        E_r ≥ 1/α. Every mixture is at most exp(N·KL(Â ‖ p_r)) (:func:`log_likelihood_ratio_ceiling`),
+        which screens the counts before those two E_r are computed."""
+        correct, draws = np.asarray(correct, dtype=float), np.asarray(draws, dtype=float)
+        share = correct / draws
+        reachable = thresholds < 1
+        above = np.where(reachable & (thresholds > lower[:, None]), thresholds, np.inf).min(axis=1)
+        below = np.where(reachable & (thresholds <= upper[:, None]), thresholds, -np.inf).max(axis=1)
+        tightens = []
+        for side, threshold, level in ((False, above, 2 / self.alpha), (True, below, 1 / self.alpha)):
+            with np.errstate(invalid="ignore"):  # no threshold on a side: ±inf, where the share test is False
+                screened = (share < threshold) if side else (share > threshold)
+                screened &= log_likelihood_ratio_ceiling(correct, draws, threshold) >= math.log(level)
+            rows = np.flatnonzero(screened)
+            evidence = mixture_log_evidence(correct[rows], draws[rows], threshold[rows, None], below=side)[:, 0]
+            screened[rows] = evidence >= math.log(level)
+            tightens.append(screened)
+        return tightens[0] | tightens[1] | (draws >= self.cap)
+
     def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
         """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
         rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
@@ -267,11 +331,42 @@ class Decision(NamedTuple):
 
     #: stop drawing for this input now
     stop: np.ndarray
-    #: the running lower bound max_{j ≤ k} L_j (every L_j holds at once, so their maximum does)
+    #: the running lower bound, the largest L at any draw checked so far (every L holds at once, so
+    #: their maximum does)
     lower: np.ndarray
+    #: the running upper bound, the least U at any draw checked so far (it only decides when to stop)
+    upper: np.ndarray
     #: every radius of the grid is decided by the bounds themselves, or the input abstains (False:
     #: a radius was still in between at the last look, or the cap alone would have decided it)
     decided: np.ndarray
+
+
+def miss_prefixes(
+    correct: np.ndarray, draws: np.ndarray, misses: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The draws inside a block at which its bounds peak: ``(rows, correct, draws)``, just before and
+    just after each miss.
+
+    ``correct`` and ``draws`` count input b's draws before its block and ``misses[b]`` holds the
+    positions (0-based, increasing) in the block of its draws that were not c_A. Along a run of draws
+    of c_A every mixture E_r of :func:`mixture_log_evidence` grows (each factor is q/p_r > 1) and
+    every mirrored one shrinks, along a run of misses the reverse; so over a block the grid test's
+    largest lower bound falls just before a miss or at the block's end, and its least upper bound
+    just after a miss or at the end. The betting bounds peak there too while L and U stay on their
+    side of the Krichevsky–Trofimov estimate, which they do unless the counts are a handful.
+    """
+    lengths = np.array([len(m) for m in misses], dtype=np.int64)
+    rows = np.repeat(np.arange(len(misses)), lengths)
+    position = np.concatenate([np.asarray(m, dtype=np.int64) for m in misses]) if len(misses) else lengths
+    earlier = np.arange(len(position)) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # misses before it
+    before = correct[rows] + position - earlier  # correct draws before the miss (and after it)
+    at = draws[rows] + position
+    inside = position > 0  # just before a block's first draw is the previous look, checked there
+    return (
+        np.concatenate([rows[inside], rows]),
+        np.concatenate([before[inside], before]),
+        np.concatenate([at[inside], at + 1]),
+    )
 
 
 def decide(
@@ -280,26 +375,43 @@ def decide(
     look: np.ndarray,
     correct: np.ndarray,
     lower: np.ndarray,
+    upper: np.ndarray,
     thresholds: np.ndarray,
     *,
+    misses: Sequence[np.ndarray] | None = None,
     gain_below: np.ndarray | None = None,
     radius=None,
 ) -> Decision:
     """The stopping rule after look ``look`` (1-based, per input) with ``correct`` of ``schedule[look − 1]`` draws.
 
-    ``lower`` is each input's running lower bound before this look (0 at the start) and
-    ``thresholds`` ``(B, R)`` the least p̲_A certifying each radius of the grid
-    (:meth:`ddrs.core.noise.SmoothingNoise.threshold`). Radius r is decided once L ≥ p_r
-    (certified), U < p_r (out of reach), or L at the last look would stay below p_r even if
-    every draw until then were correct. An input stops when every radius is decided, when
-    U < ½ (it abstains), or at the last look. With ``gain_below`` (per input, in radius units)
-    and ``radius`` (p̲_A → radius, per input), it goes on while the radius could still grow by
-    more than that: while radius(min(U, best final L)) − radius(L) exceeds it.
+    ``lower`` and ``upper`` are each input's running bounds before this look (0 and 1 at the start)
+    and ``thresholds`` ``(B, R)`` the least p̲_A certifying each radius of the grid
+    (:meth:`ddrs.core.noise.SmoothingNoise.threshold`). With ``misses`` (per input, the positions in
+    this look's block of its draws that were not c_A) the bounds are checked at every draw of the
+    block (:func:`miss_prefixes`; an :attr:`~ConfidenceSequence.anytime` sequence only), else at the
+    look alone. Radius r is decided once L ≥ p_r (certified), U < p_r (out of reach), or L at the
+    last look would stay below p_r even if every draw until then were correct. Each of these, once
+    true at some draw, stays true, so stopping at the look decides what the first such draw would
+    have. An input stops when every radius is decided, when U < ½ (it abstains), or at the last
+    look. With ``gain_below`` (per input, in radius units) and ``radius`` (p̲_A → radius, per input),
+    it goes on while the radius could still grow by more than that: while radius(min(U, best final
+    L)) − radius(L) exceeds it.
     """
     draws = schedule[look - 1]
     last = len(schedule)
-    new_lower, upper = sequence.bounds(correct, draws, look, thresholds)
-    lower = np.maximum(lower, new_lower)
+    new_lower, new_upper = sequence.bounds(correct, draws, look, thresholds)
+    lower, upper = np.maximum(lower, new_lower), np.minimum(upper, new_upper)
+    if misses is not None:
+        if not sequence.anytime:
+            raise ValueError(f"{sequence.name} holds at its looks only; it cannot be checked at every draw")
+        start = np.where(look > 1, schedule[np.maximum(look - 2, 0)], 0)
+        missed = np.array([len(m) for m in misses], dtype=np.int64)
+        rows, a, n = miss_prefixes(correct - (draws - start - missed), start, misses)
+        kept = sequence.may_tighten(a, n, lower[rows], upper[rows], thresholds[rows])
+        rows, a, n = rows[kept], a[kept], n[kept]
+        inside_lower, inside_upper = sequence.bounds(a, n, look[rows], thresholds[rows])
+        np.maximum.at(lower, rows, inside_lower)
+        np.minimum.at(upper, rows, inside_upper)
     best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last, thresholds)
     best_final = np.maximum(lower, best_final)
     at_cap = look >= last
@@ -312,4 +424,4 @@ def decide(
         reachable = radius(np.minimum(upper, best_final))
         grows = reachable - radius(np.maximum(lower, 0.5)) > gain_below
         stop = stop & ~(grows & ~abstains & ~at_cap)
-    return Decision(stop=stop, lower=lower, decided=decided)
+    return Decision(stop=stop, lower=lower, upper=upper, decided=decided)

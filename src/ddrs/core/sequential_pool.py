@@ -1,11 +1,12 @@
 """Sequential CERTIFY over many inputs: a pool of inputs in flight, drawn for in rounds.
 
-Each round draws, in one :func:`ddrs.core.smoothing.sample_counts` call, the next block of every
-input in the pool: the n0 selection draws of an input that just entered (its c_A is their top
-class, and they are never counted again), else the draws up to its next look
-(:func:`ddrs.core.sequential.look_schedule`). Then :func:`ddrs.core.sequential.decide` retires
-the inputs it stops, and inputs from the queue take their places, so the forward passes stay full
-while inputs need very different numbers of draws. Every input draws from its own stream
+Each round draws, in one :func:`ddrs.core.smoothing.sample_predictions` call, the next block of
+every input in the pool: the n0 selection draws of an input that just entered (its c_A is their
+top class, and they are never counted again), else the draws up to its next look
+(:func:`ddrs.core.sequential.look_schedule`), whose misses (draws not of c_A) let the bounds be
+checked at every draw. Then :func:`ddrs.core.sequential.decide` retires the inputs it stops, and
+inputs from the queue take their places, so the forward passes stay full while inputs need very
+different numbers of draws. Every input draws from its own stream
 (:mod:`ddrs.core.streams`) in a fixed sequence of block sizes, so its result does not depend on
 which inputs shared its rounds: a pool of one and a pool of a hundred give the same rows.
 :class:`SequentialSmooth` is the door for one input at a time, beside Cohen's ``Smooth.certify``.
@@ -26,7 +27,7 @@ from ddrs.core.device import copy_to
 from ddrs.core.noise import get_noise
 from ddrs.core.sequential import confidence_sequence, decide, look_schedule
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings, resolve_memory_format
-from ddrs.core.smoothing import Smooth, sample_counts
+from ddrs.core.smoothing import Smooth, sample_predictions
 from ddrs.core.streams import InputStreams, as_streams
 
 
@@ -73,12 +74,13 @@ def certify_sequentially(
     radii = torch.tensor(rule.radii, dtype=torch.float64)
     thresholds = noise.threshold(radii[None, :], sigma[:, None]).numpy()
 
-    # per input in the pool (parallel lists): position in x, look done (0: selection only), c_A, counts
+    # per input in the pool (parallel arrays): position in x, look done (0: selection only), c_A, counts, bounds
     members: list[int] = []
     look = np.zeros(0, dtype=np.int64)
     top = np.zeros(0, dtype=np.int64)
     correct = np.zeros(0, dtype=np.int64)
     lower = np.zeros(0)
+    upper = np.zeros(0)
     queue = iter(range(len(x)))
     selected = np.zeros(0, dtype=bool)  # the member has drawn its selection block
     while True:
@@ -88,25 +90,26 @@ def certify_sequentially(
         top = np.concatenate([top, np.zeros(len(arrivals), dtype=np.int64)])
         correct = np.concatenate([correct, np.zeros(len(arrivals), dtype=np.int64)])
         lower = np.concatenate([lower, np.zeros(len(arrivals))])
+        upper = np.concatenate([upper, np.ones(len(arrivals))])
         selected = np.concatenate([selected, np.zeros(len(arrivals), dtype=bool)])
         if not members:
             return
         nums = np.where(selected, blocks[np.minimum(look, len(blocks) - 1)], settings.n0)
         pool_x, pool_sigma = copy_to(x[members], device), sigma[members].to(x.dtype)
-        counts = sample_counts(
+        predictions = sample_predictions(
             model, pool_x, pool_sigma, nums.tolist(), noise, batch_size, streams.select(members),
-            settings.precision, channels_last=channels_last,
+            settings.precision, channels_last=channels_last, num_classes=num_classes,
         ).cpu().numpy()  # fmt: skip
-        if counts.shape[1] != num_classes:
-            raise ValueError(f"model has {counts.shape[1]} outputs, expected num_classes={num_classes}")
-        top = np.where(selected, top, counts.argmax(axis=1))
-        correct = correct + np.where(selected, counts[np.arange(len(members)), top], 0)
-        look = look + selected
-        drew = selected.copy()
+        drawn = np.split(predictions, np.cumsum(nums)[:-1])
+        for m in np.flatnonzero(~selected):
+            top[m] = np.bincount(drawn[m], minlength=num_classes).argmax()
+        rows = np.flatnonzero(selected)  # the members that drew estimation draws this round
+        misses = [np.flatnonzero(drawn[r] != top[r]) for r in rows]
+        correct[rows] += nums[rows] - np.array([len(m) for m in misses], dtype=np.int64)
+        look[rows] += 1
         selected[:] = True
-        if not drew.any():
+        if not rows.size:
             continue
-        rows = np.flatnonzero(drew)
         member_sigma = sigma[[members[r] for r in rows]].numpy()
         decision = decide(
             sequence,
@@ -114,11 +117,13 @@ def certify_sequentially(
             look[rows],
             correct[rows],
             lower[rows],
+            upper[rows],
             thresholds[[members[r] for r in rows]],
+            misses=misses if rule.checks == "draw" else None,
             gain_below=None if rule.acr_fraction is None else rule.acr_fraction * member_sigma,
             radius=lambda p, s=member_sigma: noise.radius(torch.from_numpy(p), torch.from_numpy(s)).numpy(),
         )
-        lower[rows] = decision.lower
+        lower[rows], upper[rows] = decision.lower, decision.upper
         stopped = rows[decision.stop]
         for r, settled in zip(stopped, decision.decided[decision.stop], strict=True):
             certified = lower[r] >= 0.5
@@ -137,7 +142,7 @@ def certify_sequentially(
         keep = np.ones(len(members), dtype=bool)
         keep[stopped] = False
         members = [m for m, kept in zip(members, keep, strict=True) if kept]
-        look, top, correct, lower, selected = (a[keep] for a in (look, top, correct, lower, selected))
+        look, top, correct, lower, upper, selected = (a[keep] for a in (look, top, correct, lower, upper, selected))
 
 
 class SequentialSmooth(Smooth):

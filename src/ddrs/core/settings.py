@@ -138,6 +138,13 @@ CERTIFY_MODES = ("fixed", "sequential")
 #: (:data:`ddrs.core.sequential.CONFIDENCE_SEQUENCES`).
 SEQUENCES = ("betting", "union_cp", "betting_cp", "grid")
 
+#: Where a sequential test's bounds are checked: ``draw`` at every estimation draw, ``look`` at the
+#: looks alone (what the looks' overshoot costs; :func:`ddrs.core.sequential.decide`).
+CHECKS = ("draw", "look")
+
+#: The sequences whose bounds hold at the looks only, not at every draw (union_cp spends α per look).
+LOOK_ONLY_SEQUENCES = ("union_cp",)
+
 
 @dataclass(frozen=True, kw_only=True)
 class SequentialSettings:
@@ -146,8 +153,10 @@ class SequentialSettings:
     ``sequence`` (:data:`SEQUENCES`) decides the radii at every look at once (``grid``: one test per
     radius, closed testing; the others: a confidence sequence for p_A); the looks fall at
     ``first_look`` estimation draws and then every ×``growth`` (Voráček 2024's β = 1.1), up to
-    CERTIFY's n, the cap. An input stops once every radius of ``radii`` (the run's grid, in the
-    noise's norm; radius 0 always) is decided. ``acr_fraction`` spends draws for ACR: an input goes
+    CERTIFY's n, the cap. ``checks`` (:data:`CHECKS`) says whether the bounds are checked at every
+    draw of a look's block or at the look alone (:data:`LOOK_ONLY_SEQUENCES` need ``look``). An input
+    stops once every radius of ``radii`` (the run's grid, in the noise's norm; radius 0 always) is
+    decided. ``acr_fraction`` spends draws for ACR: an input goes
     on while its radius could still grow by more than that fraction of its scale (None: off).
     ``pool`` inputs are in flight at once (default: enough to fill a forward pass with first
     looks); it changes speed, not rows.
@@ -157,11 +166,18 @@ class SequentialSettings:
     radii: tuple[float, ...] = (0.0,)
     first_look: int = 32
     growth: float = 1.1
+    checks: str = "draw"
     acr_fraction: float | None = None
     pool: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("confidence sequence", self.sequence, SEQUENCES)
+        check_choice("sequential checks", self.checks, CHECKS)
+        if self.checks == "draw" and self.sequence in LOOK_ONLY_SEQUENCES:
+            raise ValueError(
+                f"{self.sequence} holds at its looks only: set checks to 'look' (the draw checks need one of "
+                f"{sorted(set(SEQUENCES) - set(LOOK_ONLY_SEQUENCES))})"
+            )
         object.__setattr__(self, "radii", tuple(sorted({0.0, *(float(r) for r in self.radii)})))
         if any(not (math.isfinite(r) and r >= 0) for r in self.radii):
             raise ValueError(f"every radius must be finite and >= 0, got {list(self.radii)}")

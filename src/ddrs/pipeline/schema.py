@@ -54,6 +54,7 @@ def name_lists() -> dict[str, dict[str, Any]]:
     from ddrs.analysis.evidence import SELECTIONS
     from ddrs.core.settings import (
         CERTIFY_MODES,
+        CHECKS,
         MEMORY_FORMATS,
         PRECISIONS,
         SEQUENCES,
@@ -86,6 +87,7 @@ def name_lists() -> dict[str, dict[str, Any]]:
         "memory_format": _enum(MEMORY_FORMATS, "ddrs.core.settings.MEMORY_FORMATS"),
         "certify_mode": _enum(CERTIFY_MODES, "ddrs.core.settings.CERTIFY_MODES"),
         "confidence_sequence": _enum(SEQUENCES, "ddrs.core.settings.SEQUENCES"),
+        "sequential_checks": _enum(CHECKS, "ddrs.core.settings.CHECKS"),
         "c_a": _enum(C_A_RULES, "ddrs.training.config.C_A_RULES"),
         "noise_batching": _enum(NOISE_BATCHINGS, "ddrs.training.config.NOISE_BATCHINGS"),
         "feed": _enum(FEEDS, "ddrs.training.config.FEEDS"),
