@@ -159,6 +159,7 @@ class SequentialSmooth(Smooth):
         radii: Sequence[float],
         *,
         sequence: str = SequentialSettings.sequence,
+        checks: str = SequentialSettings.checks,
         generator: torch.Generator | None = None,
     ) -> SequentialResult:
         """Sequential CERTIFY (``docs/protocol.md``, "Sequential certification"): :meth:`certify`'s
@@ -173,12 +174,14 @@ class SequentialSmooth(Smooth):
         :param radii: the radius grid the certificate is for (0 is always included).
         :param sequence: the sequential test (``grid``: one test per radius; ``betting_cp``: a
             confidence sequence on p_A).
+        :param checks: ``draw``: the bounds are checked at every draw; ``look``: at the looks alone
+            (``union_cp`` needs it).
         :return: :class:`SequentialResult`: ``predict`` (or ``Smooth.ABSTAIN``), ``radius``,
             ``p_a_lower``, ``draws`` (forward passes spent, selection included) and ``decided``
             (False: stopped by the cap ``n``).
         """
         self.base_classifier.eval()
-        rule = SequentialSettings(sequence=sequence, radii=tuple(radii))
+        rule = SequentialSettings(sequence=sequence, checks=checks, radii=tuple(radii))
         settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, mode="sequential", sequential=rule)
         on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
         ((_, result),) = certify_sequentially(
