@@ -9,8 +9,9 @@ where it stops sound (Proposition 2 with p̲_A = L), which is what lets :func:`d
 input as soon as every radius of the run's grid is decided. The sequences built on a test
 martingale hold at every *draw* at once (Ville's inequality), so :func:`decide` checks them at
 every draw of a block (:func:`miss_prefixes`): the looks then only say when forward passes are
-spent, and cost no overshoot beyond the block in which a decision is reached. Three sequences and one grid test
-(:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential certification", has the formulas):
+spent, and cost no overshoot beyond the block in which a decision is reached. Three sequences
+and one grid test (:data:`CONFIDENCE_SEQUENCES`; ``docs/protocol.md``, "Sequential
+certification", has the formulas):
 
 - :class:`BettingSequence`: the Krichevsky–Trofimov betting martingale of Voráček (NeurIPS 2024,
   arXiv 2406.17830, Algorithm 2; RS_conf_seq ``thresholds.get_upper_threshold``), i.e. the
@@ -286,20 +287,25 @@ class GridTest(ConfidenceSequence):
         E_r ≥ 1/α. Every mixture is at most exp(N·KL(Â ‖ p_r)) (:func:`log_likelihood_ratio_ceiling`),
         which screens the counts before those two E_r are computed."""
         correct, draws = np.asarray(correct, dtype=float), np.asarray(draws, dtype=float)
-        share = correct / draws
         reachable = thresholds < 1
-        above = np.where(reachable & (thresholds > lower[:, None]), thresholds, np.inf).min(axis=1)
-        below = np.where(reachable & (thresholds <= upper[:, None]), thresholds, -np.inf).max(axis=1)
-        tightens = []
-        for side, threshold, level in ((False, above, 2 / self.alpha), (True, below, 1 / self.alpha)):
-            with np.errstate(invalid="ignore"):  # no threshold on a side: ±inf, where the share test is False
-                screened = (share < threshold) if side else (share > threshold)
-                screened &= log_likelihood_ratio_ceiling(correct, draws, threshold) >= math.log(level)
-            rows = np.flatnonzero(screened)
-            evidence = mixture_log_evidence(correct[rows], draws[rows], threshold[rows, None], below=side)[:, 0]
-            screened[rows] = evidence >= math.log(level)
-            tightens.append(screened)
-        return tightens[0] | tightens[1] | (draws >= self.cap)
+        next_certified = np.where(reachable & (thresholds > lower[:, None]), thresholds, np.inf).min(axis=1)
+        next_out_of_reach = np.where(reachable & (thresholds <= upper[:, None]), thresholds, -np.inf).max(axis=1)
+        certifies = self._reaches(correct, draws, next_certified, 2 / self.alpha, below=False)
+        rules_out = self._reaches(correct, draws, next_out_of_reach, 1 / self.alpha, below=True)
+        return certifies | rules_out | (draws >= self.cap)
+
+    @staticmethod
+    def _reaches(correct, draws, threshold, level, *, below):
+        """Whether the mixture against ``threshold`` (the mirrored one with ``below``; ±inf: none) reaches
+        ``level``, computed only where the ceiling of :func:`log_likelihood_ratio_ceiling` allows it."""
+        share = correct / draws
+        with np.errstate(invalid="ignore"):  # the ceiling at ±inf is nan, where the share test is False anyway
+            on_its_side = share < threshold if below else share > threshold
+            screened = on_its_side & (log_likelihood_ratio_ceiling(correct, draws, threshold) >= math.log(level))
+        rows = np.flatnonzero(screened)
+        evidence = mixture_log_evidence(correct[rows], draws[rows], threshold[rows, None], below=below)[:, 0]
+        screened[rows] = evidence >= math.log(level)
+        return screened
 
     def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
         """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
