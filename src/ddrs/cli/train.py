@@ -42,6 +42,8 @@ HELP = {
     "train = batch statistics of the noisy batch, updating the running ones (the DDRS training scripts)",
     "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
     "eval_max": "test inputs scored for the per-epoch log",
+    "replicate": "the training run: r > 0 draws every training seed (weights, data order, augmentation, noise) "
+    "from its own seed, on the same data split; 0 = the single run of earlier versions",
     "noise_batching": "whole = batch_size inputs per SGD step, each with its m noisy copies; split = the authors': "
     "every batch cut into m chunks, one step each (for the methods whose authors do so)",
     "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",

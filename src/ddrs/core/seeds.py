@@ -42,13 +42,16 @@ class TrainingStream(IntEnum):
     PLAN = 15  #: the method's epoch plan (:mod:`ddrs.training.epoch_plan`)
     AUGMENT = 16  #: one input's data augmentation in one epoch, keyed by (epoch, idx[, visit > 0])
     LOADER = 17  #: the DataLoader's worker base seed (what workers draw outside torch)
+    REPLICATE = 18  #: the seed of every other training stream of replicate r > 0 (``TrainConfig.run_seed``)
 
 
 class StudyStream(IntEnum):
-    """The streams of one training input in Sun et al.'s gradient-norm study, keyed further by its ``idx``."""
+    """The streams of the studies: of one training input in Sun et al.'s gradient-norm study, keyed
+    further by its ``idx``; of the variance budget's re-certifications."""
 
     P_CORRECT = 20  #: the draws that count p_A (easy or hard)
     GRADIENT = 21  #: the draws of the loss whose gradient is measured
+    RECERTIFY = 22  #: the CERTIFY seed of a model's Monte Carlo re-certification d (the variance budget), keyed by d
 
 
 def derived_seed(seed: int, *keys: int) -> int:

@@ -49,7 +49,7 @@ def resume_source(out: Path, partial: Path) -> Path | None:
 
 #: options added after checkpoints were first written, each at the value that trains as the code
 #: did before the option existed: what a checkpoint that lacks the option was trained with
-LEGACY_OPTIONS = {"sigma_model_mode": "eval", "lr_drop": "paper"}
+LEGACY_OPTIONS = {"sigma_model_mode": "eval", "lr_drop": "paper", "replicate": 0}
 #: the same for a method's hyper-parameters, by method
 LEGACY_METHOD_OPTIONS = {"macer": {"form": "zhai"}, "stability": {"divergence": "kl"}}
 

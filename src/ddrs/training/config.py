@@ -51,6 +51,7 @@ from typing import Any
 
 import yaml
 
+from ddrs.core.seeds import TrainingStream, derived_seed
 from ddrs.core.settings import (
     MEMORY_FORMATS,
     PRECISIONS,
@@ -161,6 +162,10 @@ class TrainConfig:
     #: how ``sigma`` is read for uniform noise: the half-width λ the library uses everywhere, or
     #: Yang et al.'s standard deviation (λ = σ√3)
     uniform_convention: str = "half_width"
+    #: the training run: replicate r > 0 draws every training stream (initial weights, data order,
+    #: augmentation, training noise) from its own seed, the data split and test inputs staying those of
+    #: ``seed``; replicate 0 is the single run of earlier versions (:attr:`run_seed`)
+    replicate: int = 0
     # runtime
     seed: int = 0
     device: str = "auto"
@@ -218,6 +223,8 @@ class TrainConfig:
                     raise ValueError(f"{name} must be {bound}, got {getattr(self, name)!r}")
         if not (isinstance(self.seed, int) and 0 <= self.seed < 2**32):
             raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
+        if not (isinstance(self.replicate, int) and self.replicate >= 0):
+            raise ValueError(f"replicate must be an integer >= 0, got {self.replicate!r}")
         if not 0 < self.min_sigma < self.sigma:
             raise ValueError(f"min_sigma must be in (0, sigma={self.sigma}), got {self.min_sigma!r}")
         if self.batch_size % self.chunks:
@@ -225,6 +232,15 @@ class TrainConfig:
                 f"noise_batching 'split' cuts every batch into m = {self.chunks} chunks; batch_size "
                 f"{self.batch_size} is not a multiple of it"
             )
+
+    @property
+    def run_seed(self) -> int:
+        """The seed of this training run's streams (:class:`~ddrs.core.seeds.TrainingStream`): ``seed``
+        for replicate 0, else one derived from ``(seed, REPLICATE, replicate)``. The data split is
+        always ``seed``'s, so every replicate trains and is tested on the same inputs."""
+        if self.replicate == 0:
+            return self.seed
+        return derived_seed(self.seed, TrainingStream.REPLICATE, self.replicate)
 
     @property
     def chunks(self) -> int:

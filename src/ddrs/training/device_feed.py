@@ -65,7 +65,7 @@ class DeviceFeed:
         return cls(
             dataset,
             get_info(config.dataset).augmentation if config.augment else None,
-            seed=config.seed,
+            seed=config.run_seed,
             batch_size=config.batch_size,
             device=device,
             channels_last=resolve_memory_format(config.memory_format, device.type) == "channels_last",
@@ -134,4 +134,4 @@ def training_feed(
     if config.resolved_feed == "device":
         feed = DeviceFeed.for_config(train_set, config, device)
         return train_set, feed, feed.epoch_view
-    return train_set, training_loader(train_set, config, device), partial(EpochView, train_set, config.seed)
+    return train_set, training_loader(train_set, config, device), partial(EpochView, train_set, config.run_seed)

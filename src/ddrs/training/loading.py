@@ -114,11 +114,11 @@ def training_loader(dataset: Dataset, config: TrainConfig, device: torch.device)
     ``num_workers`` workers that persist across epochs, pinned memory per ``pin_memory`` (default:
     on CUDA only)."""
     return DataLoader(
-        IndexedDataset(dataset, config.seed),
+        IndexedDataset(dataset, config.run_seed),
         batch_size=config.batch_size,
-        sampler=EpochSampler(len(dataset), config.seed),
+        sampler=EpochSampler(len(dataset), config.run_seed),
         num_workers=config.num_workers,
         persistent_workers=config.num_workers > 0,
         pin_memory=device.type == "cuda" if config.pin_memory is None else config.pin_memory,
-        generator=torch.Generator().manual_seed(derived_seed(config.seed, TrainingStream.LOADER)),
+        generator=torch.Generator().manual_seed(derived_seed(config.run_seed, TrainingStream.LOADER)),
     )

@@ -159,7 +159,7 @@ class Trainer:
         """The run's model: its seeded initial weights, or ``config.init``'s unless a checkpoint of
         the run is about to replace them (so a resumed fine-tuning no longer needs the init file)."""
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derived_seed(self.config.seed, TrainingStream.INIT))
+            torch.manual_seed(derived_seed(self.config.run_seed, TrainingStream.INIT))
             model = build_model(self.config.arch, self.config.dataset)
         if self.config.init is not None and not resuming:
             model.load_state_dict(initial_weights(self.config))
@@ -198,7 +198,7 @@ class Trainer:
             advance_schedule(state.scheduler, config, epoch)
             visits = self._plan_epoch(model, epoch_view, state.table, epoch)
             with torch.random.fork_rng(devices=forked_devices(self.device)):
-                torch.manual_seed(derived_seed(config.seed, TrainingStream.GLOBAL, epoch))
+                torch.manual_seed(derived_seed(config.run_seed, TrainingStream.GLOBAL, epoch))
                 loss = self.train_epoch(model, batches, state.table, state.optimizer, state.scaler, epoch, visits)
             lr = state.optimizer.param_groups[0]["lr"]
             clean, noisy = evaluate(
@@ -206,7 +206,7 @@ class Trainer:
                 eval_set,
                 config.initial_scale,
                 config.noise_name,
-                seed=config.seed,
+                seed=config.run_seed,
                 batch_size=config.batch_size,
                 device=self.device,
                 precision=config.precision,
@@ -249,7 +249,7 @@ class Trainer:
         if self.epoch_plan is None:
             return None
         view = epoch_view(epoch)
-        seed = derived_seed(self.config.seed, TrainingStream.PLAN, epoch)
+        seed = derived_seed(self.config.run_seed, TrainingStream.PLAN, epoch)
         with torch.random.fork_rng(devices=forked_devices(self.device)):
             torch.manual_seed(seed)
             return self.epoch_plan.plan(epoch, model, view, table.values, seed)
@@ -272,7 +272,7 @@ class Trainer:
         ``memory_format`` says; the loss's forward passes recompute activations in backward after
         ``activation_checkpoints`` cuts (:mod:`ddrs.training.recompute`)."""
         config, device = self.config, self.device
-        noise = make_generator(derived_seed(config.seed, TrainingStream.NOISE, epoch), device)
+        noise = make_generator(derived_seed(config.run_seed, TrainingStream.NOISE, epoch), device)
         loader.sampler.set_epoch(epoch, visits)
         optimise_sigma = config.train_mode == "ds" and epoch >= config.warmup_epochs and config.k > 0
         model.train()
