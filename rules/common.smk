@@ -9,7 +9,7 @@ from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
-from ddrs.pipeline.layout import run_file
+from ddrs.pipeline.layout import REPLICATE_PATTERN, run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
@@ -59,9 +59,9 @@ GPUS = config.get("gpus_per_job", 0)
 THREADS = config.get("threads_per_job", 1)
 
 # Path patterns of one base classifier's directory and job name, from the one layout.
-RUN = LAYOUT.run_dir("{dataset}", "{method}", "{mode}", "{sigma}")
-JOB = LAYOUT.job("{dataset}", "{method}", "{mode}", "{sigma}")
-MODEL = LAYOUT.model("{dataset}", "{method}", "{mode}", "{sigma}")
+RUN = LAYOUT.run_dir("{dataset}", "{method}", "{mode}", "{sigma}", "{replicate}")
+JOB = LAYOUT.job("{dataset}", "{method}", "{mode}", "{sigma}", "{replicate}")
+MODEL = LAYOUT.model("{dataset}", "{method}", "{mode}", "{sigma}", "{replicate}")
 
 
 wildcard_constraints:
@@ -73,13 +73,19 @@ wildcard_constraints:
     ),
     mode="fs|ds",
     sigma=r"[0-9.]+",
+    replicate=REPLICATE_PATTERN,
     k=r"[0-9]+",
+    draw=r"[0-9]+",
     n=r"[0-9]+",
 
 
 def run_of(wildcards):
-    return Run(
-        wildcards.dataset, wildcards.method, wildcards.mode, float(wildcards.sigma)
+    return Run.from_wildcards(
+        wildcards.dataset,
+        wildcards.method,
+        wildcards.mode,
+        wildcards.sigma,
+        wildcards.replicate,
     )
 
 

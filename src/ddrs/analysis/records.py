@@ -34,6 +34,8 @@ class LogRecord:
     log's scales (``ds``, ``gds``): its ``time`` column is Appendix F's cost of choosing σ.
     ``common_inputs``: a table may cut the logs of this record's dataset to the test inputs all of
     them certify (:func:`ddrs.analysis.loading.restrict_to_common_inputs`) instead of refusing them.
+    ``replicate`` is the training run of the model behind the log (every training seed of run r, the
+    same r across methods; :mod:`ddrs.analysis.replication` tests methods across them).
     """
 
     log: str | os.PathLike | pd.DataFrame
@@ -47,6 +49,7 @@ class LogRecord:
     variant: str | None = None
     sigma_log: str | os.PathLike | None = None
     common_inputs: bool = False
+    replicate: int = 0
 
     def __post_init__(self):
         if self.train_mode not in TRAIN_MODES:

@@ -50,7 +50,7 @@ class Experiment:
         for target, wildcards, _ in self.targets():
             for r in target.query(self, wildcards):
                 if not self.grid.is_logs(r.dataset):
-                    runs[Run(r.dataset, r.method, r.train_mode, r.sigma0)] = None
+                    runs[Run(r.dataset, r.method, r.train_mode, r.sigma0, r.replicate)] = None
         return list(runs)
 
     def _outputs(self, kind: str) -> list[str]:

@@ -101,6 +101,14 @@ class RunGrid:
             return [s for s in sigmas if scale_label(s) in named]
         return sigmas
 
+    def replicates(self, dataset: str, method: str) -> int:
+        """Training runs of a (dataset, method)'s models: ``replication.runs`` where ``replication.methods``
+        names the method (a variant replicates with its method) and the dataset is trained here, else 1."""
+        replication = self.config.get("replication", {})
+        if get_method(method).name in replication.get("methods", []) and self.datasets[dataset]["source"] == "train":
+            return replication.get("runs", 1)
+        return 1
+
     def datasets_of(self, method: str) -> list[str]:
         """The datasets with a σ grid for the method's noise."""
         key = SIGMA_KEY[get_method(method).noise]
@@ -138,6 +146,6 @@ class RunGrid:
     def run_dir(self, run: Run) -> str:
         """Where a base classifier's files are: the results tree, or the given logs' directory."""
         if self.is_logs(run.dataset):
-            _, method, mode, sigma = run.wildcards
-            return f"{self.datasets[run.dataset]['logs']}/{method}/{mode}/sigma{sigma}"
+            _, method, mode, sigma, replicate = run.wildcards
+            return f"{self.datasets[run.dataset]['logs']}/{method}/{mode}/sigma{sigma}{replicate}"
         return self.layout.run_dir(*run.wildcards)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: every file of a base classifier's directory, by what it holds (``{k}``: Algorithm 1's steps K;
-#: ``{n}``: the grid search's draws per σ)
+#: ``{n}``: the grid search's draws per σ; ``{draw}``: a Monte Carlo re-certification with other noise)
 RUN_FILES = {
     "model": "model.pt",
     "train_log": "train.csv",
     "train_sigmas": "train_sigmas.tsv",
     "certify_fixed": "certify_fixed.tsv",
     "certify_sequential": "certify_sequential.tsv",
+    "certify_monte_carlo": "certify_fixed_mc{draw}.tsv",
     "sigma_log": "sigma_opt.tsv",
     "certify_k": "certify_K{k}.tsv",
     "memory_k": "memory_K{k}.tsv",
@@ -33,6 +34,16 @@ def scale_label(value: float | str) -> str:
     return f"{float(value):g}"
 
 
+def replicate_label(replicate: int) -> str:
+    """How a training run is spelled after its σ in paths and wildcards: nothing for replicate 0 (the
+    single run of earlier versions keeps its paths), ``_r<r>`` for the others."""
+    return f"_r{replicate}" if replicate else ""
+
+
+#: the ``{replicate}`` wildcard's values (:func:`replicate_label`), as a regex
+REPLICATE_PATTERN = r"(?:_r[1-9][0-9]*)?"
+
+
 @dataclass(frozen=True)
 class Layout:
     """Every path of the results tree, spelled once.
@@ -43,18 +54,19 @@ class Layout:
 
     results: str
 
-    def run_dir(self, dataset: str, method: str, mode: str, sigma: str) -> str:
-        """One base classifier's directory: model, training log, σ logs, certification logs."""
-        return f"{self.results}/{dataset}/{method}/{mode}/sigma{sigma}"
+    def run_dir(self, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> str:
+        """One base classifier's directory: model, training log, σ logs, certification logs
+        (``replicate``: :func:`replicate_label`)."""
+        return f"{self.results}/{dataset}/{method}/{mode}/sigma{sigma}{replicate}"
 
-    def model(self, dataset: str, method: str, mode: str, sigma: str) -> str:
+    def model(self, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> str:
         """The base classifier's checkpoint."""
-        return run_file(self.run_dir(dataset, method, mode, sigma), "model")
+        return run_file(self.run_dir(dataset, method, mode, sigma, replicate), "model")
 
     @staticmethod
-    def job(dataset: str, method: str, mode: str, sigma: str) -> str:
+    def job(dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> str:
         """One base classifier's name in log and benchmark file names."""
-        return f"{dataset}_{method}_{mode}_sigma{sigma}"
+        return f"{dataset}_{method}_{mode}_sigma{sigma}{replicate}"
 
     def benchmark(self, stage: str, name: str) -> str:
         """Snakemake's ``benchmark:`` file of a job."""
@@ -87,16 +99,24 @@ class Layout:
 
 @dataclass(frozen=True)
 class Run:
-    """One base classifier: dataset, training method, training mode (fs / ds) and σ₀."""
+    """One base classifier: dataset, training method, training mode (fs / ds), σ₀ and training run
+    (``replicate``: every training seed of run r, the same r across methods; 0 is the single run of
+    earlier versions)."""
 
     dataset: str
     method: str
     mode: str
     sigma: float
+    replicate: int = 0
 
     @property
-    def wildcards(self) -> tuple[str, str, str, str]:
-        return self.dataset, self.method, self.mode, scale_label(self.sigma)
+    def wildcards(self) -> tuple[str, str, str, str, str]:
+        return self.dataset, self.method, self.mode, scale_label(self.sigma), replicate_label(self.replicate)
+
+    @classmethod
+    def from_wildcards(cls, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> Run:
+        """The run a path's wildcards spell (:attr:`wildcards` read back)."""
+        return cls(dataset, method, mode, float(sigma), int(replicate.removeprefix("_r") or 0))
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,9 @@ class KGridGroup:
     def pattern(self, layout: Layout) -> str:
         """The regex of these models' directories under ``layout`` (what Snakemake matches)."""
         return (
-            layout.run_dir(f"(?:{self.dataset})", f"(?:{self.method or '[^/]+'})", f"(?:{self.mode})", "[0-9.]+")
+            layout.run_dir(
+                f"(?:{self.dataset})", f"(?:{self.method or '[^/]+'})", f"(?:{self.mode})", "[0-9.]+", REPLICATE_PATTERN
+            )
             + "/"
             + RUN_FILES["certify_k"].replace(".", "\\.").format(k="[0-9]+")
         )

@@ -41,24 +41,25 @@ class Records:
                 train_mode=run.mode,
                 sigma0=run.sigma,
                 common_inputs=self.grid.datasets[run.dataset].get("common_inputs", False),
+                replicate=run.replicate,
                 **setting,
             )
             for run in runs
         ]
         return [r for r in records if not self.grid.is_logs(r.dataset) or Path(r.log).is_file()]
 
-    def _runs(self, dataset: str, method: str, mode: str) -> list[Run]:
-        return [Run(dataset, method, mode, s) for s in self.grid.sigmas(dataset, method)]
+    def _runs(self, dataset: str, method: str, mode: str, replicate: int = 0) -> list[Run]:
+        return [Run(dataset, method, mode, s, replicate) for s in self.grid.sigmas(dataset, method)]
 
-    def fixed_records(self, dataset: str, method: str) -> list[LogRecord]:
-        """Fixed-σ certification of fixed-σ-trained models: the Method rows."""
-        return self._records(self._runs(dataset, method, "fs"), "certify_fixed", certify_mode="fs")
+    def fixed_records(self, dataset: str, method: str, replicate: int = 0) -> list[LogRecord]:
+        """Fixed-σ certification of fixed-σ-trained models: the Method rows (of training run ``replicate``)."""
+        return self._records(self._runs(dataset, method, "fs", replicate), "certify_fixed", certify_mode="fs")
 
-    def ds_records(self, dataset: str, method: str, mode: str) -> list[LogRecord]:
+    def ds_records(self, dataset: str, method: str, mode: str, replicate: int = 0) -> list[LogRecord]:
         """Memory-certified data-dependent logs: Method-DS (mode fs) and Method-DS² (mode ds)."""
         return [
             record
-            for run in self._runs(dataset, method, mode)
+            for run in self._runs(dataset, method, mode, replicate)
             for k in self.grid.k_grid(dataset, method, mode)
             for record in self._records([run], "memory_k", "sigma_log", {"k": k}, certify_mode="ds", K=k)
         ]
@@ -72,14 +73,16 @@ class Records:
             for record in self._records([run], "memory_grid", "grid_sigma_log", {"n": n}, certify_mode="gds", samples=n)
         ]
 
-    def method_records(self, method: str) -> list[LogRecord]:
+    def method_records(self, method: str, replicate: int = 0) -> list[LogRecord]:
         """Everything a method's table (or its Appendix H) reads, over all configured datasets:
         Method, then Method-DS and Method-DS² for each training mode the method has."""
         records = []
         for dataset in self.grid.datasets_of(method):
-            records += self.fixed_records(dataset, method)
+            if replicate >= self.grid.replicates(dataset, method):
+                continue
+            records += self.fixed_records(dataset, method, replicate)
             for mode in get_method(method).train_modes:
-                records += self.ds_records(dataset, method, mode)
+                records += self.ds_records(dataset, method, mode, replicate)
         return records
 
     def grid_datasets(self) -> list[str]:
@@ -123,7 +126,7 @@ class Records:
         """Every base classifier the grid trains or imports, in order of first use."""
         studies = [r for d in self.grid.datasets for r in self.ablation_records(d)]
         runs = {
-            Run(r.dataset, r.method, r.train_mode, r.sigma0): None
+            Run(r.dataset, r.method, r.train_mode, r.sigma0, r.replicate): None
             for r in self.all_records() + self.appendix_b_records() + studies
             if not self.grid.is_logs(r.dataset)
         }
@@ -136,10 +139,24 @@ class Records:
             raise ValueError(f"no configured method feeds table {table!r}")
         return methods
 
-    def table_records(self, table: str) -> list[LogRecord]:
-        return [r for m in self.table_methods(table) for r in self.method_records(m)]
+    def table_records(self, table: str, replicate: int = 0) -> list[LogRecord]:
+        return [r for m in self.table_methods(table) for r in self.method_records(m, replicate)]
 
-    def study_records(self, methods: Sequence[str], dataset: str) -> list[LogRecord]:
+    def replicated_table_records(self, table: str) -> list[LogRecord]:
+        """A DDRS-style table's records over every training run of its models (:meth:`replicated`)."""
+        return self.replicated(lambda replicate: self.table_records(table, replicate))
+
+    def replicated_study_records(self, methods: Sequence[str], dataset: str) -> list[LogRecord]:
+        """A seed paper's study over every training run of each row's models (:meth:`replicated`)."""
+        return self.replicated(lambda replicate: self.study_records(methods, dataset, replicate))
+
+    def replicated(self, records_of) -> list[LogRecord]:
+        """``records_of(r)`` for r = 0, 1, … up to the config's largest ``replication.runs``: a row
+        whose method is not replicated (:meth:`RunGrid.replicates`) keeps its one run."""
+        runs = self.grid.config.get("replication", {}).get("runs", 1)
+        return [record for replicate in range(runs) for record in records_of(replicate)]
+
+    def study_records(self, methods: Sequence[str], dataset: str, replicate: int = 0) -> list[LogRecord]:
         """A seed paper's per-σ comparison: fixed-σ certification of each of ``methods`` whose
         method is configured, in that order (Jeong & Shin 2020, Table 2; Sun et al. 2024, Table 2).
 
@@ -147,22 +164,27 @@ class Records:
         is the baseline trained with the hyper-parameters the study shares with the other method;
         where it trains exactly as its plain method, its row is the plain model's log under the
         variant's name (:meth:`alike_records`)."""
-        return [r for m in methods if get_method(m).name in self.grid.methods for r in self.alike_records(dataset, m)]
+        return [
+            r
+            for m in methods
+            if get_method(m).name in self.grid.methods and replicate < self.grid.replicates(dataset, m)
+            for r in self.alike_records(dataset, m, replicate)
+        ]
 
-    def alike_records(self, dataset: str, variant: str) -> list[LogRecord]:
+    def alike_records(self, dataset: str, variant: str, replicate: int = 0) -> list[LogRecord]:
         """Fixed-σ records of a method or variant; at a σ₀ where a variant trains exactly as its
         method (:meth:`~ddrs.pipeline.training_plan.TrainingPlan.trains_alike`), the method's own log under
         the variant's name, so the model is trained once."""
         method = get_method(variant).name
-        own = {r.sigma0: r for r in self.fixed_records(dataset, method)} if variant != method else {}
+        own = {r.sigma0: r for r in self.fixed_records(dataset, method, replicate)} if variant != method else {}
         return [
             replace(own[record.sigma0], variant=display_name(variant))
             if record.sigma0 in own
             and self.training.trains_alike(
-                Run(dataset, variant, "fs", record.sigma0), Run(dataset, method, "fs", record.sigma0)
+                Run(dataset, variant, "fs", record.sigma0, replicate), Run(dataset, method, "fs", record.sigma0, replicate)
             )
             else record
-            for record in self.fixed_records(dataset, variant)
+            for record in self.fixed_records(dataset, variant, replicate)
         ]
 
     def ablation_records(self, dataset: str) -> list[LogRecord]:

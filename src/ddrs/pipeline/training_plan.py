@@ -49,7 +49,7 @@ class TrainingPlan:
             return None
         method = get_method(run.method).name
         if self.grid.is_published(run.dataset) or method in self.grid.datasets[run.dataset].get("ds_fine_tune", {}):
-            return Run(run.dataset, run.method, "fs", run.sigma)
+            return Run(run.dataset, run.method, "fs", run.sigma, run.replicate)
         return None
 
     def train_options(self, run: Run) -> dict[str, Any]:
@@ -81,7 +81,8 @@ class TrainingPlan:
         papers' common one), its ``train_by_sigma`` entry for the run's σ₀ and, for DS², its
         ``ds_fine_tune`` entry for the run's method (the fine-tuning of :meth:`init_run`; method
         sections merged field by field), with the run's data, model, method, mode and scale (λ for
-        uniform noise, converted here once: :meth:`noise_sigma`); of the method sections only
+        uniform noise, converted here once: :meth:`noise_sigma`) and its training run (``replicate``,
+        left out for replicate 0, whose options are those of earlier versions); of the method sections only
         the run's own, a variant's resolved by
         :func:`ddrs.methods.variant_options` (an ablation's switches; a matched variant's fields
         shared with the other method, e.g. ``smoothadv@smoothadv_consistency``'s attack). Algorithm 2 runs
@@ -110,6 +111,7 @@ class TrainingPlan:
             train_mode=run.mode,
             sigma=self.grid.noise_sigma(run.dataset, run.method, run.sigma),
             seed=self.config["seed"],
+            **({"replicate": run.replicate} if run.replicate else {}),
             device=self.config["device"],
             data_root=self.config["data_root"],
             sigma_objective=self.config["optimize_sigma"]["objective"],
