@@ -37,6 +37,7 @@ from ddrs.core.settings import (
     certify_speed,
     settings_from,
 )
+from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run
@@ -135,6 +136,14 @@ class JobPlan:
             "sigma": self.sigma(run),
             "certify": self.certify_settings(run, mode=mode).resume_settings(),
         }
+
+    def monte_carlo_certification(self, run: Run, draw: int | str) -> dict[str, Any]:
+        """The fixed-σ certification again with CERTIFY's noise drawn from another seed, ``(seed,
+        RECERTIFY, draw)``: the same model and inputs, so the spread over draws is the Monte Carlo
+        part of the variance budget (:mod:`ddrs.analysis.replication`)."""
+        document = self.fixed_certification(run)
+        document["certify"]["seed"] = derived_seed(self.config["seed"], StudyStream.RECERTIFY, int(draw))
+        return document
 
     def sequential_certification(self, run: Run) -> dict[str, Any]:
         """The fixed-σ job in sequential mode whatever ``certify.mode`` says: the sequential side of

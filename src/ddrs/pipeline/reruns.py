@@ -32,6 +32,7 @@ JOB_KINDS = {
     "data_dependent": ("certify_data_dependent_*",),
     "grid_search": ("certify_grid_search",),
     "sequential": ("certify_sequential",),
+    "monte_carlo": ("certify_monte_carlo",),
     "gradient_norms": ("gradient_norms",),
     "published": ("fetch_published_logs", "published_dataset_logs"),
     "tables": ("*",),  # every other rule: one per catalogue entry (ddrs.pipeline.catalogue)
@@ -40,7 +41,7 @@ JOB_KINDS = {
 #: no job: a speed-only key
 SPEED: frozenset[str] = frozenset()
 
-_CERTIFY = frozenset({"fixed", "data_dependent", "grid_search", "sequential"})
+_CERTIFY = frozenset({"fixed", "data_dependent", "grid_search", "sequential", "monte_carlo"})
 _COMPUTE = frozenset({"train", *_CERTIFY, "gradient_norms"})
 #: keys that decide which runs exist (σ grids, methods, K grids): they add or remove jobs of these
 #: kinds and change the tables that list them; a job that stays keeps its output
@@ -64,6 +65,12 @@ CLASSES: dict[str, frozenset[str]] = {
     "max_job_minutes": SPEED,
     "threads_per_job": SPEED,
     "compare_with_paper": _TABLES,
+    # which training runs exist; the Monte Carlo re-certifications of the variance budget
+    "replication.runs": _GRID,
+    "replication.methods": _GRID,
+    "replication.monte_carlo": frozenset({"monte_carlo", "tables"}),
+    "replication.effect_acr": _TABLES,
+    "replication.effect_accuracy": _TABLES,
     "statistics.alpha": _TABLES,
     "statistics.n_boot": _TABLES,
     "statistics.selection": _TABLES,
