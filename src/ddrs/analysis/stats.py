@@ -61,6 +61,7 @@ class Stream(IntEnum):
     SPLIT = 0  #: which test inputs select and which evaluate under ``selection="held_out"``
     BOOTSTRAP = 1  #: the resamples of the ACR intervals
     PERMUTATION = 2  #: the sign flips of the ACR tests
+    RUNS = 3  #: the training runs a pigeonhole resample draws (:func:`pigeonhole_means`)
 
 
 def generator(seed: int, stream: Stream, dataset: str) -> np.random.Generator:
@@ -80,12 +81,40 @@ def bootstrap_means(values: np.ndarray, *, n_boot: int, seed: int, dataset: str)
     if n_boot < 1:
         raise ValueError(f"n_boot must be positive, got {n_boot}")
     n = values.shape[0]
-    rng = generator(seed, Stream.BOOTSTRAP, dataset)
     means = np.empty((n_boot, values.shape[1]))
+    for start, stop, counts in _input_counts(n, n_boot, seed, dataset):
+        means[start:stop] = counts @ values / n
+    return means
+
+
+def _input_counts(n: int, n_boot: int, seed: int, dataset: str):
+    """The bootstrap's resamples of n inputs as multinomial counts, block by block: (start, stop, counts)."""
+    rng = generator(seed, Stream.BOOTSTRAP, dataset)
     for start in range(0, n_boot, _BLOCK):
         stop = min(start + _BLOCK, n_boot)
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=stop - start)
-        means[start:stop] = counts @ values / n
+        yield start, stop, rng.multinomial(n, np.full(n, 1.0 / n), size=stop - start)
+
+
+def pigeonhole_means(values: np.ndarray, *, n_boot: int, seed: int, dataset: str) -> np.ndarray:
+    """Means over runs and inputs of ``values`` (runs × inputs × columns, every run on the same
+    inputs) in ``n_boot`` resamples of the pigeonhole bootstrap (Owen 2007, Ann. Appl. Stat. 1(2)):
+    ``n_boot × columns``.
+
+    Resample b draws R runs and n inputs with replacement, independently (a crossed design), and
+    takes the mean over the drawn runs of each run's mean over the drawn inputs. Its input counts
+    are :func:`bootstrap_means`' (the same stream and blocks), its runs come from a stream of their
+    own, so one run, or R identical runs, give exactly :func:`bootstrap_means`' resamples.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 3 or 0 in values.shape[:2]:
+        raise ValueError(f"the pigeonhole bootstrap needs a non-empty runs × inputs × columns array, got {values.shape}")
+    runs, n, _ = values.shape
+    drawn_runs = generator(seed, Stream.RUNS, dataset)
+    means = np.empty((n_boot, values.shape[2]))
+    for start, stop, counts in _input_counts(n, n_boot, seed, dataset):
+        per_run = np.stack([counts @ run for run in values], axis=1) / n  # each run's mean over the drawn inputs
+        chosen = drawn_runs.integers(runs, size=(stop - start, runs))
+        means[start:stop] = np.take_along_axis(per_run, chosen[:, :, None], axis=1).mean(axis=1)
     return means
 
 
