@@ -41,6 +41,7 @@ SEQUENTIAL_MEASURED = (
     "undecided_at_cap", "seconds_fixed", "seconds_sequential",
 )  # fmt: skip
 TABLES = "ddrs.analysis.tables"
+REPLICATION = "ddrs.analysis.replication"
 COMPARISONS = "ddrs.analysis.comparisons"
 PLOTS = "ddrs.analysis.plots"
 FIGURES = "ddrs.analysis.figure_builders"
@@ -113,6 +114,42 @@ def study_comparisons(name: str, study: Target, baseline: q.Query) -> Target:
         records=lambda exp, t, dataset: study.query(exp, {"dataset": dataset}),
         params=lambda exp, t, dataset: {**q.l2_radii(exp, t), "baseline": baseline(exp, study, dataset)},
         caption_of=lambda exp, records: q.study_comparisons_caption(exp, baseline(exp, study, records[0].dataset)),
+    )
+
+
+def replicated_best_table(selection: str, comparisons: bool = False) -> Target:
+    """A best table (or its comparisons) over every training run of its models (:mod:`ddrs.analysis.replication`)."""
+    suffix = "" if selection == "test" else f"_{selection}"
+    kind = "comparisons_" if comparisons else ""
+    return Target(
+        f"replicated_{kind}table{suffix}",
+        f"replicated_{kind}{{table}}{suffix}",
+        f"{REPLICATION}:replicated_{kind}{'best_' if not comparisons else ''}table",
+        f"replicated_{kind}table",
+        "Replication",
+        instances=q.replicated_tables(selection),
+        records=q.replicated_table_records,
+        params=q.best_table_params(selection),
+        caption_of=q.replicated_caption_of(selection),
+    )
+
+
+def replicated_study(study: Target, baseline: q.Query | None = None) -> Target:
+    """A seed paper's per-σ study (or, given its ``baseline``, its comparisons) over every training run."""
+    kind = "comparisons_" if baseline else ""
+    params = q.l2_radii if baseline is None else lambda exp, t, dataset: {**q.l2_radii(exp, t), "baseline": baseline(exp, study, dataset)}
+    return Target(
+        f"replicated_{kind}{study.name}",
+        f"replicated_{kind}{study.pattern}",
+        f"{REPLICATION}:replicated_study_{kind}table",
+        f"replicated_{kind}table",
+        "Replication",
+        methods=study.methods,
+        requires=study.requires,
+        instances=q.replicated_studies,
+        records=q.replicated_study_records,
+        params=params,
+        caption_of=q.replicated_caption_of("test"),
     )
 
 
@@ -321,6 +358,42 @@ ENTRIES = (
         params=q.selection_optimism_params,
         caption_of=q.selection_optimism_caption_of,
         bold=False,
+    ),
+    # claims about methods, tested across training runs (issue 55): replicated tables, variance budget, claims
+    replicated_best_table("test"),
+    replicated_best_table("held_out"),
+    replicated_best_table("held_out", comparisons=True),
+    replicated_study(CONSISTENCY_STUDY),
+    replicated_study(CONSISTENCY_STUDY, q.first_method),
+    replicated_study(METHODS_STUDY),
+    replicated_study(METHODS_STUDY, q.first_method),
+    Target(
+        "variance_budget",
+        "variance_budget_{dataset}",
+        "ddrs.analysis.variance_budget:variance_budget",
+        "variance_budget",
+        "Replication",
+        outputs=(*TABLE, *FIGURE),
+        instances=q.replicated_datasets,
+        records=q.budget_records,
+        files=q.budget_files,
+        params=q.budget_params,
+        decimals=4,
+        bold=False,
+        measured=("value", "var_runs", "var_inputs", "var_monte_carlo", "share_runs", "share_inputs", "share_monte_carlo"),
+    ),
+    Target(
+        "claims_table",
+        "claims_{dataset}",
+        "ddrs.analysis.claims:claims_table",
+        "claims",
+        "Replication",
+        instances=q.replicated_datasets,
+        records=q.claims_records,
+        params=q.claims_params,
+        decimals=3,
+        bold=False,
+        measured=("effect", "low", "high", "p", "p_holm"),
     ),
     study_comparisons("consistency_comparisons", CONSISTENCY_STUDY, q.first_method),
     study_comparisons("methods_comparisons", METHODS_STUDY, q.first_method),

@@ -17,6 +17,7 @@ from ddrs.analysis.render import (
     selection_caption,
     selection_optimism_caption,
 )
+from ddrs.data import get_info
 from ddrs.methods import METHODS, get_method
 from ddrs.pipeline.layout import Run, run_file, scale_label
 from ddrs.pipeline.target import Experiment, Target, Wildcards
@@ -92,6 +93,51 @@ def selected(selection: str) -> Callable[[Experiment, Target], list[Wildcards]]:
     return lambda exp, t: [{"table": name} for name in best_tables(exp)] if exp.statistics.builds(selection) else []
 
 
+def replicated(exp: Experiment, dataset: str, methods) -> bool:
+    """Whether every one of ``methods`` has more than one training run on ``dataset``."""
+    return bool(methods) and all(exp.grid.replicates(dataset, m) > 1 for m in methods)
+
+
+def replicated_tables(selection: str) -> Callable[[Experiment, Target], list[Wildcards]]:
+    """Every one of the DDRS paper's Tables 1–4 whose methods are all replicated on each of their
+    datasets, when the config builds the tables chosen under ``selection`` (the other methods'
+    DDRS-style tables stay single runs: their studies replicate only the fixed-σ rows)."""
+
+    def instances(exp: Experiment, target: Target) -> list[Wildcards]:
+        if not exp.statistics.builds(selection):
+            return []
+        names = []
+        for name in [t for t in best_tables(exp) if t in BEST_TABLES]:
+            methods = exp.records.table_methods(name)
+            datasets = {d for m in methods for d in exp.grid.datasets_of(m) if not exp.grid.is_logs(d)}
+            if datasets and all(replicated(exp, d, methods) for d in datasets):
+                names.append({"table": name})
+        return names
+
+    return instances
+
+
+def replicated_studies(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The datasets where a study's baseline (its first method) and another of its methods are replicated."""
+    return [
+        {"dataset": d}
+        for d in exp.grid.datasets
+        if wanted(exp, target)
+        and not exp.grid.is_logs(d)
+        and replicated(exp, d, target.methods[:1])
+        and any(replicated(exp, d, [m]) for m in target.methods[1:] if get_method(m).name in exp.grid.methods)
+    ]
+
+
+def replicated_datasets(exp: Experiment, target: Target) -> list[Wildcards]:
+    """The datasets with a replicated method."""
+    return [
+        {"dataset": d}
+        for d in exp.grid.datasets
+        if not exp.grid.is_logs(d) and any(exp.grid.replicates(d, m) > 1 for m in exp.grid.methods)
+    ]
+
+
 def paper_comparison_instances(exp: Experiment, target: Target) -> list[Wildcards]:
     """The comparison, where the config asks for it; a config that builds none of the paper's
     Tables 1–4 (whose overlay the comparison draws) is refused, naming the methods that do."""
@@ -111,6 +157,16 @@ def paper_comparison_instances(exp: Experiment, target: Target) -> list[Wildcard
 def table_records(exp: Experiment, target: Target, table: str) -> list[LogRecord]:
     """A best table's logs (every table derived from a best table reads the same)."""
     return exp.records.table_records(table)
+
+
+def replicated_table_records(exp: Experiment, target: Target, table: str) -> list[LogRecord]:
+    """A best table's logs over every training run of its models."""
+    return exp.records.replicated_table_records(table)
+
+
+def replicated_study_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    """A seed paper's study of the entry's ``methods`` over every training run of each row's models."""
+    return exp.records.replicated_study_records(target.methods, dataset)
 
 
 def method_records(exp: Experiment, target: Target, method: str) -> list[LogRecord]:
@@ -259,6 +315,91 @@ def sigma_histogram_params(exp: Experiment, target: Target, dataset: str) -> dic
     return {"sigma0": exp.figure_records.showcase(dataset).sigma}
 
 
+# --- replication: the variance budget and the seed claims --------------------------------------------
+
+
+def replicated_methods(exp: Experiment, dataset: str) -> list[str]:
+    """The configured methods with more than one training run on ``dataset``."""
+    return [m for m in exp.grid.methods if exp.grid.replicates(dataset, m) > 1]
+
+
+def budget_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    """Every training run's fixed-σ logs of each replicated method."""
+    methods = replicated_methods(exp, dataset)
+    return exp.records.replicated(lambda r: [rec for m in methods for rec in exp.records.fixed_records(dataset, m, r)])
+
+
+def budget_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """Run 0's re-certifications with other noise (``replication.monte_carlo`` of them per model)."""
+    draws = exp.config.get("replication", {}).get("monte_carlo", 0)
+    return {
+        "monte_carlo": [
+            run_file(exp.grid.run_dir(Run(dataset, m, "fs", s)), "certify_monte_carlo", draw=d)
+            for m in replicated_methods(exp, dataset)
+            for s in exp.grid.sigmas(dataset, m)
+            for d in range(1, draws + 1)
+        ]
+    }
+
+
+def budget_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    replication = exp.config.get("replication", {})
+    effects = {key: replication[key] for key in ("effect_acr", "effect_accuracy") if key in replication}
+    return {**l2_radii(exp, target), **effects}
+
+
+def seed_claims(exp: Experiment, target: Target) -> list[dict[str, Any]]:
+    """The seed papers' claims this config can test (:mod:`ddrs.analysis.claims`), for the methods it trains."""
+    name = display_name
+    claims = []
+    if "cohen" in exp.grid.methods:
+        claims += [
+            {"paper": "DDRS", "claim": "σ per input (DS) beats fixed σ (FS) in ACR", "kind": "best",
+             "variant": f"{name('cohen')}-DS", "baseline": name("cohen"), "metric": "ACR_per_log", "direction": "greater"},
+            {"paper": "DDRS", "claim": "training with Algorithm 2 (DS²) beats DS in ACR", "kind": "best",
+             "variant": f"{name('cohen')}-DS²", "baseline": f"{name('cohen')}-DS", "metric": "ACR_per_log", "direction": "greater"},
+        ]  # fmt: skip
+    if {"cohen", "consistency"} <= set(exp.grid.methods):
+        claims.append(
+            {"paper": "Jeong & Shin 2020", "claim": "consistency regularization beats Gaussian training in ACR",
+             "kind": "per_sigma", "variant": name("consistency"), "baseline": name("cohen"), "metric": "ACR", "direction": "greater"}
+        )  # fmt: skip
+    if {"cohen", "easy_focus"} <= set(exp.grid.methods):
+        gaussian = name("cohen@easy_focus")
+        claims += [
+            {"paper": "Sun et al. 2024", "claim": "ACR-focused training beats Gaussian training in ACR", "kind": "per_sigma",
+             "variant": name("easy_focus"), "baseline": gaussian, "metric": "ACR", "direction": "greater"},
+            {"paper": "Sun et al. 2024", "claim": "… with clean accuracy not above Gaussian training's", "kind": "per_sigma",
+             "variant": name("easy_focus"), "baseline": gaussian, "metric": "0.00", "direction": "not_greater"},
+        ]  # fmt: skip
+    if "macer" in exp.grid.methods:
+        claims.append(
+            {"paper": "MACER (Zhai et al. 2020)", "claim": "MACER trains: clean accuracy above chance", "kind": "above_chance",
+             "variant": name("macer"), "baseline": None, "metric": "0.00", "direction": "greater"}
+        )  # fmt: skip
+    return claims
+
+
+def claims_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
+    """The logs of every training run of the rows the seed claims compare."""
+    methods = set(exp.grid.methods)
+    records = []
+    if "cohen" in methods:
+        table = get_method("cohen").table
+        records += [r for r in exp.records.replicated_table_records(table) if r.dataset == dataset and r.method == "cohen"]
+    pairs = {"consistency": ("cohen", "consistency"), "easy_focus": ("cohen@easy_focus", "easy_focus")}
+    for method, studied in pairs.items():
+        if {"cohen", method} <= methods:
+            records += exp.records.replicated_study_records(studied, dataset)
+    if "macer" in methods:
+        records += exp.records.replicated(lambda r: exp.records.fixed_records(dataset, "macer", r) if r < exp.grid.replicates(dataset, "macer") else [])
+    return list({str(r.log): r for r in records}.values())
+
+
+def claims_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    return {**l2_radii(exp, target), "claims": seed_claims(exp, target), "classes": {dataset: get_info(dataset).num_classes}}
+
+
 # --- captions --------------------------------------------------------------------------------------
 
 
@@ -273,6 +414,23 @@ def best_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]
 
 def comparisons_caption_of(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
     return lambda exp, records: f"{comparisons_caption(exp.statistics.alpha)} {selection_caption(selection)}"
+
+
+def replicated_caption_of(selection: str) -> Callable[[Experiment, list[LogRecord]], str]:
+    """A replicated table's caption: how many runs its rows rest on, and how it is chosen."""
+
+    def caption(exp: Experiment, records: list[LogRecord]) -> str:
+        runs = {(r.dataset, display_name(r.method)): 0 for r in records}
+        for r in records:
+            key = (r.dataset, display_name(r.method))
+            runs[key] = max(runs[key], r.replicate + 1)
+        counts = "; ".join(f"{method} on {dataset}: {n} run{'s' * (n > 1)}" for (dataset, method), n in runs.items())
+        return (
+            f"Mean over training runs, {100 * (1 - exp.statistics.alpha):g}% pigeonhole-bootstrap intervals over runs "
+            f"and test inputs; run-level paired t-tests, Holm-adjusted. Runs per method: {counts}. {selection_caption(selection)}"
+        )
+
+    return caption
 
 
 def runtime_caption_of(exp: Experiment, records: list[LogRecord]) -> str:
