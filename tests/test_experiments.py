@@ -88,8 +88,13 @@ def test_default_grid_tables_figures_and_models():
     best = ["table1", "table2", "table3", "table4"]
     # issue 19: each best table under both selections, their comparisons, and the selection optimism
     claims = {f"{prefix}{t}{suffix}" for t in best for prefix, suffix in CLAIM_TABLES}
+    # issue 55: Cohen's models in three training runs: table1 over runs, its comparisons, the budget, the claims
+    replicated = {"replicated_table1", "replicated_table1_held_out", "replicated_comparisons_table1_held_out"}
     assert tables == {
         *claims,
+        *replicated,
+        "variance_budget_digits",
+        "claims_digits",
         "appendix_h_cohen",
         "appendix_h_smoothadv",
         "appendix_h_macer",
@@ -97,9 +102,11 @@ def test_default_grid_tables_figures_and_models():
         "appendix_f",
         "memory_summary",
     }
-    assert len(exp.figures()) == 3 * 2 + 4
+    assert len(exp.figures()) == 3 * 2 + 4 + 1  # and the variance budget's
     runs = exp.runs()
-    assert len(runs) == 3 * 2 * 3 + 3  # three methods x fs/ds x σ, plus uniform noise (fs only)
+    # three methods x fs/ds x σ, plus uniform noise (fs only), plus runs 1 and 2 of Cohen's fs/ds x σ
+    assert len(runs) == 3 * 2 * 3 + 3 + 2 * 2 * 3
+    assert {r.replicate for r in runs if r.method != "cohen"} == {0}
     assert Run("digits", "uniform", "fs", 1.0) in runs and Run("digits", "uniform", "ds", 1.0) not in runs
 
 

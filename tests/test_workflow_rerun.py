@@ -50,7 +50,7 @@ def test_a_finished_tree_under_its_own_config_schedules_nothing(tree):
 def test_training_options_retrain_every_model_and_what_follows_from_it(tree):
     jobs = rerun(tree, {"train": {"epochs": 3, "lr": 0.5}})
     models = {job.output for job in jobs if job.rule == "train"}
-    assert len(models) == 21  # every trained model of digits.yaml
+    assert len(models) == 21 + 12  # every trained model of digits.yaml: 21, and Cohen's runs 1 and 2
     assert sources(jobs) == {("train", model) for model in models}
     assert {job.output for job in jobs} == forced(tree, *models)
 
@@ -59,8 +59,8 @@ def test_a_sigmas_training_options_retrain_only_the_models_of_that_sigma(tree):
     jobs = rerun(tree, {"datasets": {"digits": {"train_by_sigma": {"0.25": {"epochs": 3}}}}})
     models = {output for rule, output in sources(jobs)}
     assert {rule for rule, _ in sources(jobs)} == {"train"}
-    assert models and all("/sigma0.25/" in model for model in models)
-    assert len(models) == 7  # cohen, smoothadv, macer fs and ds; uniform fs
+    assert models and all("/sigma0.25/" in model or "/sigma0.25_r" in model for model in models)
+    assert len(models) == 7 + 4  # cohen, smoothadv, macer fs and ds; uniform fs; Cohen's fs and ds of runs 1, 2
     assert {job.output for job in jobs} == forced(tree, *models)
 
 
@@ -137,6 +137,11 @@ EDITS = [
     ("max_job_minutes", {"max_job_minutes": 20}, False),
     ("threads_per_job", {"threads_per_job": 2}, False),
     ("compare_with_paper", {"compare_with_paper": True}, False),
+    ("replication.runs", {"replication": {"runs": 4}}, False),
+    ("replication.methods", {"replication": {"methods": ["cohen", "macer"]}}, False),
+    ("replication.monte_carlo", {"replication": {"monte_carlo": 2}}, False),
+    ("replication.effect_acr", {"replication": {"effect_acr": 0.05}}, False),
+    ("replication.effect_accuracy", {"replication": {"effect_accuracy": 5.0}}, False),
     ("statistics.alpha", {"statistics": {"alpha": 0.1}}, False),
     ("statistics.n_boot", {"statistics": {"n_boot": 100}}, False),
     ("statistics.selection", {"statistics": {"selection": ["test"]}}, True),

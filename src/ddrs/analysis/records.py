@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -49,7 +49,9 @@ class LogRecord:
     variant: str | None = None
     sigma_log: str | os.PathLike | None = None
     common_inputs: bool = False
-    replicate: int = 0
+    #: out of the repr, which the workflow compares (a table's parameters): the log's path names the run
+    #: already, so a table of run 0's logs keeps the identity it had before runs existed
+    replicate: int = field(default=0, repr=False)
 
     def __post_init__(self):
         if self.train_mode not in TRAIN_MODES:

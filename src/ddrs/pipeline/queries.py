@@ -407,7 +407,15 @@ def best_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]
     def caption(exp: Experiment, records: list[LogRecord]) -> str:
         conventions = {r.dataset: exp.grid.uniform_convention(r.dataset) for r in records if r.norm == 1}
         method, norm, level = display_name(records[0].method), records[0].norm, exp.statistics.alpha
-        return best_table_caption(method, norm=norm, uniform_conventions=conventions, selection=selection, alpha=level)
+        text = best_table_caption(method, norm=norm, uniform_conventions=conventions, selection=selection, alpha=level)
+        table = get_method(records[0].method).table
+        if {"table": table} in replicated_tables(selection)(exp, None):
+            suffix = "" if selection == "test" else f"_{selection}"
+            text += (
+                f" One training run per model (run 0): a comparison of methods across training runs is in "
+                f"replicated_{table}{suffix} and replicated_comparisons_{table}_held_out."
+            )
+        return text
 
     return caption
 
