@@ -95,7 +95,6 @@ def order_of(orders: pd.DataFrame, dataset: str, repository: str, path: str) -> 
     return max(matching)[1] if matching else STANDARD
 
 
-
 @functools.lru_cache(maxsize=4)
 def _read_labels(path: str, mtime_ns: int) -> pd.DataFrame:
     frame = read_checked_csv(path, LABEL_COLUMNS, "order-label CSV", InputOrderError)
@@ -108,7 +107,9 @@ def _read_labels(path: str, mtime_ns: int) -> pd.DataFrame:
         frame[column] = numbers.astype(np.int64)
     duplicated = frame.duplicated(["dataset", "order", "idx"])
     if duplicated.any():
-        raise InputOrderError(f"{path}: line {int(np.argmax(duplicated.to_numpy())) + 2} repeats a (dataset, order, idx)")
+        raise InputOrderError(
+            f"{path}: line {int(np.argmax(duplicated.to_numpy())) + 2} repeats a (dataset, order, idx)"
+        )
     return frame
 
 
