@@ -242,13 +242,22 @@ def test_the_leaderboard_ranks_within_input_sets(tmp_path):
     assert envelopes.loc["half", "family"] == "Strong"
 
 
-def test_the_figure_draws_each_family_s_best_log_on_inputs_common_to_its_lines(tmp_path):
+def test_the_figure_draws_each_family_s_best_log_at_each_sigma_on_inputs_common_to_its_lines(tmp_path):
     """Strong's best on the full set is its weaker full log (its better log covers half the inputs);
-    the extra-data family goes to a second panel, dashed."""
+    each panel is one σ, so Strong's σ = 0.25 log, of the higher ACR, is never drawn beside σ = 0.5
+    logs; the extra-data family is dashed in the same panel; only Gaussian has a band; a radius past
+    its log's cap σ·Φ⁻¹(α^(1/n)) is named in its panel."""
     half = np.arange(0, N, 2)
+    correct, radius = gaussian_like(N, 0.5, 0.6, 2.0, seed=1)
+    radius[np.flatnonzero(correct)[0]] = 2.5  # above the cap of n = 100,000 at σ = 0.5 (1.907)
     logs = {
-        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {}),
+        "gaussian": (log_text(correct, radius), {}),
+        "gaussian_0.25": (log_text(*gaussian_like(N, 0.25, 0.7, 2.0, seed=5)), {"sigma": 0.25, "noise": 0.25}),
         "strong": (log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2)), {"method_authors": "strong"}),
+        "strong_0.25": (
+            log_text(*gaussian_like(N, 0.25, 0.99, 3.5, seed=6)),
+            {"method_authors": "strong", "sigma": 0.25, "noise": 0.25},
+        ),
         "half": (log_text(*gaussian_like(len(half), 0.5, 0.95, 3.5, seed=3), idx=half), {"method_authors": "half"}),
         "pretrained": (log_text(*gaussian_like(N, 0.5, 0.85, 3.0, seed=4)), {"method_authors": "pretrained"}),
     }
@@ -256,17 +265,19 @@ def test_the_figure_draws_each_family_s_best_log_on_inputs_common_to_its_lines(t
     entries = load_entries(registry, "cifar10", files, families)
     lines = family_lines(entries)
     assert len(lines.idx) == N and lines.left_out == ()
-    best = {family.label: entry.log.method_authors for family, entry in lines.best_logs().items()}
-    assert best == {
-        "Gaussian": "gaussian",
-        "Strong": "strong",
-        "Strong + extra data (ImageNet pre-training)": "pretrained",
-    }
     figure = curves_figure(entries, "cifar10")
-    left, right = figure.axes[:2]
-    assert [line.get_label().split(":")[0] for line in left.get_lines()] == ["Gaussian", "Strong"]
-    dashed = [line for line in right.get_lines() if line.get_linestyle() == "--"]
-    assert len(right.get_lines()) == 2 and dashed[0].get_label().startswith("Strong + extra data")
+    panels = {ax.get_title(): ax for ax in figure.axes}
+    assert list(panels) == ["σ = 0.25", "σ = 0.5"]
+    at_half = panels["σ = 0.5"]
+    drawn = {line.get_label(): line for line in at_half.get_lines() if not line.get_label().startswith("_")}
+    assert list(drawn) == ["Gaussian", "Strong", "Strong + extra data (ImageNet pre-training)"]
+    strong = next(entry for entry in entries if entry.name.endswith("data/strong"))
+    assert drawn["Strong"].get_ydata()[0] == pytest.approx(100 * strong.frame["correct"].mean())
+    assert drawn["Strong + extra data (ImageNet pre-training)"].get_linestyle() == "--"
+    assert len(at_half.collections) == 1  # Gaussian's band alone
+    assert [text.get_text() for text in at_half.texts] == ["past its cap: Gaussian"]
+    assert len(panels["σ = 0.25"].texts) == 0
+    assert "impossible_radius" in figure.legends[0].get_title().get_text()
 
 
 def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s_best(world, tmp_path):
@@ -432,11 +443,11 @@ def test_logs_of_two_input_orders_are_never_ranked_paired_or_drawn_together(tmp_
     drawn = {entry.order for members in lines.members.values() for entry in members}
     assert len(drawn) == 1 and lines.order in drawn
     assert lines.order == "standard"  # two families each way: the first set of the most families
-    title = curves_figure(entries, "imagenet")._suptitle.get_text()
-    assert title == (
-        f"imagenet: the best log (highest ACR) of each family on {standard}\n"
-        "no log on these inputs: Strong, only in the Salman et al.'s ImageNet order (label 65 at idx 0)"
-    )
+    figure = curves_figure(entries, "imagenet")  # a row of panels per order: Strong drawn, in Salman et al.'s row
+    rows = [ax.get_ylabel().replace("\n", " ") for ax in figure.axes if ax.get_ylabel()]
+    assert len(rows) == 2 and "standard order" in rows[0] and "Salman et al.'s" in rows[1]
+    salman_row = figure.axes[-1]
+    assert [line.get_label() for line in salman_row.get_lines() if line.get_label()[0] != "_"] == ["Gaussian", "Strong"]
 
 
 def test_a_log_whose_labels_fit_another_order_than_its_registered_one_is_refused(tmp_path):
