@@ -691,3 +691,18 @@ def test_an_own_log_takes_the_input_order_its_labels_fit_and_is_ranked_only_ther
     assert standard["rank"].tolist() == alone.loc[alone["input_order"] == "standard", "rank"].tolist()
     with pytest.raises(DDRSError, match=r"mine\.tsv \(own log 'mine'\): .* puts it in the standard order: it numbers"):
         own_entries({"mine": {**spec, "order": "standard"}}, "imagenet", entries, TWO_ORDERS)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("imagenet,standard,0,0\nimagenet,standard,100,2.5\n", r"line 3: label '2\.5' is not an integer"),
+        ("imagenet,standard,0,0\nimagenet,standard,0,0\n", r"line 3 repeats a \(dataset, order, idx\)"),
+    ],
+)
+def test_a_malformed_fingerprint_table_is_refused_naming_the_line(tmp_path, rows, message):
+    from ddrs.published.input_orders import InputOrderError, read_order_labels
+
+    (tmp_path / "labels.csv").write_text("dataset,order,idx,label\n" + rows)
+    with pytest.raises(InputOrderError, match=rf"labels\.csv: {message}"):
+        read_order_labels(tmp_path / "labels.csv")
