@@ -106,3 +106,13 @@ def git_repository(directory: Path, files: dict[str, str]) -> str:
     git("add", ".")
     git("commit", "-q", "-m", "logs")
     return git("rev-parse", "HEAD")
+
+
+def order_label_table(dataset: str, orders: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """A label-fingerprint table (:func:`ddrs.published.input_orders.read_order_labels`) of ``dataset``'s
+    ``orders``: order → (idx, label at each)."""
+    frames = [
+        pd.DataFrame({"dataset": dataset, "order": order, "idx": idx, "label": labels})
+        for order, (idx, labels) in orders.items()
+    ]
+    return pd.concat(frames, ignore_index=True).astype({"idx": np.int64, "label": np.int64})

@@ -15,6 +15,7 @@ from published_helpers import (
     gaussian_like,
     git_repository,
     log_text,
+    order_label_table,
     registry_row,
     write_families,
     write_registry,
@@ -241,13 +242,22 @@ def test_the_leaderboard_ranks_within_input_sets(tmp_path):
     assert envelopes.loc["half", "family"] == "Strong"
 
 
-def test_the_figure_draws_each_family_s_best_log_on_inputs_common_to_its_lines(tmp_path):
+def test_the_figure_draws_each_family_s_best_log_at_each_sigma_on_inputs_common_to_its_lines(tmp_path):
     """Strong's best on the full set is its weaker full log (its better log covers half the inputs);
-    the extra-data family goes to a second panel, dashed."""
+    each panel is one σ, so Strong's σ = 0.25 log, of the higher ACR, is never drawn beside σ = 0.5
+    logs; the extra-data family is dashed in the same panel; only Gaussian has a band; a radius past
+    its log's cap σ·Φ⁻¹(α^(1/n)) is named in its panel."""
     half = np.arange(0, N, 2)
+    correct, radius = gaussian_like(N, 0.5, 0.6, 2.0, seed=1)
+    radius[np.flatnonzero(correct)[0]] = 2.5  # above the cap of n = 100,000 at σ = 0.5 (1.907)
     logs = {
-        "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {}),
+        "gaussian": (log_text(correct, radius), {}),
+        "gaussian_0.25": (log_text(*gaussian_like(N, 0.25, 0.7, 2.0, seed=5)), {"sigma": 0.25, "noise": 0.25}),
         "strong": (log_text(*gaussian_like(N, 0.5, 0.8, 3.0, seed=2)), {"method_authors": "strong"}),
+        "strong_0.25": (
+            log_text(*gaussian_like(N, 0.25, 0.99, 3.5, seed=6)),
+            {"method_authors": "strong", "sigma": 0.25, "noise": 0.25},
+        ),
         "half": (log_text(*gaussian_like(len(half), 0.5, 0.95, 3.5, seed=3), idx=half), {"method_authors": "half"}),
         "pretrained": (log_text(*gaussian_like(N, 0.5, 0.85, 3.0, seed=4)), {"method_authors": "pretrained"}),
     }
@@ -255,17 +265,19 @@ def test_the_figure_draws_each_family_s_best_log_on_inputs_common_to_its_lines(t
     entries = load_entries(registry, "cifar10", files, families)
     lines = family_lines(entries)
     assert len(lines.idx) == N and lines.left_out == ()
-    best = {family.label: entry.log.method_authors for family, entry in lines.best_logs().items()}
-    assert best == {
-        "Gaussian": "gaussian",
-        "Strong": "strong",
-        "Strong + extra data (ImageNet pre-training)": "pretrained",
-    }
     figure = curves_figure(entries, "cifar10")
-    left, right = figure.axes[:2]
-    assert [line.get_label().split(":")[0] for line in left.get_lines()] == ["Gaussian", "Strong"]
-    dashed = [line for line in right.get_lines() if line.get_linestyle() == "--"]
-    assert len(right.get_lines()) == 2 and dashed[0].get_label().startswith("Strong + extra data")
+    panels = {ax.get_title(): ax for ax in figure.axes}
+    assert list(panels) == ["σ = 0.25", "σ = 0.5"]
+    at_half = panels["σ = 0.5"]
+    drawn = {line.get_label(): line for line in at_half.get_lines() if not line.get_label().startswith("_")}
+    assert list(drawn) == ["Gaussian", "Strong", "Strong + extra data (ImageNet pre-training)"]
+    strong = next(entry for entry in entries if entry.name.endswith("data/strong"))
+    assert drawn["Strong"].get_ydata()[0] == pytest.approx(100 * strong.frame["correct"].mean())
+    assert drawn["Strong + extra data (ImageNet pre-training)"].get_linestyle() == "--"
+    assert len(at_half.collections) == 1  # Gaussian's band alone
+    assert [text.get_text() for text in at_half.texts] == ["past its cap: Gaussian"]
+    assert len(panels["σ = 0.25"].texts) == 0
+    assert "impossible_radius" in figure.legends[0].get_title().get_text()
 
 
 def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s_best(world, tmp_path):
@@ -289,8 +301,15 @@ def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda idx, labels: (idx + 10_000, labels), r"mine\.tsv: 600 of its 600 inputs are not among cifar10"),
-        (lambda idx, labels: (idx, (labels + 1) % 10), r"mine\.tsv: 600 of its 600 labels differ"),
+        (
+            lambda idx, labels: (idx + 10_000, labels),
+            r"mine\.tsv: own log 'mine': its 600 inputs are not a published input set of cifar10; the nearest, 600 "
+            r"inputs: idx 0:599:1, standard order, has 600 it lacks .* holds 600 beyond it",
+        ),
+        (
+            lambda idx, labels: (idx, (labels + 1) % 10),
+            r"mine\.tsv: own log 'mine': 600 of its 600 labels differ from cifar10's published logs of these inputs",
+        ),
     ],
 )
 def test_an_own_log_of_other_inputs_or_labels_is_refused_naming_the_file(world, tmp_path, change, message):
@@ -362,11 +381,18 @@ def test_the_p_a_figure_draws_one_panel_per_sigma_and_states_the_recovery_s_limi
     assert "lower bound" in note and "predicted" in note and "≤ ½" in note
 
 
-def _two_order_world(tmp_path):
+#: ImageNet's two orders as the small worlds label them: label idx % 10 (standard), (idx + 5) % 10 (Salman et al.'s)
+SHIFTED = (np.arange(N) + 5) % 10
+TWO_ORDERS = order_label_table(
+    "imagenet", {"standard": (np.arange(N), np.arange(N) % 10), "salman2019": (np.arange(N), SHIFTED)}
+)
+
+
+def _two_order_logs() -> dict:
     """ImageNet idx 0:599 in two orders: Cohen-like Gaussian and a weak method in the standard order
     (label idx % 10), a strong method and its Gaussian in Salman et al.'s (label (idx + 5) % 10), the
     latter named by the shipped input-order table (Hadisalman/smoothing-adversarial data/certify/)."""
-    shifted = (np.arange(N) + 5) % 10
+    shifted = SHIFTED
     salman = {"repository": "Hadisalman/smoothing-adversarial", "dataset": "imagenet", "arch": "resnet50"}
     logs = {
         "gaussian": (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=1)), {"dataset": "imagenet", "arch": "resnet50"}),
@@ -380,8 +406,12 @@ def _two_order_world(tmp_path):
         ),
         "certify/gaussian": (log_text(*gaussian_like(N, 0.5, 0.55, 2.0, seed=4), labels=shifted), salman),
     }
-    registry, files, families = build(tmp_path, logs)
-    return load_entries(registry, "imagenet", files, families)
+    return logs
+
+
+def _two_order_world(tmp_path, orders=None):
+    registry, files, families = build(tmp_path, _two_order_logs())
+    return load_entries(registry, "imagenet", files, families, orders, TWO_ORDERS)
 
 
 def test_logs_of_two_input_orders_are_never_ranked_paired_or_drawn_together(tmp_path):
@@ -413,11 +443,11 @@ def test_logs_of_two_input_orders_are_never_ranked_paired_or_drawn_together(tmp_
     drawn = {entry.order for members in lines.members.values() for entry in members}
     assert len(drawn) == 1 and lines.order in drawn
     assert lines.order == "standard"  # two families each way: the first set of the most families
-    title = curves_figure(entries, "imagenet")._suptitle.get_text()
-    assert title == (
-        f"imagenet: the best log (highest ACR) of each family on {standard}\n"
-        "no log on these inputs: Strong, only in the Salman et al.'s ImageNet order (label 65 at idx 0)"
-    )
+    figure = curves_figure(entries, "imagenet")  # a row of panels per order: Strong drawn, in Salman et al.'s row
+    rows = [ax.get_ylabel().replace("\n", " ") for ax in figure.axes if ax.get_ylabel()]
+    assert len(rows) == 2 and "standard order" in rows[0] and "Salman et al.'s" in rows[1]
+    salman_row = figure.axes[-1]
+    assert [line.get_label() for line in salman_row.get_lines() if line.get_label()[0] != "_"] == ["Gaussian", "Strong"]
 
 
 def test_a_log_whose_labels_fit_another_order_than_its_registered_one_is_refused(tmp_path):
@@ -439,41 +469,71 @@ def test_a_log_whose_labels_fit_another_order_than_its_registered_one_is_refused
     }
     registry, files, families = build(tmp_path, logs)
     with pytest.raises(
-        InputOrderError, match=r"data/certify/strong: its labels differ .* agree with the standard order.*input_orders"
+        InputOrderError,
+        match=r"data/certify/strong: its labels agree with the Salman .*'s at 0 of 600; the standard order's at 600 of "
+        r"600 shared idx, but .*input_orders.csv puts it in the Salman .*: it numbers its inputs in the standard order",
     ):
-        load_entries(registry, "imagenet", files, families)
+        load_entries(registry, "imagenet", files, families, order_labels=TWO_ORDERS)
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        pd.DataFrame(columns=["dataset", "repository", "path_prefix", "order", "note"]),  # no order table
+        pd.DataFrame(  # only Salman et al.'s best_models/ prefix declared: the world's data/certify/ logs are not
+            [["imagenet", "Hadisalman/smoothing-adversarial", "data/certify/best_models/", "salman2019", "narrowed"]],
+            columns=["dataset", "repository", "path_prefix", "order", "note"],
+        ),
+    ],
+    ids=["no_order_table", "narrowed_prefix"],
+)
+def test_an_order_table_that_leaves_salman_et_al_s_logs_standard_refuses_them_instead_of_ranking_two_orders(
+    tmp_path, declared
+):
+    """The labels decide: a log declared standard whose labels are Salman et al.'s order's is refused,
+    whatever the other logs are (the two orders' logs are two each: no majority could decide)."""
+    from ddrs.published.input_orders import InputOrderError
+
+    with pytest.raises(
+        InputOrderError,
+        match=r"Hadisalman/smoothing-adversarial:data/certify/strong: its labels agree with the Salman .*'s at 600 of "
+        r"600; .* but .*input_orders.csv puts it in the standard order: it numbers its inputs in the salman2019 order",
+    ):
+        _two_order_world(tmp_path, declared)
+
+
+def test_a_log_of_mixed_orders_is_refused_whichever_order_it_is_declared_in(tmp_path):
+    from ddrs.published.input_orders import InputOrderError
+
+    logs = _two_order_logs()
+    mixed = np.where(np.arange(N) < N // 2, np.arange(N) % 10, SHIFTED)  # first half standard, second Salman's
+    for name in ("weak", "certify/strong"):  # declared standard, then Salman et al.'s
+        text, fields = logs[name]
+        logs_mixed = {**logs, name: (log_text(*gaussian_like(N, 0.5, 0.6, 2.0, seed=8), labels=mixed), fields)}
+        registry, files, families = build(tmp_path, logs_mixed)
+        with pytest.raises(
+            InputOrderError, match=rf"data/{name}: its labels agree with .* at 300 of 600; .* at 300 of 600"
+        ):
+            load_entries(registry, "imagenet", files, families, order_labels=TWO_ORDERS)
+
+
+def test_the_shipped_fingerprints_hold_imagenet_s_two_orders_apart():
+    """The standard order sorts the validation images by class (label idx // 50); Salman et al.'s
+    starts with label 65; at no idx do the two give one label."""
+    from ddrs.published.input_orders import fingerprints, read_order_labels
+
+    prints = fingerprints(read_order_labels(), "imagenet")
+    standard, salman = prints["standard"], prints["salman2019"]
+    assert list(standard.index) == list(salman.index) == list(range(0, 50_000, 100))
+    assert (standard.to_numpy() == standard.index.to_numpy() // 50).all() and salman.loc[0] == 65
+    assert not (standard.to_numpy() == salman.to_numpy()).any()
+    assert fingerprints(read_order_labels(), "cifar10") == {}  # one order: nothing to tell apart
 
 
 def _own(tmp_path, world, text, **spec):
     (tmp_path / "mine.tsv").write_text(text)
     own = {"mine": {"dataset": "cifar10", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), **spec}}
     return own_entries(own, "cifar10", world)
-
-
-def _edited(text: str, column: str, value: str, row: int = 0) -> str:
-    """``text`` with ``column`` of data row ``row`` set to ``value``."""
-    lines = text.split("\n")
-    header = lines[0].split("\t")
-    fields = lines[row + 1].split("\t")
-    fields[header.index(column)] = value
-    lines[row + 1] = "\t".join(fields)
-    return "\n".join(lines)
-
-
-@pytest.mark.parametrize(
-    ("edit", "spec", "message"),
-    [
-        (lambda t: _edited(_edited(t, "radius", "-0.5"), "correct", "1"), {"n": 100_000}, "negative_radius"),
-        (lambda t: _edited(t, "correct", "2"), {"n": 100_000}, "correct_not_binary"),
-        (lambda t: _edited(t, "radius", "25.0"), {"n": 100_000}, r"impossible_radius.*1\.9"),
-        (lambda t: t.split("\n")[0] + "\n", {"n": 100_000}, "header_only.*a header and no rows"),
-        (lambda t: t + t.split("\n")[1] + "\n", {"n": 100_000}, "duplicate idx 0"),
-    ],
-)
-def test_a_bad_own_log_is_refused_naming_the_file_and_the_defect(world, tmp_path, edit, spec, message):
-    text = log_text(*gaussian_like(N, 0.5, 0.9, 3.0, seed=12), labels=np.arange(N) % 10)
-    with pytest.raises(DDRSError, match=rf"mine\.tsv.*{message}"):
-        _own(tmp_path, world, edit(text), **spec)
 
 
 def test_an_own_log_without_n_is_ranked_with_a_named_warning_and_time_is_optional(world, tmp_path):
@@ -621,7 +681,7 @@ def test_an_own_log_takes_the_input_order_its_labels_fit_and_is_ranked_only_ther
     shifted = (np.arange(N) + 5) % 10
     (tmp_path / "mine.tsv").write_text(log_text(*gaussian_like(N, 0.5, 0.97, 3.8, seed=9), labels=shifted))
     spec = {"dataset": "imagenet", "sigma": 0.5, "path": str(tmp_path / "mine.tsv"), "n": 100_000}
-    (own,) = own_entries({"mine": spec}, "imagenet", entries)
+    (own,) = own_entries({"mine": spec}, "imagenet", entries, TWO_ORDERS)
     assert own.order == "salman2019"
     table = leaderboard_table([*entries, own], "imagenet", RADII, inference=INFERENCE)
     mine = table[(table["method"] == "mine") & (table["sigma"] == ENVELOPE)].iloc[0]
@@ -629,5 +689,20 @@ def test_an_own_log_takes_the_input_order_its_labels_fit_and_is_ranked_only_ther
     alone = leaderboard_table(entries, "imagenet", RADII, inference=INFERENCE)
     standard = table[table["input_order"] == "standard"].reset_index(drop=True)
     assert standard["rank"].tolist() == alone.loc[alone["input_order"] == "standard", "rank"].tolist()
-    with pytest.raises(OwnLogError, match=r"mine\.tsv: 600 of its 600 labels differ .* in the standard order"):
-        own_entries({"mine": {**spec, "order": "standard"}}, "imagenet", entries)
+    with pytest.raises(DDRSError, match=r"mine\.tsv \(own log 'mine'\): .* puts it in the standard order: it numbers"):
+        own_entries({"mine": {**spec, "order": "standard"}}, "imagenet", entries, TWO_ORDERS)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("imagenet,standard,0,0\nimagenet,standard,100,2.5\n", r"line 3: label '2\.5' is not an integer"),
+        ("imagenet,standard,0,0\nimagenet,standard,0,0\n", r"line 3 repeats a \(dataset, order, idx\)"),
+    ],
+)
+def test_a_malformed_fingerprint_table_is_refused_naming_the_line(tmp_path, rows, message):
+    from ddrs.published.input_orders import InputOrderError, read_order_labels
+
+    (tmp_path / "labels.csv").write_text("dataset,order,idx,label\n" + rows)
+    with pytest.raises(InputOrderError, match=rf"labels\.csv: {message}"):
+        read_order_labels(tmp_path / "labels.csv")

@@ -39,7 +39,8 @@ def add_parser(subparsers) -> None:
         action="append",
         required=True,
         metavar=("NAME", "SIGMA", "PATH"),
-        help="your log: its name on the leaderboard, the σ it was certified at, the file (repeat for several)",
+        help="your log: its name on the leaderboard (each once), the σ it was certified at, the file (repeat for "
+        "several); its idx must be exactly one published input set's",
     )
     rank.add_argument("--families", default=None, help="families CSV (default: the one shipped in ddrs.published)")
     rank.add_argument("--arch", default="", help="your model's architecture as the registry spells it (resnet110)")
@@ -137,23 +138,26 @@ def run_rank(args: argparse.Namespace) -> None:
     from ddrs.published.families import read_families
     from ddrs.published.gaussian_comparisons import gaussian_comparisons_table, headline
     from ddrs.published.leaderboard import leaderboard_table, load_entries
-    from ddrs.published.own_logs import OWN_REPOSITORY, own_entries
+    from ddrs.published.own_logs import OWN_REPOSITORY, own_entries, own_specs
     from ddrs.published.registry import load_registry
 
     if not args.dataset or len(args.dataset) != 1:
         raise ValueError("ddrs logs rank: give exactly one --dataset, the leaderboard your logs join")
     (dataset,) = args.dataset
+    own = own_specs(
+        (
+            name,
+            {"dataset": dataset, "sigma": float(sigma), "path": path, "arch": args.arch, "alpha": args.alpha}
+            | ({} if args.n is None else {"n": args.n})
+            | ({} if args.order is None else {"order": args.order}),
+        )
+        for name, sigma, path in args.own
+    )
     logs, paths = _fetch(args)
     files = {(log.repository, log.path): path for log, path in zip(logs, paths, strict=True)}
     registry = load_registry(args.registry)
     registry = registry[[key in files for key in zip(registry["repository"], registry["path"], strict=True)]]
     published = load_entries(registry, dataset, files, read_families(args.families))
-    own = {
-        name: {"dataset": dataset, "sigma": float(sigma), "path": path, "arch": args.arch, "alpha": args.alpha}
-        | ({} if args.n is None else {"n": args.n})
-        | ({} if args.order is None else {"order": args.order})
-        for name, sigma, path in args.own
-    }
     entries = [*published, *own_entries(own, dataset, published)]
     radii, inference = paper_radii(dataset), Inference(seed=args.seed)
     board = leaderboard_table(entries, dataset, radii, inference=inference)

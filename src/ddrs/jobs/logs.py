@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ddrs.errors import LogFormatError
@@ -89,7 +90,7 @@ def read_log(path: str | os.PathLike, *, require_time: bool = True) -> pd.DataFr
     _check_rows(path, text)
     try:
         for column in ("idx", "label", "predict", "correct"):
-            frame[column] = pd.to_numeric(frame[column], errors="raise").astype(int)
+            frame[column] = _integers(path, frame[column], column)
         frame["radius"] = pd.to_numeric(frame["radius"], errors="raise").astype(float)
         frame["time"] = frame["time"].map(_seconds)
     except (ValueError, TypeError) as error:
@@ -97,6 +98,17 @@ def read_log(path: str | os.PathLike, *, require_time: bool = True) -> pd.DataFr
     if frame["idx"].duplicated().any():
         raise LogFormatError(f"{path}: duplicate idx {frame['idx'][frame['idx'].duplicated()].iloc[0]}")
     return frame
+
+
+def _integers(path: Path, values: pd.Series, column: str) -> pd.Series:
+    """``values`` as integers, refused naming the first data row whose value is not a whole number as
+    written (20.7 is not truncated to 20)."""
+    numbers = pd.to_numeric(values, errors="raise")
+    whole = np.isfinite(numbers) & (numbers == np.round(numbers))
+    if not whole.all():
+        row = int(np.argmax(~whole.to_numpy()))
+        raise LogFormatError(f"{path}: data row {row + 1}: {column} {values.iloc[row]} is not an integer")
+    return numbers.astype(int)
 
 
 def _check_rows(path: Path, text: str) -> None:

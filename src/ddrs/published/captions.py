@@ -42,7 +42,8 @@ def seed_table_caption() -> str:
         "best_run_recomputed and best_run_verdict, the candidate run that reproduces most of the row's cells; "
         "candidates_exact, one digit per candidate run (1: exact); log_choice, the counts of each. What was "
         "chosen: the transcription, the mapping of rows to logs (from the repositories' own documentation), the "
-        "run fixed in advance (the mapping's first, in path order) and the convention; none of them was "
+        "run fixed in advance (the mapping's first: in the repository's path order but for four rows of Jeong "
+        "& Shin's CIFAR-10 supplement, ddrs.published.paper_tables) and the convention; none of them was "
         "chosen by comparing with the printed numbers."
     )
 

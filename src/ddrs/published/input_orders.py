@@ -10,16 +10,24 @@ table names each log that does not use the standard order by dataset, repository
 with a note saying how it is known; every other log is :data:`STANDARD`.
 
 Logs are keyed by ``(order, idx)`` everywhere inputs are paired or ranked
-(:mod:`ddrs.published.leaderboard`), and the registry's orders are checked against the logs' labels
-(:func:`check_orders`): a log whose labels contradict its order's and agree with another order's is
-refused, naming the table to correct.
+(:mod:`ddrs.published.leaderboard`).
+
+**The guard** (:func:`guard_order`) decides a log's order from its labels alone: a dataset read in
+several orders ships each order's label at every idx its published logs certify
+(``ddrs/published/order_labels.csv``, :data:`LABELS_PATH`, written by
+``scripts/published_order_labels.py`` from the mirrors; ImageNet: label ``idx // 50`` in the standard
+order, those their logs give in Salman et al.'s, 500 idx each, no label shared at one idx). A log is in
+the order whose fingerprint its labels equal at every shared idx; the table above only declares, and a
+declaration its labels contradict, a log that matches no order (a log of mixed orders), or an
+undeclared log that matches several is refused. The guard never looks at the other logs being
+checked: removing the order table, or narrowing a prefix, refuses logs instead of ranking two
+orders together.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +47,14 @@ DESCRIPTIONS = {
     STANDARD: "standard order",
     "salman2019": "Salman et al.'s ImageNet order (label 65 at idx 0)",
 }
+
+
+#: the shipped label fingerprints of the orders of every dataset read in several
+LABELS_PATH = Path(__file__).with_name("order_labels.csv")
+#: their columns, in order
+LABEL_COLUMNS = ("dataset", "order", "idx", "label")
+#: the fewest idx a log must share with an order's fingerprint, every label agreeing, to match it
+MIN_SHARED = 10
 
 
 class InputOrderError(DDRSError):
@@ -79,40 +95,84 @@ def order_of(orders: pd.DataFrame, dataset: str, repository: str, path: str) -> 
     return max(matching)[1] if matching else STANDARD
 
 
-def order_labels(frames: Sequence[pd.DataFrame]) -> pd.Series:
-    """idx → the most common label among ``frames`` (logs of one order) at that idx."""
-    rows = pd.concat([frame[["idx", "label"]] for frame in frames], ignore_index=True)
-    return rows.groupby("idx")["label"].agg(lambda labels: labels.mode().iloc[0])
+@functools.lru_cache(maxsize=4)
+def _read_labels(path: str, mtime_ns: int) -> pd.DataFrame:
+    frame = read_checked_csv(path, LABEL_COLUMNS, "order-label CSV", InputOrderError)
+    for column in ("idx", "label"):
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        bad = numbers.isna() | (numbers != numbers.round())
+        if bad.any():
+            line = int(np.argmax(bad.to_numpy())) + 2
+            raise InputOrderError(f"{path}: line {line}: {column} {frame[column].iloc[line - 2]!r} is not an integer")
+        frame[column] = numbers.astype(np.int64)
+    duplicated = frame.duplicated(["dataset", "order", "idx"])
+    if duplicated.any():
+        raise InputOrderError(
+            f"{path}: line {int(np.argmax(duplicated.to_numpy())) + 2} repeats a (dataset, order, idx)"
+        )
+    return frame
 
 
-def disagreements(frame: pd.DataFrame, labels: pd.Series) -> tuple[int, int]:
-    """(rows of ``frame`` at an idx ``labels`` has, of those how many give another label)."""
-    known = frame[frame["idx"].isin(labels.index)]
-    return len(known), int((known["label"].to_numpy() != labels.loc[known["idx"]].to_numpy()).sum())
+def read_order_labels(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The label fingerprints at ``path`` (default: the shipped ones, :data:`LABELS_PATH`), checked:
+    :data:`LABEL_COLUMNS`, integer idx and label, each (dataset, order, idx) once."""
+    path = Path(path) if path is not None else LABELS_PATH
+    return _read_labels(str(path), path.stat().st_mtime_ns if path.exists() else 0).copy()
 
 
-def check_orders(logs: Sequence[tuple[str, str, pd.DataFrame]]) -> None:
-    """Refuse a log whose labels contradict its stated order's and agree with another order's.
+def fingerprints(labels: pd.DataFrame, dataset: str) -> dict[str, pd.Series]:
+    """``dataset``'s orders in the fingerprint table ``labels``: order → (idx → label)."""
+    rows = labels[labels["dataset"] == dataset]
+    return {order: group.set_index("idx")["label"] for order, group in rows.groupby("order", sort=True)}
 
-    ``logs``: (name, order, frame) of one dataset. Each order's labels are its logs' majority per idx
-    (:func:`order_labels`); a log disagreeing with its own order at some idx, and agreeing at every
-    shared idx with another order's (at least ten), is in the wrong order: the error names it, both
-    orders and the table to correct. Scattered label conflicts within one order are the audit's
-    ``label_conflicts``, not an order error.
+
+def agreement(frame: pd.DataFrame, fingerprint: pd.Series) -> tuple[int, int]:
+    """(idx of ``frame`` the ``fingerprint`` holds, at how many of them the labels agree)."""
+    known = frame[frame["idx"].isin(fingerprint.index)]
+    return len(known), int((known["label"].to_numpy() == fingerprint.loc[known["idx"]].to_numpy()).sum())
+
+
+def guard_order(
+    name: str,
+    dataset: str,
+    frame: pd.DataFrame,
+    declared: str | None,
+    declared_by: str,
+    labels: pd.DataFrame | None = None,
+) -> str:
+    """The input order of the log ``name`` (rows ``frame`` of ``dataset``), decided by its labels alone.
+
+    Where the fingerprint table ``labels`` (default: the shipped one, :data:`LABELS_PATH`) holds ``dataset``'s orders,
+    the log matches an order when its labels agree with that order's at every idx both hold, at least
+    :data:`MIN_SHARED`. The ``declared`` order (``None``: none declared) must be one it matches;
+    undeclared, it takes the one order it matches. Refused, naming the log, what its labels agree
+    with and ``declared_by`` (what declared its order): a declared order it does not match, a log that
+    matches no order (another labelling, other idx, or a log of mixed orders), or several. A dataset
+    without fingerprints is read in the standard order only, which its logs cannot contradict.
     """
-    by_order: dict[str, list[pd.DataFrame]] = {}
-    for _, order, frame in logs:
-        by_order.setdefault(order, []).append(frame)
-    labels = {order: order_labels(frames) for order, frames in by_order.items()}
-    for name, order, frame in logs:
-        _, wrong = disagreements(frame, labels[order])
-        if not wrong:
-            continue
-        for other, other_labels in labels.items():
-            shared, other_wrong = disagreements(frame, other_labels)
-            if other != order and shared >= 10 and other_wrong == 0:
-                raise InputOrderError(
-                    f"{name}: its labels differ from the {describe(order)} logs' at {wrong} idx and agree with "
-                    f"the {describe(other)} logs' at all {shared} shared idx: it numbers its inputs in the "
-                    f"{other} order; correct its row in {ORDERS_PATH}"
-                )
+    prints = fingerprints(read_order_labels() if labels is None else labels, dataset)
+    if not prints:
+        if declared not in (None, STANDARD):
+            raise InputOrderError(
+                f"{name}: {declared_by} puts it in the {declared!r} order, but {LABELS_PATH.name} holds no label "
+                f"fingerprint of {dataset} to check it against: {dataset}'s logs are read in the {describe(STANDARD)}"
+            )
+        return STANDARD
+    found = {order: agreement(frame, fingerprint) for order, fingerprint in prints.items()}
+    matched = [order for order, (shared, agree) in found.items() if shared >= MIN_SHARED and agree == shared]
+    if declared is not None and declared in matched:
+        return declared
+    if declared is None and len(matched) == 1:
+        return matched[0]
+    evidence = "; ".join(f"the {describe(order)}'s at {agree} of {shared}" for order, (shared, agree) in found.items())
+    where = f"{name}: its labels agree with {evidence} shared idx"
+    if declared is not None:
+        told = f"{declared_by} puts it in the {describe(declared)}"
+        fix = f": it numbers its inputs in the {matched[0]} order; correct {declared_by}" if matched else ""
+        raise InputOrderError(f"{where}, but {told}{fix}")
+    if matched:
+        raise InputOrderError(f"{where}: it fits several orders; say which ({declared_by})")
+    raise InputOrderError(
+        f"{where}: it matches none of {dataset}'s {len(prints)} orders at every shared idx (at least "
+        f"{MIN_SHARED}): a log of mixed orders, of other inputs, or of another labelling"
+    )

@@ -14,7 +14,7 @@ that every envelope compares its logs on the same inputs.
 
 **Input sets and families.** An input set is its images, not its indices: a log's inputs are keyed
 by ``(input order, idx)``, its order the registry's (:mod:`ddrs.published.input_orders`: its
-repository's test-set order, checked against the labels). Methods are ranked within their input set
+repository's test-set order, which its labels must match). Methods are ranked within their input set
 (``input_set``: the order and the ``idx`` they certify), never across: a 500-input log and a
 10,000-input log are not one ranking, nor are Salman et al.'s ImageNet logs (their own order, label
 65 at idx 0) and Cohen et al.'s (the sorted order, label 0 at idx 0), though both certify idx
@@ -56,7 +56,7 @@ from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.io import atomic_path
 from ddrs.jobs.logs import read_log
 from ddrs.published.families import Families, Family, family_of, read_families
-from ddrs.published.input_orders import STANDARD, check_orders, describe, order_of, read_orders
+from ddrs.published.input_orders import ORDERS_PATH, STANDARD, describe, guard_order, order_of, read_orders
 from ddrs.published.manifest import local_file
 from ddrs.published.origins import read_origins
 from ddrs.published.registry import PublishedLog, select
@@ -185,22 +185,24 @@ def load_entries(
     files: Mapping[tuple[str, str], str | Path],
     families: Families | None = None,
     orders: pd.DataFrame | None = None,
+    order_labels: pd.DataFrame | None = None,
 ) -> list[Entry]:
     """:func:`dataset_logs` read from their local ``files`` ((repository, path) → file; a manifest's),
-    each with its family in ``families`` (default: the shipped table) and its input order in ``orders``
-    (default: the shipped table; checked against the labels, :func:`~ddrs.published.input_orders.check_orders`)."""
+    each with its family in ``families`` (default: the shipped table) and its input order: the one
+    ``orders`` declares (default: the shipped table), which its labels must match in the fingerprints
+    ``order_labels`` (default: the shipped ones; :func:`~ddrs.published.input_orders.guard_order`)."""
     families = read_families() if families is None else families
     orders = read_orders() if orders is None else orders
     entries = []
     for log, names in dataset_logs(registry, dataset):
         frame = read_log(local_file(files, log.repository, log.path))
         family = family_of(families, log.repository, log.method_authors)
-        order = order_of(orders, dataset, log.repository, log.path)
+        declared = order_of(orders, dataset, log.repository, log.path)
+        order = guard_order(names[0], dataset, frame, declared, str(ORDERS_PATH), order_labels)
         frame = frame.sort_values("idx", kind="stable").reset_index(drop=True)
         entries.append(Entry(log, names, frame, family, order))
     if not entries:
         raise ValueError(f"the registry holds no test-split log of {dataset!r} with a stated σ and rows")
-    check_orders([(entry.name, entry.order, entry.frame) for entry in entries])
     return entries
 
 

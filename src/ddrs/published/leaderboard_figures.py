@@ -1,20 +1,26 @@
 """The leaderboard's figures: the best log of each family, and p_A recovered from radii.
 
 **Which lines.** One per family and extra training data (:mod:`ddrs.published.families`; a user's
-own log is its own family): the family's best log, the one of the highest ACR on the figure's input
-set (:func:`family_lines`). The input set is one common to every line drawn, so that the curves
-compare: of the input sets the dataset's logs certify (keyed by input order and idx: logs of two
-orders certify other images at one idx and are never drawn together), the one that the most
-families hold a log covering, then the largest; each line is its log cut to those inputs, and the
-title names the set and its order. A family with no log covering
-them is left out and named in the title. The best log is chosen on the inputs drawn (the figure
-shows the families' best, not an unbiased estimate of them; the claims are in
-published_vs_gaussian). The table holds every method; a figure of hundreds of curves would show none.
+own log is its own family) in each panel: the family's best log at the panel's σ, the one of the
+highest ACR on the row's input set. Each panel is one σ, so that no curve's lead is a σ effect (a
+σ = 0.5 log beside σ = 1 ones crosses them where the smaller σ's cap cuts it). Each row is one
+input order (logs of two orders certify other images at one idx and are never drawn together:
+ImageNet's standard order, then Salman et al.'s, where SmoothAdv's logs are): of the input sets
+its logs certify, the one that the most families hold a log covering, then the largest
+(:func:`family_lines`, :func:`order_lines`); each line is its log cut to those inputs, and the row
+names the set. A family with no log covering them is named under the figure. The best log is
+chosen on the inputs drawn (the figure shows the families' best, not an unbiased estimate of them;
+the claims are in published_vs_gaussian). The table holds every method; a figure of hundreds of
+curves would show none.
 
-**Panels.** Families trained on the dataset's own training set only, left; those with extra data
-(Salman et al.'s ImageNet pre-training and self-training on unlabelled images), right, beside the
-Gaussian line again for reference. Each curve is certified accuracy at each radius of a dense grid,
-with its exact Clopper–Pearson band (:func:`ddrs.analysis.plots.accuracy_curve`).
+**Panels.** Families with extra data (Salman et al.'s ImageNet pre-training and self-training on
+unlabelled images) dashed, each its own dash pattern. Each curve is certified accuracy at each
+radius of a dense grid; Gaussian's alone carries its exact Clopper–Pearson band
+(:func:`ddrs.analysis.plots.accuracy_curve`), for scale: the others, on the same inputs, have bands
+as wide at the same accuracy, and five overlapping bands would hide the curves. A dotted line marks
+each drawn log's radius cap σ·Φ⁻¹(α^(1/n)) (its registry n and α; :func:`radius_cap`), and a family
+whose curve passes it by more than the radius' printing is named in the panel (Cohen et al.'s
+ImageNet logs reach 3.91 at σ = 1, cap 3.81: the audit's ``impossible_radius``).
 
 **p_A recovered.** Sun et al. (2024, §4.3, Fig. 3) plot the distribution of p_A, the probability
 of the true class under noise. Published logs hold no p_A; for a Gaussian log certified by Cohen et
@@ -36,12 +42,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from scipy.special import ndtr
 
 from ddrs.analysis.metrics import acr, certified_accuracy, radius_grid
 from ddrs.analysis.plots import ACCURACY_LABEL, PANEL_SIZE, accuracy_curve, p_a_cdf_figure
+from ddrs.published.audit import radius_bound
 from ddrs.published.families import GAUSSIAN_FAMILY, Family
-from ddrs.published.input_orders import describe
+from ddrs.published.input_orders import STANDARD, describe
 from ddrs.published.leaderboard import Entry, input_set
 
 #: what a p_A figure says about its recovery, under its panels
@@ -117,50 +125,113 @@ def line_styles(families: Sequence[Family]) -> dict[Family, dict]:
     }
 
 
-def _line_label(family: Family, entry: Entry) -> str:
-    arch = f" ({entry.log.arch})" if entry.log.arch else ""
-    owner = entry.log.repository.split("/")[0]
-    return textwrap.fill(f"{family.label}: {entry.log.method_authors}{arch} [{owner}], σ = {entry.sigma:g}", 75)
+#: how far a log's largest radius may pass its cap before it is marked: half a unit of its printed third digit
+PRINTED_SLACK = 0.005
 
 
-def _left_out_label(family: Family, entries: Sequence[Entry], order: str) -> str:
-    """A family left out of a figure, with the input orders of its logs where none is the figure's."""
-    orders = sorted({entry.order for entry in entries if entry.family == family})
-    return family.label if order in orders else f"{family.label}, only in the {' and the '.join(map(describe, orders))}"
+def radius_cap(entry: Entry) -> float | None:
+    """σ·Φ⁻¹(α^(1/n)), the largest radius its log's n and α let CERTIFY give (None where n or α is unknown)."""
+    if entry.log.n is None or entry.log.alpha is None:
+        return None
+    return radius_bound(entry.sigma, int(entry.log.n), float(entry.log.alpha))
+
+
+def beyond_cap(entry: Entry, frame: pd.DataFrame) -> bool:
+    """Whether ``entry``'s certified radii on ``frame`` pass its cap by more than their printing."""
+    cap = radius_cap(entry)
+    certified = frame.loc[frame["correct"] == 1, "radius"]
+    return cap is not None and len(certified) > 0 and float(certified.max()) - PRINTED_SLACK > cap
+
+
+def order_lines(entries: Sequence[Entry]) -> list[FamilyLines]:
+    """Per input order of ``entries`` (logs of two orders certify other images at one idx), the
+    :func:`family_lines` of its logs: the input set the most of its families cover."""
+    orders = sorted(dict.fromkeys(entry.order for entry in entries), key=lambda order: order != STANDARD)
+    return [family_lines([entry for entry in entries if entry.order == order]) for order in orders]
+
+
+def _at(members: Sequence[Entry], sigma: float) -> list[Entry]:
+    return [entry for entry in members if abs(entry.sigma - sigma) < 1e-9]
 
 
 def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None = 0.05) -> Figure:
-    """The best log of each family on one common input set, extra-data families in a second panel
-    (module docstring), styled by :func:`line_styles`."""
-    lines = family_lines(entries)
-    best = lines.best_logs()
-    own_data = [family for family in best if not family.extra_data]
-    extra = [family for family in best if family.extra_data]
-    gaussian = [family for family in own_data if family.name == GAUSSIAN_FAMILY]
-    panels = [("trained on the dataset's training set only", own_data)]
-    if extra:
-        panels.append(("with extra training data (dashed; Gaussian for reference)", gaussian + extra))
-    styles = line_styles(list(best))
-    radii = radius_grid([lines.cut(entry) for entry in best.values()])
-    figure = Figure(figsize=(PANEL_SIZE[0] * 1.9 * len(panels), PANEL_SIZE[1] * 2.6), layout="constrained")
-    axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-    for ax, (title, families) in zip(axes, panels, strict=True):
-        for family in families:
-            entry = best[family]
-            curve = 100 * certified_accuracy(lines.cut(entry), radii)
-            accuracy_curve(
-                ax, radii, curve, len(lines.idx), alpha=alpha, label=_line_label(family, entry), **styles[family]
-            )
-        ax.set_title(title, fontsize="medium")
-        ax.set_xlabel("ℓ2 radius")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize="x-small", frameon=False)
-    axes[0].set_ylabel(ACCURACY_LABEL)
-    left_out = "; ".join(_left_out_label(family, entries, lines.order) for family in lines.left_out)
-    suffix = f"\nno log on these inputs: {left_out}" if left_out else ""
-    figure.suptitle(
-        f"{dataset}: the best log (highest ACR) of each family on {input_set(lines.idx, lines.order)}{suffix}",
-        fontsize="medium",
+    """Each family's best log at each σ (module docstring): a row of panels per input order, a panel
+    per σ, styled by :func:`line_styles`; Gaussian's band for scale, each log's radius cap marked."""
+    rows = order_lines(entries)
+    sigmas = sorted({entry.sigma for lines in rows for members in lines.members.values() for entry in members})
+    families = list(dict.fromkeys(family for lines in rows for family in lines.members))
+    families.sort(key=lambda family: family.name != GAUSSIAN_FAMILY)
+    styles = line_styles(families)
+    figure = Figure(
+        figsize=(PANEL_SIZE[0] * 1.05 * len(sigmas), PANEL_SIZE[1] * 1.05 * len(rows) + 0.2 * len(families) + 1.2),
+        layout="constrained",
     )
+    axes = figure.subplots(len(rows), len(sigmas), sharex="col", sharey=True, squeeze=False)
+    handles: dict[str, object] = {}
+    capped = False
+    for row, lines in zip(axes, rows, strict=True):
+        for ax, sigma in zip(row, sigmas, strict=True):
+            best = {
+                family: lines.best(_at(members, sigma))
+                for family, members in lines.members.items()
+                if _at(members, sigma)
+            }
+            ax.set_title(f"σ = {sigma:g}" if best else f"σ = {sigma:g}: no log on these inputs", fontsize="medium")
+            if not best:
+                continue
+            radii = radius_grid([lines.cut(entry) for entry in best.values()])
+            past = []
+            for family, entry in best.items():
+                frame = lines.cut(entry)
+                curve = 100 * certified_accuracy(frame, radii)
+                band = alpha if family.name == GAUSSIAN_FAMILY else None
+                drawn = accuracy_curve(
+                    ax, radii, curve, len(lines.idx), alpha=band, label=family.label, **styles[family]
+                )
+                handles.setdefault(family.label, drawn)
+                if beyond_cap(entry, frame):
+                    past.append(family.label)
+            for cap in sorted({cap for entry in best.values() if (cap := radius_cap(entry)) is not None}):
+                ax.axvline(cap, color="grey", linestyle=":", linewidth=1)
+                capped = True
+            if past:
+                ax.text(
+                    0.97,
+                    0.97,
+                    textwrap.fill(f"past its cap: {', '.join(past)}", 28),
+                    transform=ax.transAxes,
+                    ha="right",
+                    va="top",
+                    fontsize="x-small",
+                )
+        row[0].set_ylabel(
+            textwrap.fill(input_set(lines.idx, lines.order), 34) + f"\n{ACCURACY_LABEL}", fontsize="small"
+        )
+    for ax in axes[-1]:
+        ax.set_xlabel("ℓ2 radius")
+    handles = {family.label: handles[family.label] for family in families if family.label in handles}
+    if capped:
+        handles["radius cap σ·Φ⁻¹(α^(1/n)) of the panel's logs"] = Line2D([], [], color="grey", linestyle=":")
+    left_out = [f"{family.label} ({describe(lines.order)})" for lines in rows for family in lines.left_out]
+    note = (
+        "Each family's log of the highest ACR at the panel's σ on the row's inputs (dashed: extra training data); "
+        "band: Gaussian's "
+        + ("" if alpha is None else f"{100 * (1 - alpha):g}% ")
+        + "Clopper–Pearson interval (the others', on the same inputs, are as wide at the same accuracy). A curve "
+        "past the dotted line has radii its log's n and α cannot give (the audit's impossible_radius)."
+        + (f" No log on these inputs: {'; '.join(left_out)}." if left_out else "")
+    )
+    figure.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=min(3, len(handles)),
+        fontsize="x-small",
+        title=textwrap.fill(note, 40 * min(3, len(handles))),
+        title_fontsize="x-small",
+        frameon=False,
+    )
+    figure.suptitle(f"{dataset}: the best log (highest ACR) of each family at each σ", fontsize="medium")
     return figure
 
 

@@ -1,62 +1,68 @@
-"""A user's own Cohen-format logs on a dataset's leaderboard (issue 41): audited like the published
-ones, ranked among them, compared with the matched Gaussian baseline and the best log of every family
-(:mod:`ddrs.published.gaussian_comparisons`).
+"""A user's own Cohen-format logs on a dataset's leaderboard (issue 41): checked value by value,
+ranked among the published ones on the input set they certify, compared with the matched Gaussian
+baseline and the best log of every family (:mod:`ddrs.published.gaussian_comparisons`).
 
 A config names them as ``published_logs.own: {name: {dataset, sigma, path[, arch, family,
-extra_data, n, alpha, order]}}`` (``ddrs logs rank --own NAME SIGMA PATH`` the same). Each becomes
-a leaderboard entry under repository ``own`` and the name ``own:<name>``, its family its own name
-unless given.
+extra_data, n, alpha, order]}}``; ``ddrs logs rank --own NAME SIGMA PATH`` builds the same mapping
+(:func:`own_specs`, which refuses a name given twice). Each becomes a leaderboard entry under
+repository ``own`` and the name ``own:<name>``, its family its own name unless given. Both routes
+go through :func:`own_entries`, and every check below refuses the log with an error naming the file
+(and the row) and the defect.
 
-**Audit** (:func:`audit_own`), the rules of :mod:`ddrs.published.audit`: a log that is not one
-(a missing column, a duplicate ``idx``: :func:`~ddrs.jobs.logs.read_log`), holds a header and no
-row, a negative radius, a ``correct`` other than 0 or 1 or other than ``predict == label``, an
-abstention with a radius, or a radius above σ·Φ⁻¹(α^(1/n)), the largest its n and α allow (Cohen et
-al. 2019, §3.2.2), is refused with an error naming the file. Where ``n`` is not given the radius
-cap cannot be checked: a :class:`OwnLogWarning` names the log and the key to give (``alpha``
-defaults to Cohen et al.'s 0.001). ``time`` is optional.
+**Settings** (:func:`check_spec`): σ finite and above 0; ``n``, when given, a whole number ≥ 1;
+``alpha`` in (0, 1) (default Cohen et al.'s 0.001).
 
-**Inputs.** Its rows must be test inputs the dataset's published logs certify, with the same labels
-there, in one input order (:mod:`ddrs.published.input_orders`): ``order`` where given, else the one
-whose published labels it agrees with at every idx. A log of another test set, order or labelling
-could not be paired with theirs, and is refused with an error naming the file.
+**Values** (:func:`check_values`), after :func:`~ddrs.jobs.logs.read_log` (the columns, a duplicate
+``idx``, and ``idx``, ``label``, ``predict`` and ``correct`` whole numbers as written): radius
+finite and ≥ 0; label one of the dataset's classes, predict one too or −1 (an abstention); correct
+0 or 1 and equal to [predict == label]; an abstention with radius 0. Then the audit's rules of
+:mod:`ddrs.published.audit` a row cannot show: a log of a header and no row, and a radius above
+σ·Φ⁻¹(α^(1/n)), the largest its n and α allow (Cohen et al. 2019, §3.2.2). Where ``n`` is not
+given that cap cannot be checked: a :class:`OwnLogWarning` names the log and the key to give.
+``time`` is optional.
+
+**Inputs.** Its order is decided by its labels (:func:`~ddrs.published.input_orders.guard_order`;
+``order`` where given must agree). It is ranked only on a whole published input set: its ``idx``
+must be exactly those of one input set its dataset's published logs certify in that order, with
+their labels. A subset or a superset is refused with the count of inputs it lacks and holds beyond
+the nearest set (a subset alone in its input set would be "rank 1" of nothing: :func:`check_inputs`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ddrs.data.registry import DATASETS
 from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
 from ddrs.published.audit import audit, flag_table
 from ddrs.published.families import Family
-from ddrs.published.input_orders import describe, disagreements, order_labels
-from ddrs.published.leaderboard import Entry
+from ddrs.published.input_orders import describe, guard_order
+from ddrs.published.leaderboard import Entry, input_set, inputs_digest
 from ddrs.published.registry import PublishedLog
 
 #: the ``repository`` of a user's own log
 OWN_REPOSITORY = "own"
 #: α of a user's log whose config gives none: Cohen et al.'s CERTIFY default
 DEFAULT_ALPHA = 0.001
-#: the audit's flags that refuse a user's log (its coverage of the test set is the user's choice)
-REFUSING = (
-    "header_only",
-    "impossible_radius",
-    "correct_mismatch",
-    "correct_not_binary",
-    "abstain_with_radius",
-    "negative_radius",
-)
+#: the audit's flags that refuse a user's log beyond :func:`check_values` (its coverage of the test set is
+#: checked by :func:`check_inputs`)
+REFUSING = ("header_only", "impossible_radius")
+#: the classes of the published logs' datasets that :mod:`ddrs.data` does not load
+PUBLISHED_CLASSES = {"cifar100": 100, "fmnist": 10}
 
 
 class OwnLogError(DDRSError):
-    """A user's own log fails the audit or does not line up with the dataset's published inputs."""
+    """A user's own log fails a check, or does not line up with the dataset's published inputs."""
 
 
 class OwnLogWarning(UserWarning):
@@ -70,6 +76,78 @@ def is_own_repository(repository: str) -> bool:
 def is_own(entry: Entry) -> bool:
     """Whether ``entry`` is a user's own log, not a published one."""
     return is_own_repository(entry.log.repository)
+
+
+def own_specs(logs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Mapping[str, Any]]:
+    """``(name, spec)`` pairs as the config's mapping, refusing a name given twice (the second would
+    silently replace the first)."""
+    specs: dict[str, Mapping[str, Any]] = {}
+    for name, spec in logs:
+        if name in specs:
+            raise OwnLogError(
+                f"own log name {name!r} is given twice ({specs[name]['path']}, {spec['path']}): name each log once"
+            )
+        specs[name] = spec
+    return specs
+
+
+def dataset_classes(dataset: str) -> int:
+    """How many classes ``dataset`` has (:mod:`ddrs.data`'s registry, else :data:`PUBLISHED_CLASSES`)."""
+    if dataset in DATASETS:
+        return DATASETS[dataset].num_classes
+    if dataset in PUBLISHED_CLASSES:
+        return PUBLISHED_CLASSES[dataset]
+    known = sorted({*DATASETS, *PUBLISHED_CLASSES})
+    raise OwnLogError(
+        f"own logs of {dataset!r} cannot be checked: its classes are not known (known: {', '.join(known)})"
+    )
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float where it is a real number (not a bool), else None."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+
+
+def check_spec(name: str, spec: Mapping[str, Any]) -> None:
+    """Refuse an own log's settings that cannot be its certification's (module docstring), naming the log."""
+    where = f"{spec['path']}: own log {name!r}"
+    sigma = _number(spec["sigma"])
+    if sigma is None or not math.isfinite(sigma) or sigma <= 0:
+        raise OwnLogError(f"{where}: σ {spec['sigma']!r} is not a finite number above 0")
+    n = spec.get("n")
+    if n is not None and (_number(n) is None or not float(n).is_integer() or n < 1):
+        raise OwnLogError(f"{where}: n {n!r} is not a whole number ≥ 1 (the Monte Carlo samples of CERTIFY)")
+    alpha = spec.get("alpha")
+    if alpha is not None and (_number(alpha) is None or not 0 < alpha < 1):
+        raise OwnLogError(f"{where}: alpha {alpha!r} is not in (0, 1)")
+
+
+def check_values(name: str, path: Path, frame: pd.DataFrame, classes: int) -> None:
+    """Refuse a log any of whose values is not what its column means (module docstring), naming the file,
+    the first such data row (in file order) and the defect, with how many rows have it."""
+    radius = frame["radius"].to_numpy(float)
+    label, predict, correct = (frame[column].to_numpy() for column in ("label", "predict", "correct"))
+    with np.errstate(invalid="ignore"):
+        defects = (
+            (~np.isfinite(radius), "radius {radius} is not a finite number"),
+            (radius < 0, "radius {radius} is negative"),
+            ((label < 0) | (label >= classes), f"label {{label}} is not a class (0 to {classes - 1})"),
+            (
+                (predict < -1) | (predict >= classes),
+                f"predict {{predict}} is neither a class (0 to {classes - 1}) nor -1 (an abstention)",
+            ),
+            (~np.isin(correct, (0, 1)), "correct {correct} is not 0 or 1"),
+            (correct != (predict == label), "correct {correct} with predict {predict} and label {label}"),
+            ((predict == -1) & (radius > 0), "an abstention (predict -1) with radius {radius}"),
+        )
+    for bad, defect in defects:
+        if bad.any():
+            row = int(np.argmax(bad))
+            values = {"radius": radius[row], "label": label[row], "predict": predict[row], "correct": correct[row]}
+            raise OwnLogError(
+                f"{path}: own log {name!r}, data row {row + 1} (idx {frame['idx'].iloc[row]}): "
+                f"{defect.format(**values)} (rows with this defect: {int(bad.sum())})"
+            )
 
 
 def _registry_row(name: str, spec: Mapping[str, Any], dataset: str, path: Path, rows: int) -> PublishedLog:
@@ -118,66 +196,75 @@ def audit_own(name: str, log: PublishedLog, path: Path) -> None:
         )
 
 
-def published_labels(entries: Sequence[Entry]) -> dict[str, pd.Series]:
-    """Per input order, the label of every test input the published ``entries`` of that order certify
-    (idx → label; where logs disagree, the most common, as the audit's ``label_conflicts`` takes it)."""
-    by_order: dict[str, list[pd.DataFrame]] = {}
-    for entry in entries:
-        if not is_own(entry):
-            by_order.setdefault(entry.order, []).append(entry.frame)
-    if not by_order:
-        raise OwnLogError("the dataset has no published log to place an own log among")
-    return {order: order_labels(frames) for order, frames in by_order.items()}
+def _labels(entries: Sequence[Entry]) -> pd.Series:
+    """idx → the most common label among the ``entries``' logs at that idx."""
+    rows = pd.concat([entry.frame[["idx", "label"]] for entry in entries], ignore_index=True)
+    return rows.groupby("idx")["label"].agg(lambda labels: labels.mode().iloc[0])
 
 
-def lined_up_order(frame: pd.DataFrame, labels: dict[str, pd.Series], path, dataset: str, order: str | None) -> str:
-    """The input order ``frame``'s rows line up with (``order`` where given): every idx published in it,
-    with the same label. Refused, naming ``path``, where none does."""
-    candidates = [order] if order is not None else list(labels)
-    if order is not None and order not in labels:
-        raise OwnLogError(f"{path}: order {order!r} is not one of {dataset}'s published orders ({', '.join(labels)})")
-    problems = []
-    for candidate in candidates:
-        published = labels[candidate]
-        idx = frame["idx"].to_numpy()
-        unknown = idx[~np.isin(idx, published.index.to_numpy())]
-        if len(unknown):
-            problems.append(
-                f"{len(unknown)} of its {len(idx)} inputs are not among {dataset}'s published test inputs in the "
-                f"{describe(candidate)} (idx {published.index.min()}–{published.index.max()}), e.g. idx "
-                f"{int(unknown[0])}"
-            )
-            continue
-        _, wrong = disagreements(frame, published)
-        if wrong:
-            at = frame[frame["label"].to_numpy() != published.loc[frame["idx"]].to_numpy()].iloc[0]
-            problems.append(
-                f"{wrong} of its {len(idx)} labels differ from {dataset}'s published logs in the {describe(candidate)} "
-                f"at the same idx, e.g. idx {int(at['idx'])}: label {int(at['label'])}, published "
-                f"{int(published.loc[at['idx']])}"
-            )
-            continue
-        return candidate
-    raise OwnLogError(
-        f"{path}: " + "; ".join(problems) + f". Its idx must number {dataset}'s test set in a published order "
-        "(is it a log of this dataset's test set?)"
-    )
+def _examples(idx: np.ndarray) -> str:
+    return f" (e.g. idx {', '.join(str(int(i)) for i in idx[:3])})" if len(idx) else ""
 
 
-def own_entries(own: Mapping[str, Mapping[str, Any]], dataset: str, published: Sequence[Entry]) -> list[Entry]:
-    """The config's own logs of ``dataset`` (module docstring) as entries, each audited and checked
-    against the ``published`` entries' inputs and labels."""
+def check_inputs(
+    name: str, path: Path, frame: pd.DataFrame, order: str, dataset: str, published: Sequence[Entry]
+) -> None:
+    """Refuse ``frame`` unless its ``idx`` are exactly one published input set's in ``order``, with the
+    labels that set's logs give (their most common at each idx), naming the file, the nearest input set
+    and the inputs it lacks and holds beyond it."""
+    where = f"{path}: own log {name!r}"
+    sets: dict[str, list[Entry]] = {}
+    for entry in published:
+        if not is_own(entry) and entry.order == order:
+            sets.setdefault(entry.inputs_digest, []).append(entry)
+    if not sets:
+        raise OwnLogError(f"{where}: {dataset} has no published log in the {describe(order)} to rank it among")
+    idx = np.sort(frame["idx"].to_numpy())
+    members = sets.get(inputs_digest(idx, order))
+    if members is None:
+        nearest = max(sets.values(), key=lambda entries: np.isin(entries[0].idx, idx).sum())[0].idx
+        lacks, beyond = np.setdiff1d(nearest, idx), np.setdiff1d(idx, nearest)
+        raise OwnLogError(
+            f"{where}: its {len(idx):,} inputs are not a published input set of {dataset}; the nearest, "
+            f"{input_set(nearest, order)}, has {len(lacks):,} it lacks{_examples(lacks)} and it holds "
+            f"{len(beyond):,} beyond it{_examples(beyond)}. Only a whole published input set is ranked"
+        )
+    labels = _labels(members)
+    wrong = frame[frame["label"].to_numpy() != labels.loc[frame["idx"]].to_numpy()]
+    if len(wrong):
+        at = wrong.iloc[0]
+        raise OwnLogError(
+            f"{where}: {len(wrong)} of its {len(frame)} labels differ from {dataset}'s published logs of these inputs "
+            f"in the {describe(order)}, e.g. idx {int(at['idx'])}: label {int(at['label'])}, published "
+            f"{int(labels.loc[at['idx']])}"
+        )
+
+
+def own_entries(
+    own: Mapping[str, Mapping[str, Any]],
+    dataset: str,
+    published: Sequence[Entry],
+    order_labels: pd.DataFrame | None = None,
+) -> list[Entry]:
+    """The own logs of ``dataset`` (module docstring) as entries, each checked, its order decided by its
+    labels (in the fingerprints ``order_labels``, default the shipped ones) and its inputs one of the
+    ``published`` entries' input sets."""
     chosen = {name: spec for name, spec in own.items() if spec["dataset"] == dataset}
     if not chosen:
         return []
-    labels = published_labels(published)
+    classes = dataset_classes(dataset)
     entries = []
     for name, spec in chosen.items():
+        check_spec(name, spec)
         path = Path(spec["path"])
-        frame = read_log(path, require_time=False).sort_values("idx", kind="stable").reset_index(drop=True)
-        order = lined_up_order(frame, labels, path, dataset, spec.get("order"))
+        frame = read_log(path, require_time=False)
+        check_values(name, path, frame, classes)
         log = _registry_row(name, spec, dataset, path, len(frame))
         audit_own(name, log, path)
+        declared_by = f"published_logs.own.{name}.order (ddrs logs rank --order)"
+        order = guard_order(f"{path} (own log {name!r})", dataset, frame, spec.get("order"), declared_by, order_labels)
+        check_inputs(name, path, frame, order, dataset, published)
+        frame = frame.sort_values("idx", kind="stable").reset_index(drop=True)
         family = Family(str(spec.get("family", name)), str(spec.get("extra_data", "")))
         entries.append(Entry(log, (f"{OWN_REPOSITORY}:{name}",), frame, family, order))
     return entries
