@@ -343,7 +343,10 @@ def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_
     mine = versus[versus["method"] == "mine"].set_index("against")
     assert set(mine.index) == {"Gaussian", "best Gaussian", "best Strong"}
     assert mine.loc["best Strong", "baseline"] == f"{REPOSITORY}:data/strong"
-    assert pd.read_csv(out / "headline.csv").loc[0, "compared"] == 1  # strong, not the user's log
+    headline_read = pd.read_csv(out / "headline.csv")
+    assert headline_read.loc[0, "compared"] == 1  # strong, not the user's log
+    assert pd.read_csv(out / "replication.csv")["note"].eq("no replication data").all()  # one log per σ: no runs
+    assert (headline_read["run_margin"] == "no replication data").all()
     assert main([*common, "--own", "other", "0.5", str(tmp_path / "other.tsv"), "--out", str(out)]) == 2
     assert "other.tsv: " in capsys.readouterr().err
 
