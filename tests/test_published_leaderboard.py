@@ -6,6 +6,7 @@ log, p_A recovered, and a user's own log placed among them."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,8 @@ from ddrs.analysis.plots import save_figure
 from ddrs.analysis.stats import Inference
 from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
+from ddrs.pipeline.build import write
+from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.published import builders
 from ddrs.published.families import read_families
 from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table
@@ -651,6 +654,10 @@ def test_the_replication_table_estimates_the_planted_spread_and_says_where_there
     assert pooled.loc[0.5, "df"] == 4 and pooled.loc[0.5, "ACR_sd"] == pytest.approx(sd, rel=0.02)
     assert pooled.loc[0.5, "margin"] == pytest.approx(student_t.ppf(0.975, 4) * np.sqrt(2) * sd, rel=0.02)
     assert pooled.loc[0.25, "note"] == "no replication data" and np.isnan(pooled.loc[0.25, "margin"])
+    entry = CATALOGUE["published_replication"]
+    outputs = {kind: str(tmp_path / f"published_replication_cifar10.{kind}") for kind in ("csv", "md", "tex")}
+    write(table, outputs, decimals=entry.decimals, bold=entry.bold, measured=entry.measured)
+    assert f"| {pooled.loc[0.5, 'ACR_sd']:.4f} " in Path(outputs["md"]).read_text()  # spreads shown to 4 places
     recipes = table[table["kind"] == "recipe"].set_index("method")
     assert recipes.loc["far", "run"] == "1 2 3"
     assert recipes.loc["far", "ACR_sd"] == pytest.approx(
@@ -662,7 +669,7 @@ def test_the_replication_table_estimates_the_planted_spread_and_says_where_there
     # rule, judged by the other recipe's spread, does not call Gaussian's runs 1 and 2 apart
     assert pairs["significant_per_input"].all()
     first = pairs[(pairs["method"] == "gaussian") & (pairs["run"] == "1 − 2")].iloc[0]
-    assert first["ACR"] == pytest.approx(-0.02 * share, rel=0.02) and first["beyond_runs"] == False  # noqa: E712
+    assert first["ACR_difference"] == pytest.approx(-0.02 * share, rel=0.02) and first["beyond_runs"] == False  # noqa: E712
     margin_far = student_t.ppf(0.975, 2) * np.sqrt(2) * np.std(np.array(offsets["far", 0.5]) * share, ddof=1)
     assert first["margin"] == pytest.approx(margin_far, rel=0.02)  # without its own recipe
 

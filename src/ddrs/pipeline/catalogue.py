@@ -391,6 +391,8 @@ PUBLISHED_ENTRIES = (
         "leaderboard_replication",
         "published_replication",
         params=q.published_replication_params,
+        decimals=4,
+        measured=("ACR_difference", "ACR_sd", "margin"),  # spreads of 10⁻⁴ ACR: 3 decimals hide them
         caption_of=q.published_caption(captions.replication_caption, level=True),
     ),
     published(

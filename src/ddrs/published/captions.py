@@ -120,7 +120,7 @@ def replication_caption(alpha: float) -> str:
         f"t(1 − α/2, df) · √2 · s_run at α = {alpha:g} (two-sided): the |ΔACR| two single runs of one recipe "
         "exceed with probability α, assuming one run variance per dataset and σ; note = no replication data "
         "where the σ has no replicated recipe (no margin is carried over from another dataset). kind = pair, "
-        "every two runs of one recipe: ΔACR (first − second) on their shared inputs, the paired sign-flip p "
+        "every two runs of one recipe: ACR_difference (first − second) on their shared inputs, the paired sign-flip p "
         "bounded by Hoeffding's inequality (p) and Holm-adjusted over the table's pairs (p_holm; "
         "significant_per_input: p_holm < α): a comparison of two fixed models; margin, the σ's run-level margin "
         "estimated without the pair's own recipe, and beyond_runs, whether |ΔACR| exceeds it (empty where no "
