@@ -182,28 +182,36 @@ def replication_table(entries: Sequence[Entry], dataset: str, alpha: float) -> p
                 }
             )
             without = run_spread(acrs[:r] + acrs[r + 1 :]).margin(alpha)
-            for a, b in itertools.combinations(range(len(recipe.runs)), 2):
-                first, second = recipe.runs[a].frame, recipe.runs[b].frame
-                differences = _certified_radius(first) - _certified_radius(second)
+            for row, p, testable in _pairs(recipe, without):
                 pair_rows.append(len(rows))
-                pair_p.append(float(stats.sign_flip_bound_p(differences[:, None])[0]))
-                pair_testable.append(int((differences != 0).sum()) >= 2)
-                rows.append(
-                    described
-                    | {
-                        "kind": PAIR,
-                        "run": f"{recipe.runs[a].log.run} − {recipe.runs[b].log.run}",
-                        "runs": 2,
-                        "ACR_difference": float(differences.mean()),
-                        "margin": without,
-                        "beyond_runs": bool(abs(differences.mean()) > without) if np.isfinite(without) else None,
-                        "note": FIXED_MODELS if np.isfinite(without) else f"{FIXED_MODELS}; {ONLY_RECIPE}",
-                    }
-                )
+                pair_p.append(p)
+                pair_testable.append(testable)
+                rows.append(described | row)
     adjusted = stats.holm(np.array(pair_p), np.array(pair_testable, dtype=bool)) if pair_p else []
     for row, p, p_holm in zip(pair_rows, pair_p, adjusted, strict=True):
         rows[row] |= {"p": p, "p_holm": float(p_holm), "significant_per_input": bool(p_holm < alpha)}
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _pairs(recipe: Recipe, margin: float) -> list[tuple[dict, float, bool]]:
+    """Every two runs of ``recipe``: its row (ΔACR, against ``margin``), the per-input sign-flip p, and
+    whether that test can reject (at least two differing inputs)."""
+    pairs = []
+    for first, second in itertools.combinations(recipe.runs, 2):
+        differences = _certified_radius(first.frame) - _certified_radius(second.frame)
+        known = bool(np.isfinite(margin))
+        row = {
+            "kind": PAIR,
+            "run": f"{first.log.run} − {second.log.run}",
+            "runs": 2,
+            "ACR_difference": float(differences.mean()),
+            "margin": margin,
+            "beyond_runs": bool(abs(differences.mean()) > margin) if known else None,
+            "note": FIXED_MODELS if known else f"{FIXED_MODELS}; {ONLY_RECIPE}",
+        }
+        p = float(stats.sign_flip_bound_p(differences[:, None])[0])
+        pairs.append((row, p, int((differences != 0).sum()) >= 2))
+    return pairs
 
 
 def _certified_radius(frame: pd.DataFrame) -> np.ndarray:
