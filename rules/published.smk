@@ -30,8 +30,8 @@ rule fetch_published_logs:
 
 
 # Each leaderboard dataset's logs read once (each validated), with the user's own logs of the
-# dataset (published_logs.own), for its table, its comparisons with Gaussian and its two figures:
-# one read, not four.
+# dataset (published_logs.own), for its table, its comparisons with Gaussian, its replication table
+# and its two figures: one read, not five.
 rule published_dataset_logs:
     input:
         manifests=lambda wc: EXP.published.leaderboard_manifests(wc.leaderboard),

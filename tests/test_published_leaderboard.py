@@ -6,10 +6,12 @@ log, p_A recovered, and a user's own log placed among them."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.formula.api as smf
 from published_helpers import (
     REPOSITORY,
     gaussian_like,
@@ -20,15 +22,21 @@ from published_helpers import (
     write_families,
     write_registry,
 )
-from scipy.stats import norm
+from scipy.stats import binom, norm
+from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
 from ddrs.analysis.metrics import paper_radii, true_class_p_a_lower
+from ddrs.analysis.plots import save_figure
 from ddrs.analysis.stats import Inference
 from ddrs.errors import DDRSError
 from ddrs.jobs.logs import read_log
+from ddrs.pipeline.build import write
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.published import builders
 from ddrs.published.families import read_families
-from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table, headline
+from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table
+from ddrs.published.headline import headline
 from ddrs.published.leaderboard import (
     ENVELOPE,
     dataset_logs,
@@ -40,6 +48,7 @@ from ddrs.published.leaderboard import (
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
 from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
 from ddrs.published.registry import load_registry
+from ddrs.published.replication import replication_table, run_spread
 
 N = 600
 RADII = (0.0, 0.25, 0.5, 0.75)
@@ -218,7 +227,9 @@ def test_sun_et_al_s_gaussian_is_a_second_baseline_and_gaussian_logs_are_not_cou
     strong = table[table["method"] == "strong"].set_index("against")
     assert strong.loc["Gaussian", "baseline"] == "someone/smoothing:data/gaussian"  # its own repository's
     assert strong.loc["Gaussian (Sun et al. 2024)", "baseline"] == "eth-sri/acr-weakness:data/sun_gaussian"
-    summary = headline(table, 0.05).set_index(["against", "logs", "family"])
+    summary = headline(table, replication_table(entries, "cifar10", 0.05), 0.05).set_index(
+        ["against", "logs", "family"]
+    )
     assert summary.loc[("Gaussian", "all", "all"), ["compared", "better_ACR"]].tolist() == [1, 1]
     sun = ("Gaussian (Sun et al. 2024)", "those Gaussian (Sun et al. 2024) applies to", "all")
     assert summary.loc[sun, "compared"] == 1
@@ -295,7 +306,8 @@ def test_a_user_s_own_log_is_ranked_and_compared_with_gaussian_and_each_family_s
     assert set(mine.index) == {"Gaussian", "best Gaussian", "best Strong", "best consistency"}
     assert mine.loc["best Strong", "baseline"] == "someone/smoothing:data/strong/0.5"  # the better of its two logs
     assert "ACR" in mine.loc["best Strong", "better_at"].split()
-    assert headline(versus, 0.05).loc[0, "compared"] == 3  # strong ×2 and same; not the user's log
+    summary = headline(versus, replication_table(entries, "cifar10", 0.05), 0.05)
+    assert summary.loc[0, "compared"] == 3  # strong ×2 and same; not the user's log
 
 
 @pytest.mark.parametrize(
@@ -353,7 +365,10 @@ def test_ddrs_logs_rank_places_an_own_log_from_the_command_line_and_refuses_one_
     mine = versus[versus["method"] == "mine"].set_index("against")
     assert set(mine.index) == {"Gaussian", "best Gaussian", "best Strong"}
     assert mine.loc["best Strong", "baseline"] == f"{REPOSITORY}:data/strong"
-    assert pd.read_csv(out / "headline.csv").loc[0, "compared"] == 1  # strong, not the user's log
+    headline_read = pd.read_csv(out / "headline.csv")
+    assert headline_read.loc[0, "compared"] == 1  # strong, not the user's log
+    assert pd.read_csv(out / "replication.csv")["note"].eq("no replication data").all()  # one log per σ: no runs
+    assert (headline_read["run_margin"] == "no replication data").all()
     assert main([*common, "--own", "other", "0.5", str(tmp_path / "other.tsv"), "--out", str(out)]) == 2
     assert "other.tsv: " in capsys.readouterr().err
 
@@ -559,7 +574,6 @@ def test_own_logs_leave_the_published_rows_adjusted_p_values_unchanged(world, tm
 
 def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsys):
     from ddrs.cli import main
-    from ddrs.published import builders
     from ddrs.published.manifest import fetch_repository
 
     registry, families = _gaussian_and_strong_mirror(tmp_path)
@@ -578,62 +592,6 @@ def test_ddrs_logs_rank_and_the_config_route_give_the_same_ranks(tmp_path, capsy
     ranks = config[[*key, "rank"]].astype(str).merge(cli[[*key, "rank"]].astype(str), on=key, suffixes=("", "_cli"))
     assert len(ranks) == len(config) == len(cli) and (ranks["rank"] == ranks["rank_cli"]).all()
     assert (ranks["rank"] != "").all() and ranks["rank"].nunique() == 3
-
-
-def test_a_win_counts_beyond_the_gaussian_against_gaussian_calibration_only(tmp_path):
-    """Two Gaussian runs of one σ and architecture differ by 0.05 per certified input; a method 0.02
-    above Gaussian is significant but within that spread, one 0.3 above is beyond it."""
-    correct, radius = gaussian_like(N, 0.5, 0.7, 2.0, seed=1)
-
-    def shifted(by):
-        return log_text(correct, np.where(correct, radius + by, 0.0))
-
-    logs = {
-        "gaussian": (shifted(0.0), {}),
-        "gaussian_b": (shifted(0.05), {"repository": "other/gaussian"}),
-        "near": (shifted(0.02), {"method_authors": "near", "method": "external"}),
-        "far": (shifted(0.3), {"method_authors": "far", "method": "external"}),
-    }
-    registry, files, families = build(tmp_path, logs)
-    entries = load_entries(registry, "cifar10", files, families)
-    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
-    assert table.loc[table["calibration"], "log"].tolist() == [
-        f"{REPOSITORY}:data/gaussian",
-        "other/gaussian:data/gaussian_b",
-    ]
-    assert (table.loc[table["method"] != "gaussian", "ACR_p_holm"] < 1e-6).all()  # both methods "beat" Gaussian
-    path = tmp_path / "versus.csv"
-    table.to_csv(path, index=False)
-    summary = headline(pd.read_csv(path), 0.05)
-    total = summary.iloc[0]
-    margin = table.loc[table["calibration"], "ACR"].abs().max()
-    assert total["calibration_margin"] == pytest.approx(margin) and 0.03 < margin < 0.04  # 0.05 · 70 % certified
-    assert total[["gaussian_vs_gaussian", "gaussian_vs_gaussian_better", "gaussian_vs_gaussian_rate"]].tolist() == [
-        2,
-        1,
-        0.5,
-    ]
-    assert total[
-        ["compared", "better_ACR", "better_ACR_calibrated", "methods", "methods_better_calibrated"]
-    ].tolist() == [
-        2,
-        2,
-        1,
-        2,
-        1,
-    ]
-    families_rows = summary[summary["family"] != "all"].set_index("family")
-    assert (
-        families_rows.loc["Far", "better_ACR_calibrated"] == 1
-        and families_rows.loc["Near", "better_ACR_calibrated"] == 0
-    )
-    assert (families_rows["gaussian_vs_gaussian_rate"] == 0.5).all()  # the calibration beside every family's rate
-
-
-def test_without_a_gaussian_pair_no_win_is_counted_beyond_a_calibration(world):
-    summary = headline(gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE), 0.05)
-    assert (summary["gaussian_vs_gaussian"] == 0).all()
-    assert summary["better_ACR_calibrated"].isna().all() and summary["better_ACR"].iloc[0] >= 1
 
 
 def test_a_byte_identical_log_is_credited_to_the_repository_that_produced_it(tmp_path):
@@ -706,3 +664,155 @@ def test_a_malformed_fingerprint_table_is_refused_naming_the_line(tmp_path, rows
     (tmp_path / "labels.csv").write_text("dataset,order,idx,label\n" + rows)
     with pytest.raises(InputOrderError, match=rf"labels\.csv: {message}"):
         read_order_labels(tmp_path / "labels.csv")
+
+
+# --- the run-level margin (issue 55) -------------------------------------------------------------------
+
+
+def test_the_pooled_run_spread_is_the_one_way_anova_residual_mean_square():
+    """Planted ACRs of unequal run counts: the pooled SD and its df are statsmodels' one-way ANOVA residual."""
+    rng = np.random.default_rng(3)
+    acrs = [rng.normal(mean, 0.01, runs) for mean, runs in ((0.5, 5), (0.7, 6), (0.9, 2), (0.4, 1))]
+    spread = run_spread(acrs)
+    frame = pd.DataFrame(
+        {"acr": np.concatenate(acrs[:3]), "recipe": np.repeat([0, 1, 2], [5, 6, 2])}  # a single run adds no df
+    )
+    fit = smf.ols("acr ~ C(recipe)", frame).fit()
+    assert spread.df == fit.df_resid == 10 and spread.recipes == 3
+    assert spread.sd == pytest.approx(np.sqrt(fit.mse_resid), rel=1e-12)
+    assert spread.margin(0.05) == pytest.approx(student_t.ppf(0.975, 10) * np.sqrt(2) * spread.sd, rel=1e-12)
+    assert np.isnan(run_spread([np.array([0.5])]).sd) and np.isnan(run_spread([]).margin(0.05))
+
+
+def test_two_runs_of_one_recipe_exceed_the_margin_at_its_level():
+    """Runs with a planted spread (SD 0.01 around each recipe's own mean, 6 recipes × 5 runs): two fresh
+    single runs of one recipe differ by more than the margin in α = 5 % of draws (binomial bounds),
+    and the estimate of the spread is unbiased in its square."""
+    rng = np.random.default_rng(0)
+    draws, exceed, squares = 4000, 0, []
+    for _ in range(draws):
+        means = rng.uniform(0.3, 1.0, 6)
+        spread = run_spread([rng.normal(mean, 0.01, 5) for mean in means])
+        squares.append(spread.sd**2)
+        fresh = rng.normal(means[0], 0.01, 2)
+        exceed += abs(fresh[0] - fresh[1]) > spread.margin(0.05)
+    low, high = binom.ppf([0.0005, 0.9995], draws, 0.05)
+    assert low <= exceed <= high
+    assert np.mean(squares) == pytest.approx(1e-4, rel=0.05)  # E s² = σ² (df 24: SE of the mean 0.5 %)
+
+
+def replicated_world(tmp_path, *, runs_by_recipe: dict, extra: dict | None = None):
+    """Logs whose runs shift every certified radius by a planted offset: run k of a recipe adds
+    ``offsets[k]`` (so its ACR is the base ACR plus ``offsets[k]`` times the certified share); ``extra``:
+    more logs (name → (text, fields))."""
+    correct, radius = gaussian_like(N, 0.5, 0.7, 2.0, seed=1)
+    logs = {}
+    for (method, sigma), offsets in runs_by_recipe.items():
+        for run, offset in enumerate(offsets):
+            fields = {"sigma": sigma, "noise": sigma, "method_authors": method, "run": str(run + 1)}
+            fields |= {} if method == "gaussian" else {"method": "external"}
+            logs[f"{method}_{sigma}_{run}"] = (log_text(correct, np.where(correct, radius + offset, 0.0)), fields)
+    logs |= extra or {}
+    registry, files, families = build(tmp_path, logs)
+    return load_entries(registry, "cifar10", files, families), correct
+
+
+def test_the_replication_table_estimates_the_planted_spread_and_says_where_there_is_none(tmp_path):
+    offsets = {("gaussian", 0.5): (0.0, 0.02, 0.04), ("far", 0.5): (0.3, 0.31, 0.35)}
+    single = {"gaussian_0.25": (log_text(*gaussian_like(N, 0.25, 0.7, 2.0, seed=4)), {"sigma": 0.25, "noise": 0.25})}
+    entries, correct = replicated_world(tmp_path, runs_by_recipe=offsets, extra=single)
+    table = replication_table(entries, "cifar10", 0.05)
+    pooled = table[table["kind"] == "pooled"].set_index("sigma")
+    share = correct.mean()  # the radius is printed to 3 significant digits: ACRs agree to 1e-3 · radius
+    planted = np.concatenate([np.array(runs) - np.mean(runs) for runs in offsets.values()]) * share
+    sd = np.sqrt((planted**2).sum() / 4)  # df = 2 + 2
+    assert pooled.loc[0.5, "df"] == 4 and pooled.loc[0.5, "ACR_sd"] == pytest.approx(sd, rel=0.02)
+    assert pooled.loc[0.5, "margin"] == pytest.approx(student_t.ppf(0.975, 4) * np.sqrt(2) * sd, rel=0.02)
+    assert pooled.loc[0.25, "note"] == "no replication data" and np.isnan(pooled.loc[0.25, "margin"])
+    entry = CATALOGUE["published_replication"]
+    outputs = {kind: str(tmp_path / f"published_replication_cifar10.{kind}") for kind in ("csv", "md", "tex")}
+    write(table, outputs, decimals=entry.decimals, bold=entry.bold, measured=entry.measured)
+    assert f"| {pooled.loc[0.5, 'ACR_sd']:.4f} " in Path(outputs["md"]).read_text()  # spreads shown to 4 places
+    recipes = table[table["kind"] == "recipe"].set_index("method")
+    assert recipes.loc["far", "run"] == "1 2 3"
+    assert recipes.loc["far", "ACR_sd"] == pytest.approx(
+        np.std(np.array(offsets["far", 0.5]) * share, ddof=1), rel=0.02
+    )
+    pairs = table[table["kind"] == "pair"]
+    assert len(pairs) == 6 and pairs["note"].str.startswith("per-input test: a comparison of two fixed models").all()
+    # the per-input test calls every two runs different (each shifts every certified radius); the run-level
+    # rule, judged by the other recipe's spread, does not call Gaussian's runs 1 and 2 apart
+    assert pairs["significant_per_input"].all()
+    first = pairs[(pairs["method"] == "gaussian") & (pairs["run"] == "1 − 2")].iloc[0]
+    assert first["ACR_difference"] == pytest.approx(-0.02 * share, rel=0.02) and first["beyond_runs"] == False  # noqa: E712
+    margin_far = student_t.ppf(0.975, 2) * np.sqrt(2) * np.std(np.array(offsets["far", 0.5]) * share, ddof=1)
+    assert first["margin"] == pytest.approx(margin_far, rel=0.02)  # without its own recipe
+
+
+def two_sigma_world(tmp_path) -> list:
+    """Gaussian and a far method replicated at σ 0.5 (three runs each: margin about 0.06); a near method
+    0.007 ACR above Gaussian there, one run; at σ 0.25 one Gaussian log and a strong method, no runs."""
+    correct, radius = gaussian_like(N, 0.25, 0.7, 2.0, seed=4)
+
+    def at_quarter(by, **fields):
+        return log_text(correct, np.where(correct, radius + by, 0.0)), {"sigma": 0.25, "noise": 0.25, **fields}
+
+    extra = {
+        "gaussian_quarter": at_quarter(0.0),
+        "strong_quarter": at_quarter(0.3, method_authors="strong", method="external"),
+    }
+    recipes = {("gaussian", 0.5): (0.0, 0.02, 0.04), ("far", 0.5): (0.3, 0.31, 0.35), ("near", 0.5): (0.01,)}
+    return replicated_world(tmp_path, runs_by_recipe=recipes, extra=extra)[0]
+
+
+def test_a_win_counts_beyond_runs_only_past_the_margin_of_its_sigma(tmp_path):
+    """The near method is significant per input but within the margin, the far one beyond it; the strong
+    method at σ 0.25 is not counted beyond runs (no replication data there); two runs of Gaussian differ
+    per input (two fixed models) but not beyond runs."""
+    entries = two_sigma_world(tmp_path)
+    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    replication = replication_table(entries, "cifar10", 0.05)
+    path = tmp_path / "versus.csv"
+    table.to_csv(path, index=False)
+    summary = headline(pd.read_csv(path), replication, 0.05)
+    total = summary.iloc[0]
+    counted = ["compared", "better_ACR", "compared_with_margin", "better_ACR_beyond_runs", "methods_better_beyond_runs"]
+    assert total[counted].tolist() == [5, 5, 4, 3, 1]  # far's three runs, one method
+    assert "σ 0.25: no replication data" in total["run_margin"] and "σ 0.5: 0.06" in total["run_margin"]
+    by_family = summary[summary["family"] != "all"].set_index("family")
+    assert by_family.loc["Near", "better_ACR"] == 1 and by_family.loc["Near", "better_ACR_beyond_runs"] == 0
+    assert by_family.loc["Strong", "better_ACR"] == 1 and by_family.loc["Strong", "compared_with_margin"] == 0
+    pairs = ["gaussian_vs_gaussian", "gaussian_vs_gaussian_better", "gaussian_vs_gaussian_beyond_runs"]
+    assert total[pairs].tolist() == [3, 2, 0]
+    seeds = table[table["same_recipe"]]
+    assert set(seeds["method"]) == {"gaussian"} and (seeds["ACR_p_holm"] < 1e-6).all()  # "different" per input
+
+
+def test_a_dataset_without_replicated_runs_says_so_and_counts_no_win_beyond_runs(world):
+    replication = replication_table(world, "cifar10", 0.05)
+    assert (replication["kind"] == "pooled").all() and (replication["note"] == "no replication data").all()
+    summary = headline(gaussian_comparisons_table(world, "cifar10", RADII, inference=INFERENCE), replication, 0.05)
+    assert (summary["run_margin"] == "no replication data").all()
+    assert summary[["better_ACR_beyond_runs", "methods_better_beyond_runs", "beyond_runs_rate"]].isna().all().all()
+    assert summary["better_ACR"].iloc[0] >= 1 and (summary["compared_with_margin"] == 0).all()
+
+
+def test_the_margin_figure_draws_wins_against_the_margin_per_sigma_and_marks_only_measured_margins(tmp_path):
+    entries = two_sigma_world(tmp_path)
+    versus, replication = tmp_path / "versus.csv", tmp_path / "replication.csv"
+    gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE).to_csv(versus, index=False)
+    replication_table(entries, "cifar10", 0.05).to_csv(replication, index=False)
+    figure = builders.leaderboard_margin(versus, replication, "cifar10", alpha=0.05)
+    ax = figure.axes[0]
+    steps = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
+    quarter, half = sorted(steps, key=lambda label: float(label.split(":")[0].removeprefix("σ = ")))
+    assert quarter == "σ = 0.25: no replication data (1 wins per input)"
+    assert half.startswith("σ = 0.5: margin 0.06") and half.endswith("3 of 4 wins")
+    x, y = steps[half].get_xdata(), steps[half].get_ydata()
+    assert x[0] == 0 and y[0] == 4 and (np.diff(y) <= 0).all() and y[-1] == 0  # the per-input count, falling
+    margin = replication_table(entries, "cifar10", 0.05).query("kind == 'pooled' and sigma == 0.5")["margin"].item()
+    marks = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(marks) == 1 and marks[0].get_ydata()[0] == 3
+    assert marks[0].get_xdata()[0] == pytest.approx(margin, rel=1e-12)  # read back from the CSV
+    written = save_figure(figure, tmp_path / "published_margin_cifar10.png")
+    assert {path.suffix for path in written} == {".png", ".pdf"} and all(path.stat().st_size > 0 for path in written)

@@ -125,13 +125,15 @@ def test_a_published_only_config_needs_no_datasets_and_others_still_do():
 
 PUBLISHED_RULES = {
     "fetch_published_logs": 1,  # one job per repository, not per log
-    "published_dataset_logs": 1,  # a leaderboard dataset's logs read once for its four jobs
+    "published_dataset_logs": 1,  # a leaderboard dataset's logs read once for its jobs
     "published_logs_audit": 1,
     "published_seed_table": 1,
     "published_seed_verdicts": 1,
     "published_leaderboard": 1,
     "published_vs_gaussian": 1,
+    "published_replication": 1,
     "published_headline": 1,
+    "published_margin_figure": 1,
     "published_curves_figure": 1,
     "published_pa_figure": 1,
 }
@@ -155,6 +157,7 @@ def test_the_shipped_published_config_dry_runs_every_repository_and_table(tmp_pa
     assert counts["published_logs_audit"] == counts["published_seed_verdicts"] == 1
     boards = len(shipped["published_logs"]["leaderboards"])
     assert counts["published_leaderboard"] == counts["published_vs_gaussian"] == counts["published_headline"] == boards
+    assert counts["published_replication"] == counts["published_margin_figure"] == boards
     assert counts["published_curves_figure"] == counts["published_pa_figure"] == boards
     assert counts["published_dataset_logs"] == boards
     assert not {"train", "certify_fixed", "prepare_data"} & set(counts)
@@ -196,7 +199,10 @@ def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
     ]
     assert "**" in (tables / "published_vs_gaussian_cifar10.md").read_text()  # significant cells in bold
     figures = tmp_path / "results_published" / "figures"
-    for name in ("published_curves_cifar10", "published_pa_cifar10"):
+    replication = pd.read_csv(tables / "published_replication_cifar10.csv")
+    assert replication["note"].tolist() == ["no replication data"]  # one log per method and σ: no runs
+    assert (headline["run_margin"] == "no replication data").all()
+    for name in ("published_curves_cifar10", "published_pa_cifar10", "published_margin_cifar10"):
         assert (figures / f"{name}.png").stat().st_size > 0 and (figures / f"{name}.pdf").is_file()
     again = snakemake(tmp_path, "-n", config=made["config"])
     assert "Nothing to be done" in again.stdout + again.stderr

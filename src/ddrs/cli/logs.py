@@ -55,7 +55,9 @@ def add_parser(subparsers) -> None:
         "--order", default=None, help="the input order your idx number (default: the published order your labels fit)"
     )
     rank.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
-    rank.add_argument("--out", required=True, help="folder for leaderboard.csv, vs_gaussian.csv and headline.csv")
+    rank.add_argument(
+        "--out", required=True, help="folder for leaderboard.csv, vs_gaussian.csv, replication.csv and headline.csv"
+    )
     rank.set_defaults(run=run_rank)
     parser.set_defaults(compute="numpy")
 
@@ -136,10 +138,12 @@ def run_rank(args: argparse.Namespace) -> None:
     from ddrs.analysis.stats import Inference
     from ddrs.io import atomic_path
     from ddrs.published.families import read_families
-    from ddrs.published.gaussian_comparisons import gaussian_comparisons_table, headline
+    from ddrs.published.gaussian_comparisons import gaussian_comparisons_table
+    from ddrs.published.headline import headline
     from ddrs.published.leaderboard import leaderboard_table, load_entries
     from ddrs.published.own_logs import OWN_REPOSITORY, own_entries, own_specs
     from ddrs.published.registry import load_registry
+    from ddrs.published.replication import replication_table
 
     if not args.dataset or len(args.dataset) != 1:
         raise ValueError("ddrs logs rank: give exactly one --dataset, the leaderboard your logs join")
@@ -162,12 +166,14 @@ def run_rank(args: argparse.Namespace) -> None:
     radii, inference = paper_radii(dataset), Inference(seed=args.seed)
     board = leaderboard_table(entries, dataset, radii, inference=inference)
     versus = gaussian_comparisons_table(entries, dataset, radii, inference=inference)
+    replication = replication_table(entries, dataset, inference.alpha)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, table in (
         ("leaderboard", board),
         ("vs_gaussian", versus),
-        ("headline", headline(versus, inference.alpha)),
+        ("replication", replication),
+        ("headline", headline(versus, replication, inference.alpha)),
     ):
         with atomic_path(out / f"{name}.csv") as tmp:
             table.to_csv(tmp, index=False)
@@ -177,4 +183,4 @@ def run_rank(args: argparse.Namespace) -> None:
     for row in versus[versus["repository"] == OWN_REPOSITORY].itertuples(index=False):
         if row.tested:
             print(f"  {row.method} vs {row.against} ({row.baseline}): ACR {row.ACR:+.3f}, Holm p {row.ACR_p_holm:.2g}")
-    print(f"written to {out}: leaderboard.csv, vs_gaussian.csv, headline.csv")
+    print(f"written to {out}: leaderboard.csv, vs_gaussian.csv, replication.csv, headline.csv")

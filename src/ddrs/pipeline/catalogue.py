@@ -459,6 +459,15 @@ PUBLISHED_ENTRIES = (
         caption_of=q.published_caption(captions.vs_gaussian_caption, level=True),
         bold=True,
     ),
+    leaderboard(
+        "published_replication",
+        "leaderboard_replication",
+        "published_replication",
+        params=q.published_replication_params,
+        decimals=4,
+        measured=("ACR_difference", "ACR_sd", "margin"),  # spreads of 10⁻⁴ ACR: 3 decimals hide them
+        caption_of=q.published_caption(captions.replication_caption, level=True),
+    ),
     published(
         "published_headline",
         "leaderboard_headline",
@@ -467,6 +476,16 @@ PUBLISHED_ENTRIES = (
         files=q.published_headline_files,
         params=q.published_headline_params,
         caption_of=q.published_caption(captions.headline_caption, level=True),
+    ),
+    published(
+        "published_margin_figure",
+        "leaderboard_margin",
+        pattern="published_margin_{leaderboard}",
+        caption="published_margin",
+        outputs=FIGURE,
+        instances=q.published_leaderboards,
+        files=q.published_headline_files,
+        params=q.published_margin_params,
     ),
     *(
         leaderboard(f"{caption}_figure", builder, caption, outputs=FIGURE, params=q.published_figure_params)

@@ -548,13 +548,27 @@ def published_figure_params(exp: Experiment, target: Target, leaderboard: str) -
     return params | ({"alpha": exp.statistics.alpha} if target.name == "published_curves_figure" else {})
 
 
+def published_replication_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    """A replication table's dataset and the level of its run-level margin."""
+    return {"dataset": leaderboard, "alpha": exp.statistics.alpha}
+
+
 def published_headline_files(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
-    """The headline reads the dataset's comparisons with Gaussian (the table ``published_vs_gaussian`` writes)."""
-    return {"comparisons": exp.layout.table(f"published_vs_gaussian_{leaderboard}")}
+    """The headline and the margin figure read the dataset's comparisons with Gaussian and its
+    run-level margins (the tables ``published_vs_gaussian`` and ``published_replication`` write)."""
+    return {
+        "comparisons": exp.layout.table(f"published_vs_gaussian_{leaderboard}"),
+        "replication": exp.layout.table(f"published_replication_{leaderboard}"),
+    }
 
 
 def published_headline_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
     return {"alpha": exp.statistics.alpha}
+
+
+def published_margin_params(exp: Experiment, target: Target, leaderboard: str) -> dict[str, Any]:
+    """The margin figure's dataset and the level of the per-input test it counts."""
+    return {"dataset": leaderboard, "alpha": exp.statistics.alpha}
 
 
 def published_caption(caption: Callable[..., str], *, level: bool = False) -> Callable[[Experiment, list], str]:

@@ -4,7 +4,8 @@ Each takes the manifests of the repositories it reads (:mod:`ddrs.published.mani
 fetched log lies) and, where a config names one, another registry than the shipped one; it returns
 a DataFrame or a Figure that :func:`ddrs.pipeline.build.build` writes. One job reads many logs: the
 audit reads them all; a dataset's logs are read once (:func:`dataset_entries`) into one file that
-its leaderboard's four jobs (table, comparisons with Gaussian, two figures) read.
+its leaderboard's jobs (table, comparisons with Gaussian, the replication table, two figures) read;
+the headline and the margin figure read the comparisons and replication tables.
 """
 
 from __future__ import annotations
@@ -151,12 +152,30 @@ def leaderboard_vs_gaussian(
     return gaussian_comparisons_table(_entries(entries), dataset, radii, inference=inference)
 
 
-def leaderboard_headline(comparisons: str | os.PathLike, alpha: float = 0.05) -> pd.DataFrame:
-    """``published_headline_<dataset>`` from its ``published_vs_gaussian_<dataset>`` CSV
-    (:func:`ddrs.published.gaussian_comparisons.headline`)."""
-    from ddrs.published.gaussian_comparisons import headline
+def leaderboard_replication(entries: str | os.PathLike, dataset: str, alpha: float = 0.05) -> pd.DataFrame:
+    """``published_replication_<dataset>`` (:func:`ddrs.published.replication.replication_table`)."""
+    from ddrs.published.replication import replication_table
 
-    return headline(pd.read_csv(comparisons), alpha)
+    return replication_table(_entries(entries), dataset, alpha)
+
+
+def leaderboard_headline(
+    comparisons: str | os.PathLike, replication: str | os.PathLike, alpha: float = 0.05
+) -> pd.DataFrame:
+    """``published_headline_<dataset>`` from its ``published_vs_gaussian_<dataset>`` and
+    ``published_replication_<dataset>`` CSVs (:func:`ddrs.published.headline.headline`)."""
+    from ddrs.published.headline import headline
+
+    return headline(pd.read_csv(comparisons), pd.read_csv(replication), alpha)
+
+
+def leaderboard_margin(
+    comparisons: str | os.PathLike, replication: str | os.PathLike, dataset: str, alpha: float = 0.05
+) -> Figure:
+    """``published_margin_<dataset>`` (:func:`ddrs.published.margin_figures.margin_figure`)."""
+    from ddrs.published.margin_figures import margin_figure
+
+    return margin_figure(pd.read_csv(comparisons), pd.read_csv(replication), dataset, alpha)
 
 
 def leaderboard_curves(entries: str | os.PathLike, dataset: str, alpha: float = 0.05) -> Figure:

@@ -87,7 +87,12 @@ def leaderboard_caption(alpha: float) -> str:
 def vs_gaussian_caption(alpha: float) -> str:
     return (
         "Every published log against Gaussian training (Cohen et al.) at the same σ, on the test inputs both "
-        "certify (inputs); a user's own log also against the best log of every family. "
+        "certify (inputs); a user's own log also against the best log of every family. Every test here compares "
+        "two fixed models (one training run of each) on these inputs: it sees the noise of drawing inputs, not "
+        "what another training run would change (published_replication gives that; published_headline "
+        "counts wins beyond it). gaussian_pair: a Gaussian log against another Gaussian log of its σ; "
+        "same_recipe: the two logs are two runs of one recipe (one method, repository, architecture, inputs and "
+        "σ; Jeong & Shin's seeds), whose difference is run-to-run variation by construction. "
         + SOURCE
         + " Baseline rule (against = Gaussian), the same for every row: a Gaussian log certified at that σ from a "
         "model trained at it, in the same input order (input_orders.csv) with the same labels at every shared "
@@ -104,21 +109,45 @@ def vs_gaussian_caption(alpha: float) -> str:
     )
 
 
+def replication_caption(alpha: float) -> str:
+    return (
+        "How much two training runs of one recipe differ in ACR, from the authors' replicated recipes. "
+        + SOURCE
+        + " A recipe is a published method (its authors' name in one repository, one architecture, one input "
+        "set) at one σ; its runs are its logs there of distinct registry run names (Jeong & Shin's --id seeds). "
+        "kind = recipe: its runs (run), their mean ACR and SD (ACR_sd, ddof 1). kind = pooled, one row per σ of "
+        "the dataset's logs: s_run (ACR_sd), the pooled within-recipe SD of ACR over runs (one-way ANOVA "
+        "residual mean square, df = Σ (runs − 1) over the recipes with ≥ 2 runs), and the run-level margin "
+        f"t(1 − α/2, df) · √2 · s_run at α = {alpha:g} (two-sided): the |ΔACR| two single runs of one recipe "
+        "exceed with probability α, assuming one run variance per dataset and σ; note = no replication data "
+        "where the σ has no replicated recipe (no margin is carried over from another dataset). kind = pair, "
+        "every two runs of one recipe: ACR_difference (first − second) on their shared inputs, the paired sign-flip p "
+        "bounded by Hoeffding's inequality (p) and Holm-adjusted over the table's pairs (p_holm; "
+        "significant_per_input: p_holm < α): a comparison of two fixed models; margin, the σ's run-level margin "
+        "estimated without the pair's own recipe, and beyond_runs, whether |ΔACR| exceeds it (empty where no "
+        "other recipe is replicated at that σ)."
+    )
+
+
 def headline_caption(alpha: float) -> str:
     return (
-        "The leaderboard's headline, from published_vs_gaussian. Rows: per Gaussian baseline (against; the "
-        "baseline rule's again on the logs Sun et al.'s Gaussian applies to) over every family (family = all), "
-        "then one row per family and extra training data under the rule's baseline. compared: published logs "
-        "other than Gaussian ones with a baseline (not_compared: none at their σ and inputs); methods: the "
-        "methods among them (a repository's name with one architecture). better_ACR / worse_ACR: logs "
-        f"significantly better / worse on ACR (Holm over the published logs, p < α = {alpha:g}); that test sees "
-        "the noise of drawing test inputs only, not the variation between runs, so every row gives the "
-        "Gaussian-against-Gaussian calibration beside it: gaussian_vs_gaussian, the Gaussian logs compared with "
-        "another Gaussian log of the same σ from another run or repository (architectures not known to differ, "
-        "neither trained at another σ), gaussian_vs_gaussian_better those significantly better by the same "
-        "test, and their rate. better_ACR_calibrated counts a log only where it is significantly better and its "
-        "ACR difference exceeds calibration_margin, the largest |ΔACR| between two such Gaussian logs on the "
-        "dataset (empty where the dataset has none); methods_better_calibrated, the methods with such a log. "
-        "Gaussian logs are not counted among the methods (gaussian_compared, gaussian_better_ACR: apart); a "
-        "user's own logs are not counted."
+        "The leaderboard's headline, from published_vs_gaussian and published_replication. Rows: per Gaussian "
+        "baseline (against; the baseline rule's again on the logs Sun et al.'s Gaussian applies to) over every "
+        "family (family = all), then one row per family and extra training data under the rule's baseline. "
+        "compared: published logs other than Gaussian ones with a baseline (not_compared: none at their σ and "
+        "inputs); methods: the methods among them (a repository's name with one architecture). better_ACR / "
+        f"worse_ACR: logs significantly better / worse on ACR (Holm over the published logs, p < α = {alpha:g}), "
+        "a comparison of two fixed models on the test inputs, blind to the variation between training runs. "
+        "better_ACR_beyond_runs counts a log only where it is significantly better and its ΔACR also exceeds the "
+        "run-level margin of its dataset and σ (run_margin: t(1 − α/2, df) · √2 · s_run, s_run the pooled SD of "
+        "ACR between runs of the authors' replicated recipes, published_replication); compared_with_margin, the "
+        "compared logs at a σ with such a margin, and beyond_runs_rate their share beyond it; "
+        "methods_better_beyond_runs, the methods with such a log. Where the dataset has no replicated recipe, "
+        "run_margin says no replication data and the counts beyond runs are empty: no margin is invented or "
+        "carried over from another dataset. gaussian_vs_gaussian: the Gaussian logs compared with another "
+        "Gaussian log of the same σ from another run or repository (architectures not known to differ, neither "
+        "trained at another σ); gaussian_vs_gaussian_better, those significantly better by the per-input test, "
+        "their rate, and gaussian_vs_gaussian_beyond_runs, those also beyond the run-level margin. Gaussian "
+        "logs are not counted among the methods (gaussian_compared, gaussian_better_ACR: apart); a user's own "
+        "logs are not counted."
     )

@@ -20,14 +20,17 @@ al.'s own Gaussian logs only, where one applies (:data:`ALTERNATIVE_GAUSSIANS`; 
 than Salman et al.'s re-certifications of Cohen's models, which the rule picks for most CIFAR-10
 logs). A log with no such Gaussian log has one row with ``baseline`` empty and no test. A Gaussian
 log is compared too (with another Gaussian log): a replication check, not counted among the
-methods that beat Gaussian (:func:`headline`). A user's own log (:mod:`ddrs.published.own_logs`)
+methods that beat Gaussian (:mod:`ddrs.published.headline`). ``same_recipe`` marks a row whose two
+logs are two runs of one recipe (one method key and σ, :mod:`ddrs.published.replication`; Jeong &
+Shin's seeds). A user's own log (:mod:`ddrs.published.own_logs`)
 is also compared with the best log of every published family (``against`` = ``best <family>``):
 among the family's logs with its labels, the one sharing the most inputs with it, then the one of
 the highest ACR on those inputs.
 
-**Tests.** On the shared inputs: per radius the exact McNemar test of the two logs' "certified at
-r" indicators (:func:`~ddrs.analysis.stats.mcnemar`); for ACR the paired sign-flip test of the
-per-input radii, its p-value bounded in closed form by Hoeffding's inequality
+**Tests.** Each compares two fixed models (one training run of each) on the shared inputs, blind to
+what another run would change (:mod:`ddrs.published.replication`): per radius the exact McNemar
+test of the two logs' "certified at r" indicators (:func:`~ddrs.analysis.stats.mcnemar`); for ACR
+the paired sign-flip test of the per-input radii, its p-value bounded in closed form by Hoeffding's inequality
 (:func:`~ddrs.analysis.stats.sign_flip_bound_p`: valid at every n, no Monte Carlo floor), with the
 difference's paired-bootstrap interval (:func:`~ddrs.analysis.stats.bootstrap_means`; pairs of as
 many shared inputs share one bootstrap draw).
@@ -61,7 +64,7 @@ from ddrs.analysis.evidence import SINGLE_ACR, Evidence, row_evidence
 from ddrs.analysis.metrics import acr
 from ddrs.published.families import GAUSSIAN_FAMILY
 from ddrs.published.leaderboard import Entry
-from ddrs.published.own_logs import is_own, is_own_repository
+from ddrs.published.own_logs import is_own
 
 #: the comparisons table's key columns, in order
 LEADING = (
@@ -78,7 +81,8 @@ LEADING = (
     "baseline",
     "inputs",
     "tested",
-    "calibration",
+    "gaussian_pair",
+    "same_recipe",
 )
 #: ``against`` of the rule over every Gaussian log
 MATCHED = "Gaussian"
@@ -125,12 +129,11 @@ def same_architecture(a: str, b: str) -> bool:
     return bool(a) and a == b
 
 
-def is_calibration(pair: Pair) -> bool:
-    """Whether ``pair`` measures Gaussian against Gaussian (:func:`headline`'s calibration): two distinct
-    Gaussian logs (byte-identical copies are one entry) from different runs or repositories, of one σ,
-    of architectures not known to differ (the same, or one unstated: Sun et al.'s Gaussian logs state
-    none), neither known to be trained at another σ. Including the pairs not known to differ makes the
-    calibration larger, so fewer wins count beyond it: the conservative side."""
+def is_gaussian_pair(pair: Pair) -> bool:
+    """Whether ``pair`` measures Gaussian against Gaussian (the headline's ``gaussian_vs_gaussian``): two
+    distinct Gaussian logs (byte-identical copies are one entry) from different runs or repositories, of
+    one σ, of architectures not known to differ (the same, or one unstated: Sun et al.'s Gaussian logs
+    state none), neither known to be trained at another σ."""
     variant, baseline = pair.variant, pair.baseline
     a, b = variant.log.arch, baseline.log.arch
     return (
@@ -239,7 +242,8 @@ def gaussian_comparisons_table(
                     "baseline": "" if pair is None else pair.baseline.name,
                     "inputs": 0 if pair is None else len(pair.shared),
                     "tested": pair is not None,
-                    "calibration": pair is not None and not is_own(entry) and is_calibration(pair),
+                    "gaussian_pair": pair is not None and not is_own(entry) and is_gaussian_pair(pair),
+                    "same_recipe": pair is not None and pair.variant.method == pair.baseline.method,
                 }
             )
             pairs.append(pair)
@@ -294,127 +298,3 @@ def gaussian_comparisons_table(
     frame.attrs[BOLD_ATTR] = frozenset(bold)
     frame.attrs[ALPHA_ATTR] = inference.alpha
     return frame
-
-
-#: the headline's columns, in order
-HEADLINE_COLUMNS = (
-    "against",
-    "logs",
-    "family",
-    "extra_data",
-    "methods",
-    "methods_better_calibrated",
-    "compared",
-    "better_ACR",
-    "better_rate",
-    "better_ACR_calibrated",
-    "calibrated_rate",
-    "worse_ACR",
-    "better_somewhere",
-    "worse_somewhere",
-    "not_compared",
-    "gaussian_compared",
-    "gaussian_better_ACR",
-    "gaussian_vs_gaussian",
-    "gaussian_vs_gaussian_better",
-    "gaussian_vs_gaussian_rate",
-    "calibration_margin",
-)
-#: ``family`` of a headline row over every family
-ALL_FAMILIES = "all"
-
-
-def calibration(table: pd.DataFrame, alpha: float) -> tuple[int, int, float]:
-    """Gaussian against Gaussian in a comparisons table (its ``calibration`` rows under the rule's
-    baseline, :func:`is_calibration`): how many, how many significantly better on ACR (Holm p <
-    ``alpha``), and the margin, the largest |ΔACR| among them (NaN where there is none)."""
-    rows = table[(table["against"] == MATCHED) & table["calibration"].astype(bool)]
-    differences = rows["ACR"].astype(float)
-    better = (rows["ACR_p_holm"].astype(float) < alpha) & (differences > 0)
-    margin = float(differences.abs().max()) if len(rows) else float("nan")
-    return len(rows), int(better.sum()), margin
-
-
-def headline(table: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """The leaderboard's headline of a comparisons table (:func:`gaussian_comparisons_table`, or its CSV
-    read back).
-
-    **Calibrated against Gaussian itself.** The test of a row sees the noise of drawing test inputs,
-    not the variation between training or certification runs: two Gaussian logs of one σ and
-    architecture from different runs or repositories "beat" each other too. Every row therefore
-    states the Gaussian-against-Gaussian rate (``gaussian_vs_gaussian``: the calibration rows,
-    :func:`calibration`; ``_better``: those significantly better; ``_rate``) beside its own, and a
-    log counts as beating Gaussian beyond that calibration (``better_ACR_calibrated``) only where it is
-    significantly better on ACR (Holm p < ``alpha``) *and* its ACR difference exceeds
-    ``calibration_margin``, the largest |ΔACR| between two such Gaussian logs on the dataset (pooled
-    over σ). Where the dataset has no calibration pair, no win is counted beyond it (NaN).
-
-    **Rows.** One per Gaussian baseline (``against``) over every family (``family`` = ``all``), and
-    the rule's baseline again on the logs an alternative one applies to (``logs``: which); then, under
-    the rule's baseline, one per family and extra training data. ``methods`` counts methods (a
-    repository's name with one architecture), ``methods_better_calibrated`` those with at least one log
-    beating Gaussian beyond the calibration; the other counts are logs. Gaussian logs and a user's own
-    logs are not counted among the methods; the Gaussian logs compared are counted apart."""
-    published = table[~table["repository"].astype(str).map(is_own_repository)]
-    counts = calibration(published, alpha)
-    rows = [_headline_row(published, MATCHED, "all", alpha, counts)]
-    for against in ALTERNATIVE_GAUSSIANS.values():
-        logs = set(published.loc[published["against"] == against, "log"])
-        if not logs:
-            continue
-        applies = f"those {against} applies to"
-        rows.append(_headline_row(published, against, applies, alpha, counts))
-        rows.append(_headline_row(published[published["log"].isin(logs)], MATCHED, applies, alpha, counts))
-    methods = published[published["family"] != GAUSSIAN_FAMILY]
-    extra = methods["extra_data"].fillna("").astype(str)
-    for (family, extra_data), members in methods.groupby([methods["family"], extra], sort=True):
-        rows.append(_headline_row(members, MATCHED, "all", alpha, counts, family=family, extra_data=extra_data))
-    return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
-
-
-def _headline_row(
-    table: pd.DataFrame,
-    against: str,
-    logs: str,
-    alpha: float,
-    counts: tuple[int, int, float],
-    family: str = ALL_FAMILIES,
-    extra_data: str = "",
-) -> dict:
-    at = table[table["against"] == against]
-    gaussian = at["family"] == GAUSSIAN_FAMILY
-    tested = at["tested"].astype(bool)
-    difference = at["ACR"].astype(float)
-    significant = at["ACR_p_holm"].astype(float) < alpha
-    better, worse = significant & (difference > 0), significant & (difference < 0)
-    pairs, pairs_better, margin = counts
-    calibrated = better & (difference > margin) if pairs else pd.Series(False, index=at.index)
-    compared = tested & ~gaussian
-    method = at["repository"].astype(str) + "\0" + at["method"].astype(str) + "\0" + at["arch"].fillna("").astype(str)
-    return {
-        "against": against,
-        "logs": logs,
-        "family": family,
-        "extra_data": extra_data,
-        "methods": int(method[compared].nunique()),
-        "methods_better_calibrated": int(method[compared & calibrated].nunique()) if pairs else np.nan,
-        "compared": int(compared.sum()),
-        "better_ACR": int((compared & better).sum()),
-        "better_rate": _rate(int((compared & better).sum()), int(compared.sum())),
-        "better_ACR_calibrated": int((compared & calibrated).sum()) if pairs else np.nan,
-        "calibrated_rate": _rate(int((compared & calibrated).sum()), int(compared.sum())) if pairs else np.nan,
-        "worse_ACR": int((compared & worse).sum()),
-        "better_somewhere": int((compared & (at["better_at"].fillna("") != "")).sum()),
-        "worse_somewhere": int((compared & (at["worse_at"].fillna("") != "")).sum()),
-        "not_compared": int((~tested & ~gaussian).sum()),
-        "gaussian_compared": int((tested & gaussian).sum()),
-        "gaussian_better_ACR": int((tested & gaussian & better).sum()),
-        "gaussian_vs_gaussian": pairs,
-        "gaussian_vs_gaussian_better": pairs_better,
-        "gaussian_vs_gaussian_rate": _rate(pairs_better, pairs),
-        "calibration_margin": margin,
-    }
-
-
-def _rate(part: int, whole: int) -> float:
-    return part / whole if whole else float("nan")
