@@ -84,9 +84,9 @@ def claims_table(
 ) -> pd.DataFrame:
     """One row per claim and σ₀ (module docstring). Each of ``claims`` names its ``paper``, ``claim``,
     ``kind``, ``variant`` and ``baseline`` rows, ``metric`` (a radius column such as ``"0.0"``, or an
-    ACR column) and ``direction``; ``classes`` gives each dataset's number of classes."""
-    unique = list({str(r.source): r for r in records}.values())
-    loaded = load_records(unique)
+    ACR column) and ``direction``; ``classes`` gives each dataset's number of classes. Each log is
+    given once (a row's name picks it, whichever table it also belongs to)."""
+    loaded = load_records(records)
     rows = []
     for claim in claims:
         datasets = dict.fromkeys(r.dataset for r, _ in loaded if r.name == claim["variant"])
