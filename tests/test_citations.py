@@ -156,4 +156,3 @@ def test_the_check_refuses_a_path_missing_at_its_commit_and_lines_past_the_end(t
     assert problems[0] is None and problems[2] is None
     assert "nothing at" in problems[1] and "lines 4-4 of a 3-line file" in problems[3]
     assert "no commit 0000000" in problems[4] and "no code/absent.py" in problems[5]
-
