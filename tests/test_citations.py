@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import functools
 import os
 import re
 import subprocess
@@ -88,13 +89,20 @@ def problem(citation: Citation, git_dir: Path) -> str | None:
     return None
 
 
-def registered(citation: Citation, rows: list[dict[str, str]]) -> bool:
-    """Whether ``citation`` names only a log (or logs) that the registry pins at its commit."""
+@functools.cache
+def registry_rows() -> tuple[dict[str, str], ...]:
+    """The registry's rows (repository, commit, path, ...), read once."""
+    with REGISTRY_PATH.open(newline="") as file:
+        return tuple(csv.DictReader(file))
+
+
+def registered(citation: Citation) -> bool:
+    """Whether ``citation`` names a log (or logs) that the registry pins at its commit."""
     return citation.lines is None and any(
         row["repository"] == citation.repository
         and row["commit"].startswith(citation.commit)
         and fnmatch.fnmatchcase(row["path"], citation.path)
-        for row in rows
+        for row in registry_rows()
     )
 
 
@@ -120,9 +128,8 @@ def test_the_configurations_and_the_protocol_spell_every_pinned_citation_whole()
 
 @pytest.mark.parametrize("citation", CITATIONS, ids=str)
 def test_each_cited_file_and_line_exists_at_its_commit(citation):
-    with REGISTRY_PATH.open(newline="") as file:
-        if registered(citation, list(csv.DictReader(file))):
-            return
+    if registered(citation):
+        return
     if not MIRRORS:
         pytest.skip("not a registered log, and DDRS_LOG_MIRRORS names no folder of mirrors")
     git_dir = git_dir_in(Path(MIRRORS) / citation.repository.replace("/", "+"))
@@ -156,3 +163,13 @@ def test_the_check_refuses_a_path_missing_at_its_commit_and_lines_past_the_end(t
     assert problems[0] is None and problems[2] is None
     assert "nothing at" in problems[1] and "lines 4-4 of a 3-line file" in problems[3]
     assert "no commit 0000000" in problems[4] and "no code/absent.py" in problems[5]
+
+
+def test_a_registered_log_is_found_at_its_pinned_commit_and_nowhere_else():
+    stability = "data/cifar10/noise_1.0/stab/noise_1.0.tsv"
+    pinned, [other] = (
+        citations_in(f"alinlab/smoothing-catrs@d4bc576:{stability}", "t"),
+        citations_in("jh-jeong/smoothing-consistency@a11954a:data/certify/cifar10/macer/noise_*", "t"),
+    )
+    assert registered(*pinned) and not registered(other)
+    assert not registered(pinned[0]._replace(commit="a11954a")) and not registered(pinned[0]._replace(lines=(1, 1)))
