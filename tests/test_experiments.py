@@ -124,6 +124,10 @@ def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_dat
     cfg["grid_search"].update(enabled=False, datasets=None)
     off = Experiment(cfg)
     assert off.records.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
+    cfg = digits_config()
+    cfg["grid_search"]["budget"] = 20  # Algorithm 1 at K = 10, outside the K grid: no row, refused
+    with pytest.raises(ValueError, match=r"budget 20: Algorithm 1 spends it at K = 10, which digits's K grid"):
+        Experiment(cfg).records.appendix_b_records()
 
 
 def _renamed(mapping: dict, old: str, new: str) -> None:

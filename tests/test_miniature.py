@@ -13,19 +13,29 @@ from typing import NamedTuple
 
 import pytest
 import yaml
-from miniature import MINIATURES, TEST_CONFIGS, config_files, merged, run, snakemake
+from miniature import MINIATURES, TEST_CONFIGS, config_files, merged, run, snakemake, write
 from workflow_helpers import job_counts, published_imagenet_in_place, write_config
 
 from ddrs.pipeline import Experiment
 
 pytestmark = pytest.mark.slow
 
-#: the keys a miniature overlay may set: sizes (lengths, counts, grids), nothing that changes what runs
-SIZE_KEYS = {
-    "threads_per_job", "n_boot", "test_skip", "k", "ds", "epochs", "warmup_epochs", "lr_step", "lr_milestones",
-    "eval_max", "steps", "warmup", "start_epoch", "reweigh_every", "discard_draws", "n0", "n",
-    "budget",
-}  # fmt: skip
+#: the sections that train a model, and the keys of theirs that set a size (lengths, counts, steps)
+TRAIN_SECTIONS = (
+    "train", "train.*", "datasets.*.train", "datasets.*.train_by_method.*", "datasets.*.train_by_sigma.*.*",
+    "datasets.*.ds_fine_tune.*",
+)  # fmt: skip
+TRAIN_SIZES = (
+    "epochs", "warmup_epochs", "lr_step", "lr_milestones", "eval_max", "steps", "warmup", "start_epoch",
+    "reweigh_every", "discard_draws",
+)  # fmt: skip
+#: what a miniature overlay may set, as key paths (``*`` one key of any name): sizes, nothing that
+#: changes which jobs run (grid_search.n, say, names Appendix B's grid searches, not a size)
+SIZE_PATHS = (
+    "threads_per_job", "statistics.n_boot", "datasets.*.test_skip", "datasets.*.k", "datasets.*.k_by_method.*.*",
+    "certify.n0", "certify.n", "optimize_sigma.k", "optimize_sigma.n0", "grid_search.budget",
+    *(f"{section}.{key}" for section in TRAIN_SECTIONS for key in TRAIN_SIZES),
+)  # fmt: skip
 
 
 class Miniature(NamedTuple):
@@ -44,21 +54,58 @@ def mini(request, tmp_path_factory) -> Miniature:
     return Miniature(name, workdir, merged(config_files(name, overlay=False)), result, env)
 
 
-def leaves(section: dict):
+def leaves(section: dict, above: tuple[str, ...] = ()):
+    """The key path of every leaf of a YAML mapping (a list is one leaf)."""
     for key, value in section.items():
         if isinstance(value, dict):
-            yield from leaves(value)
+            yield from leaves(value, (*above, str(key)))
         else:
-            yield key
+            yield (*above, str(key))
+
+
+def is_size(path: tuple[str, ...]) -> bool:
+    """Whether ``path`` is one of :data:`SIZE_PATHS` (a σ key such as "0.25" is one key, dots and all)."""
+    return any(
+        len(parts) == len(path) and all(part in ("*", key) for part, key in zip(parts, path, strict=True))
+        for parts in (pattern.split(".") for pattern in SIZE_PATHS)
+    )
+
+
+def test_the_size_paths_tell_a_size_from_a_key_of_the_same_name():
+    assert is_size(("certify", "n")) and is_size(
+        ("datasets", "cifar10", "train_by_sigma", "0.25", "easy_focus", "steps")
+    )
+    assert not is_size(("grid_search", "n")) and not is_size(("datasets", "cifar10", "k", "extra"))
+    assert not is_size(("train", "smoothadv", "epsilon")) and not is_size(("optimize_sigma", "n"))
 
 
 @pytest.mark.parametrize("name", MINIATURES)
 def test_a_miniature_overlay_changes_only_sizes(name):
     overlay = yaml.safe_load((TEST_CONFIGS / MINIATURES[name][1]).read_text())
-    assert set(leaves(overlay)) <= SIZE_KEYS
+    assert [".".join(path) for path in leaves(overlay) if not is_size(path)] == []
     # the same tables and figures, in the same files
     full, small = (Experiment(merged(config_files(name, overlay=overlay))) for overlay in (False, True))
     assert [output for *_, output in full.targets()] == [output for *_, output in small.targets()]
+
+
+@pytest.mark.parametrize("name", MINIATURES)
+def test_the_miniature_schedules_each_rule_as_often_as_its_paper_configuration(name, tmp_path):
+    """The same jobs at smaller sizes: each rule's job count of the miniature's dry run (its data
+    written) equals the full configuration's (its published files and ImageNet folders present)."""
+    config = merged(config_files(name, overlay=False))
+    (tmp_path / "full").mkdir()
+    published_imagenet_in_place(tmp_path / "full", config)
+    full = snakemake(tmp_path / "full", config_files(name, overlay=False), "-n")
+    assert full.returncode == 0, full.stderr[-5000:]
+    (tmp_path / "small").mkdir()
+    small = snakemake(tmp_path / "small", config_files(name), "-n", env=write(tmp_path / "small", config))
+    assert small.returncode == 0, small.stderr[-5000:]
+    asked, scheduled = job_counts(full.stdout + full.stderr), job_counts(small.stdout + small.stderr)
+    assert {
+        rule: (asked.get(rule), scheduled.get(rule))
+        for rule in asked | scheduled
+        if asked.get(rule) != scheduled.get(rule)
+    } == {}
 
 
 def test_every_job_of_the_miniature_runs_to_its_end(mini):

@@ -106,6 +106,11 @@ class Records:
         k = self.grid.equal_budget_k(method)
         records = []
         for dataset in datasets:
+            if k not in (grid := self.grid.k_grid(dataset, method, "fs")):
+                raise ValueError(
+                    f"grid_search.budget {self.grid.grid_search['budget']}: Algorithm 1 spends it at K = {k}, "
+                    f"which {dataset}'s K grid {grid} lacks: Appendix B would have no {method}-DS row"
+                )
             records += self.fixed_records(dataset, method)
             records += self.grid_records(dataset, method)
             records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
