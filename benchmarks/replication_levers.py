@@ -31,6 +31,7 @@ from tabulate import tabulate
 from torch.func import functional_call, grad, stack_module_state, vmap
 
 from ddrs.analysis.evidence import per_input
+from ddrs.data import get_info
 from ddrs.jobs.logs import read_log
 from ddrs.models import build_model
 
@@ -47,7 +48,7 @@ def stacked_vs_sequential(runs: int, batch: int, sigma: float, rounds: int, data
     """Seconds per SGD step of R replicates, one after another and stacked (module docstring)."""
     torch.manual_seed(0)
     models = [build_model(arch, dataset) for _ in range(runs)]
-    shape = (784,) if dataset == "mnist5k" else (1, 8, 8)
+    shape = get_info(dataset).input_shape
     inputs, labels = torch.rand(4000, *shape), torch.randint(0, 10, (4000,))
     x, y, noise = _batches(runs, batch, inputs, labels, seed=1)
     optimisers = [torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in models]
