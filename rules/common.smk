@@ -9,7 +9,7 @@ from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
-from ddrs.pipeline.layout import run_file
+from ddrs.pipeline.layout import SCALE_PATTERN, run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
@@ -72,7 +72,7 @@ wildcard_constraints:
         for name in (method.name, *method.variants(), *method.matched_variants())
     ),
     mode="fs|ds",
-    sigma=r"[0-9.]+",
+    sigma=SCALE_PATTERN,
     k=r"[0-9]+",
     n=r"[0-9]+",
 

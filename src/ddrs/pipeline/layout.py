@@ -33,6 +33,10 @@ def scale_label(value: float | str) -> str:
     return f"{float(value):g}"
 
 
+#: what the workflow's ``{sigma}`` wildcard matches: a :func:`scale_label` in plain decimals
+SCALE_PATTERN = r"[0-9.]+"
+
+
 @dataclass(frozen=True)
 class Layout:
     """Every path of the results tree, spelled once.
