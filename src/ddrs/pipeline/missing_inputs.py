@@ -45,11 +45,11 @@ def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<c
     missing = missing_checkpoints(grid)
     if not missing:
         return None
-    lines = [f"{len(missing)} published checkpoints named in the config are missing (paths from the working directory):"]
-    lines += capped(
-        [f'  datasets.{run.dataset}.checkpoints.{run.method}."{scale_label(run.sigma)}": {path}' for run, path in missing],
-        2,
-    )
+    named = [f'  datasets.{r.dataset}.checkpoints.{r.method}."{scale_label(r.sigma)}": {path}' for r, path in missing]
+    lines = [
+        f"{len(missing)} published checkpoints named in the config are missing (paths from the working directory):",
+        *capped(named, 2),
+    ]
     origins = dict.fromkeys(
         PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors") for run, _ in missing
     )

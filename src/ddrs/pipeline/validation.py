@@ -179,7 +179,7 @@ def check_references(config: Mapping[str, Any]) -> None:
                 if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
                     raise ValueError(
                         f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, which "
-                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) does not match: give σ from 0.0001 to 999999"
+                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999"
                     )
         labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
         every = list(dict.fromkeys(sum(labels.values(), [])))
