@@ -58,6 +58,7 @@ def read_document(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.data import saved_split
     from ddrs.jobs.provenance import record
     from ddrs.jobs.runner import kind_of, run_document
 
@@ -71,4 +72,6 @@ def run(args: argparse.Namespace) -> None:
         memory_outs=args.memory_out,
     )
     outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
-    record(outputs, kind_of(document), document)
+    data = document["inputs"]
+    read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]
+    record(outputs, kind_of(document), document, read)
