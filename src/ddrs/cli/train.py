@@ -160,8 +160,12 @@ def run(args: argparse.Namespace) -> None:
     values = option_values(args)
     config = TrainConfig.from_mapping(values, source=_source(args))
     out = train(config, args.out, log=args.log, sigma_table=args.sigma_table, progress=not args.no_progress)
-    # what the workflow compares (TrainingPlan.train_options): every option but the speed ones
+    import torch
+
+    # what the workflow compares (TrainingPlan.train_options, and the threads_per_job it trains on):
+    # every option but the speed ones, and the intra-op threads, which order the float sums of every step
     identity = {key: value for key, value in values.items() if key not in SPEED_FIELDS}
+    identity["threads"] = torch.get_num_threads()
     read = [config.init, saved_split(config.dataset, config.data_root, config.seed)]
     record([out, *(path for path in (args.log, args.sigma_table) if path)], "train", identity, read)
     print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")

@@ -104,7 +104,7 @@ def expected_identity(exp, plan, run: Run, job: str, fields: Mapping[str, str]) 
         published = spec["checkpoints"][run.method][scale_label(run.sigma)]
         return import_identity(published, spec["arch"], run.method, float(scale_label(run.sigma)))
     if job == "train":
-        return train_identity(exp.training.train_options(run))
+        return {**train_identity(exp.training.train_options(run)), "threads": exp.grid.config.get("threads_per_job", 1)}
     if job == "grid_search_certification":
         return document_identity(plan.grid_search_certification(run, fields["n"]))
     return document_identity(getattr(plan, job)(run))
@@ -176,7 +176,7 @@ def check_tree(exp, plan, root: str | Path | None = None) -> Iterator[Finding]:
         why = _judged(file, output.kind, output.identity())
         if why is not None:
             return why
-        found = read_record(file)
+        found = read_record(file) or {}
         own = found.get("output") or {}
         if "sha256" not in own:
             return "unknown content: its record has no digest of the output"
@@ -189,7 +189,10 @@ def check_tree(exp, plan, root: str | Path | None = None) -> Iterator[Finding]:
             if source in outputs and verdict(source) is not None:
                 return f"stale: made from {source}, which is not the config's"
         for source, sha256 in read.items():
-            if digests(on_disk(source)) != sha256:
+            now = digests(on_disk(source))
+            if now is None:
+                return f"stale: made from {source}, which is no longer there"
+            if now != sha256:
                 return f"stale: made from {source}, whose bytes have changed since (re-made, copied over or edited)"
         return None
 
