@@ -9,7 +9,7 @@ from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
-from ddrs.pipeline.layout import REPLICATE_PATTERN, run_file
+from ddrs.pipeline.layout import REPLICATE_PATTERN, SCALE_PATTERN, run_file
 from ddrs.pipeline.missing_inputs import (
     missing_captions_message,
     missing_checkpoints_message,
@@ -72,7 +72,7 @@ wildcard_constraints:
         for name in (method.name, *method.variants(), *method.matched_variants())
     ),
     mode="fs|ds",
-    sigma=r"[0-9.]+",
+    sigma=SCALE_PATTERN,
     replicate=REPLICATE_PATTERN,
     k=r"[0-9]+",
     draw=r"[0-9]+",

@@ -26,8 +26,10 @@ rule train:
     params:
         options=train_options,
         speed=train_speed,
+        # compared: CPU float sums, so the weights, follow the thread count (tests/test_speed_keys.py)
+        threads=THREADS,
     shell:
-        "echo {params.options:q} | ddrs --threads {threads} train --config - --speed {params.speed:q} "
+        "echo {params.options:q} | ddrs --threads {params.threads} train --config - --speed {params.speed:q} "
         "--out {output.model} --log {output.log} --sigma-table {output.sigmas} 2> {log}"
 
 

@@ -454,8 +454,13 @@ def test_missing_published_checkpoints_are_named_with_their_origin(tmp_path, mon
     paths = cfg["datasets"]["imagenet"]["checkpoints"]
     assert [path for _, path in missing_checkpoints(exp.grid)] == [p for m in paths.values() for p in m.values()]
     message = missing_checkpoints_message(exp.grid, ["config/paper.yaml"])
-    assert 'datasets.imagenet.checkpoints.smoothadv."0.25": ' + paths["smoothadv"]["0.25"] in message
-    assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in message
+    # a fresh clone misses every one, said in 5 lines: the count, the first, how many more, where from, the rest alone
+    lines, count = message.splitlines(), sum(len(m) for m in paths.values())
+    assert count > 2 and len(lines) <= 5
+    assert lines[0].startswith(f"{count} published checkpoints named in the config are missing")
+    first = next(f'datasets.imagenet.checkpoints.{m}."{s}": {p}' for m, ps in paths.items() for s, p in ps.items())
+    assert lines[1] == f"  {first}" and lines[2] == f"  … and {count - 1} more"
+    assert "--configfile config/paper.yaml --config 'exclude_datasets=[imagenet]'" in lines[-1]
     for methods in paths.values():
         for path in methods.values():
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -532,3 +537,16 @@ def test_gpu_jobs_load_batches_with_the_jobs_other_threads_and_cpu_jobs_as_today
     assert Experiment(given).training.train_speed(run, threads=8) == {"num_workers": 2}  # the config's own choice wins
     # speed never enters what the workflow compares: the same options train the same model
     assert Experiment(given).training.train_options(run) == Experiment(digits_config()).training.train_options(run)
+
+
+@pytest.mark.parametrize("sigma,spelt", [(1000000, "1e+06"), (0.00001, "1e-05")])
+def test_a_sigma_whose_spelling_the_workflow_wildcard_misses_is_refused_at_load_naming_its_key(sigma, spelt):
+    """%g spells σ = 10⁶ as 1e+06: it reads back as itself, but no ``{sigma}`` wildcard matches it,
+    and Snakemake would say only that a file has no rule."""
+    cfg = config()
+    dataset = next(iter(cfg["datasets"]))
+    cfg["datasets"][dataset]["sigmas"] = [0.25, sigma]
+    with pytest.raises(ValueError) as refused:
+        Experiment(cfg)
+    assert str(refused.value).startswith(f"datasets.{dataset}.sigmas: σ {sigma!r} is spelled sigma{spelt} in paths")
+    assert "wildcard ([0-9.]+) misses" in str(refused.value) and len(str(refused.value).splitlines()) == 1

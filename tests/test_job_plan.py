@@ -97,16 +97,17 @@ def test_the_document_holds_what_decides_rows_and_the_speed_what_does_not():
     setting; the speed mapping is the other way round."""
     run = Run("digits", "cohen", "fs", 0.25)
     base = plan()
-    faster = plan(
-        lambda c: (
-            c["certify"].update(batch=64, memory_format="channels_last", compile=True),
-            c["optimize_sigma"].update(batch=8),
-        )
-    )
+    faster = plan(lambda c: c["certify"].update(batch=64, memory_format="channels_last", compile=True))
     for kind in ("fixed_certification", "data_dependent_certification", "sequential_certification"):
         assert getattr(faster, kind)(run) == getattr(base, kind)(run)
     assert faster.grid_search_certification(run, 4) == base.grid_search_certification(run, 4)
     assert faster.speed(run) != base.speed(run)
+    # what orders a σ search's sums (its batch and threads) is its documents', and no other job's
+    for reordered in (plan(lambda c: c["optimize_sigma"].update(batch=8)), plan(lambda c: c.update(threads_per_job=2))):
+        assert reordered.data_dependent_certification(run) != base.data_dependent_certification(run)
+        assert reordered.grid_search_certification(run, 4) != base.grid_search_certification(run, 4)
+        assert reordered.fixed_certification(run) == base.fixed_certification(run)
+        assert reordered.speed(run) == base.speed(run)
     stricter = plan(lambda c: c["certify"].update(n=500))
     assert stricter.fixed_certification(run) != base.fixed_certification(run)
     assert stricter.speed(run) == base.speed(run)
@@ -152,7 +153,9 @@ def test_the_document_and_the_flags_are_two_doors_to_one_settings_object():
     by_flags = optimize_flags(_flags("optimize-sigma", "--sigma0", "0.5", *shared, *grid_flags, "--out", "s.tsv"))
     speed = through_json(plan().speed(run))
     assert isinstance(by_flags, GridSearchSettings) and sigma_search_settings(document) == by_flags
-    assert speed["sigma_search"]["batch"] == opt["batch"]  # the σ search's speed: beside the document
+    # the σ search's batch and threads order its sums: in the document, not beside it
+    assert document["search_batch"] == opt["batch"] and document["threads"] == config["threads_per_job"]
+    assert set(speed) == {"certify"}
     certify_words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     radii = ["--radii", *map(str, config["datasets"]["digits"]["radii"])]
     by_flags = certify_flags(

@@ -347,6 +347,10 @@ def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_th
             lambda c: c["datasets"]["mnist5k"].update(sigmas=[0.12, 0.1234567]),
             "datasets.mnist5k.sigmas: σ 0.1234567 is spelled sigma0.123457 in paths, which reads back as 0.123457",
         ),
+        (
+            lambda c: c["datasets"]["mnist5k"].update(sigmas=[0.12, 1000000]),
+            "datasets.mnist5k.sigmas: σ 1000000 is spelled sigma1e+06 in paths, which the workflow's {sigma} wildcard",
+        ),
     ],
     ids=[
         "float-for-integer",
@@ -356,6 +360,7 @@ def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_th
         "sigma-floor-above-sigma0",
         "grid-n-not-dividing-budget",
         "sigma-changed-by-its-path",
+        "sigma-its-wildcard-misses",
     ],
 )
 def test_what_the_schema_types_allow_but_a_job_would_refuse_stops_the_dag(tmp_path, edit, message):

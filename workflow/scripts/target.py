@@ -8,5 +8,5 @@ from ddrs.jobs.work_time import report_work
 
 sys.stderr = open(snakemake.log[0], "w")
 started = time.perf_counter()
-build(snakemake.rule, snakemake.params.arguments, dict(snakemake.output.items()))
+build(snakemake.rule, snakemake.params.arguments, dict(snakemake.output.items()), list(snakemake.input))
 report_work(snakemake.rule, started)

@@ -58,5 +58,6 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.jobs.provenance import record
     from ddrs.pipeline.provenance import import_identity
 
-    record([args.out], "import_checkpoint", import_identity(args.published, args.arch, args.method, args.sigma))
+    identity = import_identity(args.published, args.arch, args.method, args.sigma)
+    record([args.out], "import_checkpoint", identity, [args.published])
     print(f"imported {args.published} ({meta['source']}, {args.arch} on {args.dataset}) -> {args.out}")

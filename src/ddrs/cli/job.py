@@ -13,7 +13,8 @@ change here; ``--speed`` gives the settings that change only how fast it runs
 
 - ``fixed_certification`` (``inputs``, ``sigma``, ``certify``): CERTIFY with one σ (``--out LOG``);
 - ``data_dependent_certification`` (``inputs``, ``algorithm1``, ``certify``) or
-  ``grid_search_certification`` (``inputs``, ``grid_search``, ``certify``): σ per input into
+  ``grid_search_certification`` (``inputs``, ``grid_search``, ``certify``), each with the
+  ``threads`` and ``search_batch`` its σ search sums with: σ per input into
   ``--sigma-log``, then CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3
   (``--memory-out``), the model and data loaded once;
 - ``gradient_norms`` (``inputs``, ``sigma``, ``method``, ``precision``): the gradient norms of
@@ -43,7 +44,7 @@ def add_parser(subparsers) -> None:
         "--speed",
         default="{}",
         metavar="JSON",
-        help="what changes only how fast the job runs: {certify: CERTIFY's speed settings, sigma_search: {batch}}",
+        help="what changes only how fast the job runs: {certify: CERTIFY's speed settings}",
     )
     parser.set_defaults(run=run)
 
@@ -58,6 +59,7 @@ def read_document(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.data import saved_split
     from ddrs.jobs.provenance import record
     from ddrs.jobs.runner import kind_of, run_document
 
@@ -71,4 +73,6 @@ def run(args: argparse.Namespace) -> None:
         memory_outs=args.memory_out,
     )
     outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
-    record(outputs, kind_of(document), document)
+    data = document["inputs"]
+    read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]
+    record(outputs, kind_of(document), document, read)

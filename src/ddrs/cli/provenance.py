@@ -2,11 +2,17 @@
 
 Every model, log, table and figure the workflow writes has a record beside it,
 ``<output>.provenance.json``: the digest of its job's identity (what Snakemake compares to decide a
-re-run) and the ``ddrs`` version and git commit that made it (:mod:`ddrs.pipeline.provenance`).
+re-run), the digests of its own bytes and of the files its job read, and the ``ddrs`` version and git
+commit that made it (:mod:`ddrs.pipeline.provenance`).
 This command recomputes every identity from the config (``--configfile``, merged in order as
 Snakemake merges them) and names each output whose record differs, was made by other code, was made
 from such an output, or has no record ("unknown provenance": a tree made before records existed, or
-a file put in place by hand). It exits 1 when it names any, 0 when the tree is the config's.
+a file put in place by hand). A record also names by SHA-256 its output and every file its job read,
+so the command names an output whose bytes changed since its job wrote them (edited, copied over),
+one made from a file that changed since (a re-made model, a changed data split), and everything made
+from either. Files outside RESULTS (the data split, published files) are read where the jobs read
+them, from the working directory. Each file is hashed at most once, and not at all while its size
+and mtime are those its record holds. It exits 1 when it names any, 0 when the tree is the config's.
 """
 
 from __future__ import annotations

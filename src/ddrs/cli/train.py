@@ -155,13 +155,19 @@ def speed_options(text: str | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> None:
+    from ddrs.data import saved_split
     from ddrs.jobs.provenance import record
     from ddrs.training.trainer import train
 
     values = option_values(args)
     config = TrainConfig.from_mapping(values, source=_source(args))
     out = train(config, args.out, log=args.log, sigma_table=args.sigma_table, progress=not args.no_progress)
-    # what the workflow compares (TrainingPlan.train_options): every option but the speed ones
+    import torch
+
+    # what the workflow compares (TrainingPlan.train_options, and the threads_per_job it trains on):
+    # every option but the speed ones, and the intra-op threads, which order the float sums of every step
     identity = {key: value for key, value in values.items() if key not in SPEED_FIELDS}
-    record([out, *(path for path in (args.log, args.sigma_table) if path)], "train", identity)
+    identity["threads"] = torch.get_num_threads()
+    read = [config.init, saved_split(config.dataset, config.data_root, config.seed)]
+    record([out, *(path for path in (args.log, args.sigma_table) if path)], "train", identity, read)
     print(f"trained {config.method} ({config.train_mode}, σ₀ = {config.sigma}) for {config.epochs} epochs: {out}")

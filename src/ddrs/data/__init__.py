@@ -18,6 +18,7 @@ from ddrs.data.registry import (
     load_images,
     load_labels,
     save_arrays,
+    saved_split,
 )
 from ddrs.data.subsample import subsample_indices
 from ddrs.data.tensors import DatasetImages, TensorImages
@@ -34,5 +35,6 @@ __all__ = [
     "load_images",
     "load_labels",
     "save_arrays",
+    "saved_split",
     "subsample_indices",
 ]

@@ -183,6 +183,12 @@ def save_arrays(name: str, root: str | Path = "data", seed: int = 0) -> Path | N
     return split_cache.write(root, name, seed, {split: info.arrays(split, seed) for split in SPLITS})
 
 
+def saved_split(name: str, root: str | Path = "data", seed: int = 0) -> Path | None:
+    """The file every job reads a dataset shipped as arrays from (:func:`save_arrays`), None for the
+    others (torchvision's checked downloads, ImageNet's folders)."""
+    return None if get_info(name).arrays is None else split_cache.cache_path(root, name, seed)
+
+
 def _saved_or_built(info: DatasetInfo, split: str, root: str | Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A split of an array dataset: as saved under ``root`` by :func:`save_arrays`, else built."""
     saved = split_cache.read(root, info.name, seed, split)

@@ -343,6 +343,10 @@ def run_document(
         return
     if sigma_log is None:
         raise ValueError("a σ-search job needs --sigma-log")
-    search, search_batch = sigma_search_settings(document), speed.get("sigma_search", {}).get("batch", SIGMA_BATCH)
+    if "threads" in document:  # the σ search sums on the threads its document names (JobPlan.search_order)
+        import torch
+
+        torch.set_num_threads(document["threads"])
     loaded = load_test_inputs(checkpoint, **inputs)
+    search, search_batch = sigma_search_settings(document), document.get("search_batch", SIGMA_BATCH)
     sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs, search_batch)

@@ -22,12 +22,15 @@ from ddrs.jobs.provenance import record
 from ddrs.pipeline.catalogue import CATALOGUE
 
 
-def build(name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, str]) -> None:
-    """Build catalogue entry ``name`` from its ``arguments`` (:meth:`Target.arguments`) into ``outputs``."""
+def build(
+    name: str, arguments: Mapping[str, Mapping[str, Any]], outputs: Mapping[str, str], inputs: Sequence[str] = ()
+) -> None:
+    """Build catalogue entry ``name`` from its ``arguments`` (:meth:`Target.arguments`) into ``outputs``;
+    ``inputs`` are the files it reads (:meth:`Target.inputs`), named by digest in its record."""
     module, function = CATALOGUE[name].builder.split(":")
     result = getattr(import_module(module), function)(**arguments["builder"])
     write(result, outputs, **arguments["render"])
-    record(outputs.values(), name, arguments)
+    record(outputs.values(), name, arguments, inputs)
 
 
 @singledispatch

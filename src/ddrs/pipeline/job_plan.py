@@ -19,9 +19,10 @@ job's files on the command line:
 Each settings section is the ``resume_settings()`` of a settings object built from the config's
 section by field name (:func:`~ddrs.core.settings.settings_from`), so a field added to a settings
 class (and its config key) reaches the job with no change here; the objects are built, and so
-checked, when the DAG is. What changes only how fast a job runs (CERTIFY's batch, inputs per call,
-memory format, compilation and sequential pool; the σ search's batch) is :meth:`JobPlan.speed`,
-handed to ``ddrs job --speed`` beside the document.
+checked, when the DAG is. A σ search's document also holds what orders its float sums
+(:meth:`JobPlan.search_order`: threads and inputs per batch), which moves σ by an ulp. What changes
+only how fast a job runs (CERTIFY's batch, inputs per call, memory format, compilation and
+sequential pool) is :meth:`JobPlan.speed`, handed to ``ddrs job --speed`` beside the document.
 """
 
 from __future__ import annotations
@@ -121,11 +122,15 @@ class JobPlan:
     def speed(self, run: Run) -> dict[str, Any]:
         """What changes only how fast a certification-side job of the run goes, never its rows:
         CERTIFY's :class:`~ddrs.core.settings.DeviceSettings` with the sequential pool
-        (:func:`~ddrs.core.settings.certify_speed`) and the σ search's ``batch`` (``ddrs job --speed``)."""
-        return {
-            "certify": certify_speed(self.certify_settings(run), self.device_settings()),
-            "sigma_search": {"batch": self.config["optimize_sigma"]["batch"]},
-        }
+        (:func:`~ddrs.core.settings.certify_speed`) (``ddrs job --speed``)."""
+        return {"certify": certify_speed(self.certify_settings(run), self.device_settings())}
+
+    def search_order(self) -> dict[str, int]:
+        """What decides the order of a σ search's float sums, and so the last bits of σ: torch's
+        intra-op threads and the inputs solved together (the model's kernels sum in another order
+        for another batch or thread count; tests/test_speed_keys.py shows σ logs change by an ulp)."""
+        threads, batch = self.config.get("threads_per_job", 1), self.config["optimize_sigma"]["batch"]
+        return {"threads": threads, "search_batch": batch}
 
     def fixed_certification(self, run: Run, mode: str | None = None) -> dict[str, Any]:
         """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows), in ``mode``
@@ -155,6 +160,7 @@ class JobPlan:
         return {
             "kind": "data_dependent_certification",
             "inputs": self.inputs(run),
+            **self.search_order(),
             "algorithm1": self.algorithm1_settings(run).resume_settings(),
             "certify": self.certify_settings(run).resume_settings(),
         }
@@ -167,6 +173,7 @@ class JobPlan:
         return {
             "kind": "grid_search_certification",
             "inputs": self.inputs(run),
+            **self.search_order(),
             "grid_search": {**search, "low": grid["low"], "high": grid["high"], "budget": grid["budget"]},
             "certify": self.certify_settings(run).resume_settings(),
         }

@@ -34,6 +34,10 @@ def scale_label(value: float | str) -> str:
     return f"{float(value):g}"
 
 
+#: what the workflow's ``{sigma}`` wildcard matches: a :func:`scale_label` in plain decimals
+SCALE_PATTERN = r"[0-9.]+"
+
+
 def replicate_label(replicate: int) -> str:
     """How a training run is spelled after its σ in paths and wildcards: nothing for replicate 0 (the
     single run of earlier versions keeps its paths), ``_r<r>`` for the others."""

@@ -45,9 +45,10 @@ def missing_checkpoints_message(grid: RunGrid, configfiles: Sequence[str] = ("<c
     missing = missing_checkpoints(grid)
     if not missing:
         return None
-    lines = ["Published checkpoints named in the config are missing (paths from the working directory):"]
-    lines += [
-        f'  datasets.{run.dataset}.checkpoints.{run.method}."{scale_label(run.sigma)}": {path}' for run, path in missing
+    named = [f'  datasets.{r.dataset}.checkpoints.{r.method}."{scale_label(r.sigma)}": {path}' for r, path in missing]
+    lines = [
+        f"{len(missing)} published checkpoints named in the config are missing (paths from the working directory):",
+        *capped(named, 2),
     ]
     origins = dict.fromkeys(
         PUBLISHED_AT.get(get_method(run.method).published_format or "", "its authors") for run, _ in missing
@@ -65,10 +66,15 @@ def _others_alone(grid: RunGrid, datasets: set[str], configfiles: Sequence[str])
     if not others:
         return []
     return [
-        f"To run {', '.join(others)} alone, leave {', '.join(left_out)} out (targets before --configfile):",
-        f"  snakemake --cores all --configfile {' '.join(configfiles)} "
-        f"--config 'exclude_datasets=[{','.join(left_out)}]'",
+        f"To run {', '.join(others)} alone, leave {', '.join(left_out)} out: snakemake --cores all "
+        f"--configfile {' '.join(configfiles)} --config 'exclude_datasets=[{','.join(left_out)}]'"
     ]
+
+
+def capped(lines: list[str], at: int) -> list[str]:
+    """``lines`` if there are at most ``at``, else the first ``at - 1`` and how many more: a message
+    stays a few lines however many files are missing."""
+    return lines if len(lines) <= at else [*lines[: at - 1], f"  … and {len(lines) - at + 1} more"]
 
 
 def missing_data_message(grid: RunGrid, runs: Sequence[Run], configfiles: Sequence[str] = ("<config>",)) -> str | None:
@@ -118,9 +124,9 @@ def missing_own_logs_message(exp) -> str | None:
     lines = [line for line, spec in zip(lines, own.values(), strict=True) if not Path(spec["path"]).is_file()]
     if not lines:
         return None
-    shown = lines[:3] + ([f"  … and {len(lines) - 3} more"] if len(lines) > 3 else [])
     return "\n".join(
-        ["Your own logs named in the config are missing (config path: file, from the working directory):", *shown,
+        ["Your own logs named in the config are missing (config path: file, from the working directory):",
+         *capped(lines, 3),
          "Put each file there, or change its path (or leave it out of published_logs.own)."]
     )  # fmt: skip
 

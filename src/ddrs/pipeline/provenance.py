@@ -7,23 +7,26 @@ A job's identity is what the workflow compares to decide a re-run: a model's tra
 document (:class:`~ddrs.pipeline.job_plan.JobPlan`), a table's or figure's arguments
 (:meth:`~ddrs.pipeline.target.Target.arguments`). Each job writes ``<output>.provenance.json``
 beside every output (:func:`ddrs.jobs.provenance.record`): the SHA-256 of its identity, the job's
-kind, and the ``ddrs`` version, source digest and git commit that ran it. :func:`check_tree` recomputes every
-identity from a config and names each output whose record differs, was made by other code, follows
-a stale input, or has no record at all.
+kind, the ``ddrs`` version, source digest and git commit that ran it, the SHA-256 of every file the
+job read and of the output itself. :func:`check_tree` recomputes every identity from a config and
+walks the chain of digests: it names each output whose record differs, was made by other code, has
+changed since it was written, was made from a file that has changed since, follows a stale input,
+or has no record at all.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ddrs.jobs.provenance import code_version, identity_digest, read_record
+from ddrs.jobs.provenance import Digests, code_version, identity_digest, read_record
 from ddrs.pipeline.layout import RUN_FILES, Run, scale_label
 
 
@@ -101,7 +104,7 @@ def expected_identity(exp, plan, run: Run, job: str, fields: Mapping[str, str]) 
         published = spec["checkpoints"][run.method][scale_label(run.sigma)]
         return import_identity(published, spec["arch"], run.method, float(scale_label(run.sigma)))
     if job == "train":
-        return train_identity(exp.training.train_options(run))
+        return {**train_identity(exp.training.train_options(run)), "threads": exp.grid.config.get("threads_per_job", 1)}
     if job == "grid_search_certification":
         return document_identity(plan.grid_search_certification(run, fields["n"]))
     return document_identity(getattr(plan, job)(run))
@@ -119,41 +122,83 @@ def _judged(path: Path, kind: str, identity: Any) -> str | None:
     return None
 
 
-def check_tree(exp, plan, root: str | Path | None = None) -> Iterator[Finding]:
-    """Every output of the config ``exp``'s results tree (models, logs, tables and figures) whose
-    provenance is not the config's: no record, another identity, other code, or made from an output
-    that is itself not the config's (a log of such a model, a table of such a log). ``root`` is
-    where the tree lies (default: the config's ``results``); identities name paths as the config
-    spells them, as the workflow's jobs did."""
-    root = Path(exp.layout.results if root is None else root)
+@dataclass(frozen=True)
+class Output:
+    """One output of the tree to judge: its kind of job, the identity the config asks of that job,
+    and the outputs it is made from whether or not its record names them (a log's model, a table's
+    logs and files)."""
 
-    def on_disk(path: str) -> Path:
-        return root / Path(path).relative_to(exp.layout.results)
+    kind: str
+    identity: Callable[[], Any]
+    made_from: tuple[str, ...] = ()
 
-    bad_models: set[Run] = set()
-    bad_logs: set[str] = set()
+
+def _outputs(exp, plan, on_disk) -> dict[str, Output]:
+    """Every output of the config's tree that is on disk, by its path as the config spells it."""
+    outputs = {}
     for run, path, key, fields in _run_outputs(exp, on_disk):
         job = JOB_OF_FILE[key]
-        if job != "train" and run in bad_models:
-            why = f"stale: made from the model {exp.layout.model(*run.wildcards)}, which is not the config's"
-        else:
-            why = _judged(on_disk(path), job, expected_identity(exp, plan, run, job, fields))
-        if why is not None:
-            if job == "train":
-                bad_models.add(run)
-            bad_logs.add(path)
-            yield Finding(str(on_disk(path)), why)
+        model = () if job == "train" else (exp.layout.model(*run.wildcards),)
+        outputs[path] = Output(job, functools.partial(expected_identity, exp, plan, run, job, fields), model)
     for target, wildcards, name in exp.targets():
-        logs = [record.log for record in target.query(exp, wildcards)]
+        read = tuple(target.inputs(exp, wildcards))
         for path in target.paths(exp.layout, name).values():
-            if not on_disk(path).is_file():
-                continue
-            bad = [log for log in logs if log in bad_logs]
-            why = f"stale: made from {bad[0]}, which is not the config's" if bad else None
-            if why is None:
-                why = _judged(on_disk(path), target.name, target.arguments(exp, wildcards))
-            if why is not None:
-                yield Finding(str(on_disk(path)), why)
+            if on_disk(path).is_file():
+                outputs[path] = Output(target.name, functools.partial(target.arguments, exp, wildcards), read)
+    return outputs
+
+
+def check_tree(exp, plan, root: str | Path | None = None) -> Iterator[Finding]:
+    """Every output of the config ``exp``'s results tree (models, logs, tables and figures) whose
+    provenance is not the config's: no record, another identity, other code, bytes other than those
+    its job wrote (edited or copied over), an input whose bytes are not those the job read (re-made,
+    copied, a changed data split), or made from an output that is itself not the config's (a log of
+    such a model, a fine-tuning of it, a table of such a log). ``root`` is where the tree lies
+    (default: the config's ``results``); records name paths as the config spells them, as the
+    workflow's jobs did. Each file is hashed at most once, and not at all while its size and time
+    are those its record holds (:class:`~ddrs.jobs.provenance.Digests`)."""
+    root = Path(exp.layout.results if root is None else root)
+    results = Path(exp.layout.results)
+
+    def on_disk(path: str) -> Path:
+        return root / Path(path).relative_to(results) if Path(path).is_relative_to(results) else Path(path)
+
+    outputs, digests, verdicts = _outputs(exp, plan, on_disk), Digests(), {}
+
+    def verdict(path: str) -> str | None:
+        if path not in verdicts:
+            verdicts[path] = None  # a cycle cannot arise from jobs, but must not recurse forever
+            verdicts[path] = _verdict(path)
+        return verdicts[path]
+
+    def _verdict(path: str) -> str | None:
+        output, file = outputs[path], on_disk(path)
+        why = _judged(file, output.kind, output.identity())
+        if why is not None:
+            return why
+        found = read_record(file) or {}
+        own = found.get("output") or {}
+        if "sha256" not in own:
+            return "unknown content: its record has no digest of the output"
+        if own.get("size") is not None and own.get("mtime_ns") is not None:
+            digests.remember(file, own["size"], own["mtime_ns"], own["sha256"])
+        if digests(file) != own["sha256"]:
+            return "changed since it was made: its bytes are not those its job wrote (edited, or copied over)"
+        read = found.get("inputs") or {}
+        for source in dict.fromkeys([*read, *output.made_from]):
+            if source in outputs and verdict(source) is not None:
+                return f"stale: made from {source}, which is not the config's"
+        for source, sha256 in read.items():
+            now = digests(on_disk(source))
+            if now is None:
+                return f"stale: made from {source}, which is no longer there"
+            if now != sha256:
+                return f"stale: made from {source}, whose bytes have changed since (re-made, copied over or edited)"
+        return None
+
+    for path in outputs:
+        if (why := verdict(path)) is not None:
+            yield Finding(str(on_disk(path)), why)
 
 
 def load_config(paths: Iterable[str | Path], schema: str | Path) -> dict[str, Any]:

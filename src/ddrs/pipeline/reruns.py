@@ -63,7 +63,8 @@ CLASSES: dict[str, frozenset[str]] = {
     "precision": frozenset({*_CERTIFY, "gradient_norms"}),
     "gpus_per_job": SPEED,
     "max_job_minutes": SPEED,
-    "threads_per_job": SPEED,
+    # torch's intra-op threads order the float sums of training steps and of σ searches
+    "threads_per_job": frozenset({"train", "data_dependent", "grid_search"}),
     "compare_with_paper": _TABLES,
     # which training runs exist; the Monte Carlo re-certifications of the variance budget
     "replication.runs": _GRID,
@@ -89,8 +90,6 @@ CLASSES: dict[str, frozenset[str]] = {
     "datasets.*.uniform_sigmas": _UNIFORM,
     "datasets.*.test_skip": _CERTIFY,
     "datasets.*.test_max": _CERTIFY,
-    "datasets.*.radii": frozenset({"sequential", "tables"}),  # sequential CERTIFY decides the grid's radii
-    "datasets.*.l1_radii": frozenset({"sequential", "tables"}),
     "datasets.*.checkpoints.*.*": _TRAIN,
     "datasets.*.k": frozenset({"data_dependent", "tables"}),
     "datasets.*.k_by_method.*.*": frozenset({"data_dependent", "tables"}),
@@ -103,11 +102,6 @@ CLASSES: dict[str, frozenset[str]] = {
     "certify.memory_format": SPEED,
     "certify.compile": SPEED,
     "certify.mode": frozenset({*_CERTIFY, "tables"}),
-    "certify.sequential.sequence": frozenset({"sequential"}),
-    "certify.sequential.first_look": frozenset({"sequential"}),
-    "certify.sequential.growth": frozenset({"sequential"}),
-    "certify.sequential.checks": frozenset({"sequential"}),
-    "certify.sequential.acr_fraction": frozenset({"sequential"}),
     "certify.sequential.compare": frozenset({"sequential", "tables"}),
     # Algorithm 1 (the σ search of certification, and of Algorithm 2 training)
     "optimize_sigma.k": frozenset({"data_dependent", "tables"}),
@@ -118,7 +112,7 @@ CLASSES: dict[str, frozenset[str]] = {
     "optimize_sigma.lr": frozenset({"data_dependent"}),
     "optimize_sigma.n0": frozenset({"data_dependent", "grid_search"}),
     "optimize_sigma.min_sigma": frozenset({"data_dependent"}),
-    "optimize_sigma.batch": SPEED,
+    "optimize_sigma.batch": frozenset({"data_dependent", "grid_search"}),  # orders the σ search's sums
     # Appendix B
     "grid_search.enabled": frozenset({"train", "grid_search", "tables"}),
     "grid_search.method": frozenset({"train", "grid_search", "tables"}),
@@ -152,6 +146,22 @@ CLASSES: dict[str, frozenset[str]] = {
     "published_logs.own.*.order": _TABLES,  # which published logs it is ranked with
 }
 
+#: the keys whose jobs depend on ``certify.mode``: the sequential stopping rule and the radius grids it
+#: decides (sequential CERTIFY stops once every radius of the grid is decided) are in the document of
+#: every job that certifies sequentially: the sequential comparison's logs under ``fixed``, every
+#: certification under ``sequential``; the radii are the tables' too
+_STOPPING_RULE = {"fixed": frozenset({"sequential"}), "sequential": _CERTIFY}
+_RADII = {mode: frozenset({*kinds, "tables"}) for mode, kinds in _STOPPING_RULE.items()}
+BY_MODE: dict[str, dict[str, frozenset[str]]] = {
+    "certify.sequential.sequence": _STOPPING_RULE,
+    "certify.sequential.first_look": _STOPPING_RULE,
+    "certify.sequential.growth": _STOPPING_RULE,
+    "certify.sequential.checks": _STOPPING_RULE,
+    "certify.sequential.acr_fraction": _STOPPING_RULE,
+    "datasets.*.radii": _RADII,
+    "datasets.*.l1_radii": _RADII,
+}
+
 #: where a ``train`` section sits: its keys are ``TrainConfig`` fields, which decide what a model
 #: learns but for :data:`~ddrs.training.config.SPEED_FIELDS`, and one section per method, whose
 #: hyper-parameters all do
@@ -164,9 +174,12 @@ TRAIN_SECTIONS = (
 )
 
 
-def kinds_of(leaf: str) -> frozenset[str]:
-    """The kinds of job the config leaf ``leaf`` (as :func:`schema_leaves` spells it) decides; a
-    ``KeyError`` naming it when it has no class."""
+def kinds_of(leaf: str, mode: str | None = None) -> frozenset[str]:
+    """The kinds of job the config leaf ``leaf`` (as :func:`schema_leaves` spells it) decides under
+    ``certify.mode`` ``mode`` (None: under either, :data:`BY_MODE`); a ``KeyError`` naming it when it
+    has no class."""
+    if leaf in BY_MODE:
+        return BY_MODE[leaf][mode] if mode is not None else frozenset().union(*BY_MODE[leaf].values())
     for section in TRAIN_SECTIONS:
         if leaf.startswith(f"{section}.") and leaf.count(".") in (section.count(".") + 1, section.count(".") + 2):
             key = leaf[len(section) + 1 :]

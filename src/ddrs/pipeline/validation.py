@@ -16,6 +16,7 @@ would otherwise surface only inside a job, after others have run, or never:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from difflib import get_close_matches
 from pathlib import Path
@@ -26,7 +27,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import SIGMA_KEY
-from ddrs.pipeline.layout import scale_label
+from ddrs.pipeline.layout import SCALE_PATTERN, scale_label
 
 
 def _is_int(_checker, value: Any) -> bool:
@@ -174,6 +175,11 @@ def check_references(config: Mapping[str, Any]) -> None:
                     raise ValueError(
                         f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, "
                         f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits"
+                    )
+                if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
+                    raise ValueError(
+                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, which "
+                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999"
                     )
         labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
         every = list(dict.fromkeys(sum(labels.values(), [])))
