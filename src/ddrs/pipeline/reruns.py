@@ -100,6 +100,7 @@ CLASSES: dict[str, frozenset[str]] = {
     "certify.sequential.first_look": frozenset({"sequential"}),
     "certify.sequential.growth": frozenset({"sequential"}),
     "certify.sequential.checks": frozenset({"sequential"}),
+    "certify.sequential.futility": frozenset({"sequential"}),
     "certify.sequential.acr_fraction": frozenset({"sequential"}),
     "certify.sequential.compare": frozenset({"sequential", "tables"}),
     # Algorithm 1 (the σ search of certification, and of Algorithm 2 training)
