@@ -55,7 +55,7 @@ def least_mcnemar_p(recorded_only: int, fixed_only: int, fell: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--logs", type=Path, required=True, help="folder of sigma<σ>/sequential_<test>_futility<β′>.tsv")
+    parser.add_argument("--logs", type=Path, required=True, help="holds sigma<σ>/sequential_<test>_futility<β′>.tsv")
     parser.add_argument("--record", type=Path, required=True, help="sequential_certify.py's JSON of the test, rule off")
     parser.add_argument("--beside", type=Path, help="another recorded test's JSON, shown beside (e.g. betting_cp)")
     parser.add_argument("--sequence", default="grid")
@@ -102,7 +102,8 @@ def main() -> None:
         table["difference_vs_fixed"] = 100 * (after - fixed) / inputs
         table["fell"] = fell
         table["mcnemar_p_least"] = [
-            least_mcnemar_p(rows[r]["sequential_only"], rows[r]["fixed_only"], int(f)) for r, f in zip(radii, fell)
+            least_mcnemar_p(rows[r]["sequential_only"], rows[r]["fixed_only"], int(f))
+            for r, f in zip(radii, fell, strict=True)
         ]
         summary = {
             "inputs": inputs,
@@ -130,7 +131,10 @@ def main() -> None:
         print(f"\n{key}, {inputs} inputs (n0 = {N0}, n = {N:,}; futility β′ = {args.futility:g})")
         print(tabulate(table, headers="keys", floatfmt=".4g"))
         print(", ".join(f"{k} {v:,.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
-        figures[key] = {**summary, "rows": [dict(zip(table, values)) for values in zip(*table.values())]}
+        figures[key] = {
+            **summary,
+            "rows": [dict(zip(table, values, strict=True)) for values in zip(*table.values(), strict=True)],
+        }
     write_report("sequential_futility", json.loads(json.dumps(figures, default=float)), args.json)
 
 

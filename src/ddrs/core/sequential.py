@@ -420,9 +420,10 @@ def decide(
     upper bound at level ``futility``, the futility rule). The first two, once true at some draw,
     stay true, so stopping at the look decides what the first such draw would have; the third is
     judged at the look, on the draws already spent, and only ever gives a radius up. An input stops
-    when every radius is decided, when U < ½ (it abstains), or at the last look. With ``gain_below`` (per input, in radius units) and ``radius`` (p̲_A → radius, per input),
-    it goes on while the radius could still grow by more than that: while radius(min(U, best final
-    L)) − radius(L) exceeds it.
+    when every radius is decided, when U < ½ (it abstains), or at the last look. With ``gain_below``
+    (per input, in radius units) and ``radius`` (p̲_A → radius, per input), it goes on while the
+    radius could still grow by more than that: while radius(min(U, best final L)) − radius(L)
+    exceeds it.
     """
     draws = schedule[look - 1]
     last = len(schedule)
