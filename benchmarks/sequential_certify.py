@@ -8,7 +8,8 @@ same c_A). The logs go to ``--out`` and resume, so a run cut short continues, an
 smaller ``--skip`` reuses the inputs already certified. Then it prints, per σ and radius, the
 comparison of :func:`ddrs.analysis.sequential.sequential_comparison` (certified accuracy with
 intervals, exact McNemar Holm-adjusted, ACR, forward passes per input, share undecided at the cap,
-wall time). ``--sequence`` chooses the sequential test; run it once per test to compare them.
+wall time). ``--sequence`` chooses the sequential test and ``--futility`` its futility rule's β′
+(the log is ``sequential_<test>_futility<β′>.tsv``); run it once per test to compare them.
 Beside them, ``passes_floor_mean`` (:func:`wald_floor`): a heuristic floor, Wald's least expected
 draws of a test that certifies what fixed n certified as often as it does, at the plug-in p_A.
 
@@ -93,6 +94,7 @@ def main_() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="where both modes certify (cpu, cuda)")
     parser.add_argument("--sequence", default=SequentialSettings.sequence)
+    parser.add_argument("--futility", type=float, default=SequentialSettings.futility, help="β′ of the futility rule")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sequential_logs")
     add_json_option(parser)
     args = parser.parse_args()
@@ -104,8 +106,10 @@ def main_() -> None:
     for sigma in args.sigmas or grid["sigmas"]:
         checkpoint = args.results / dataset / "cohen" / "fs" / f"sigma{sigma:g}" / "model.pt"
         out = args.out / dataset / f"sigma{sigma:g}"
-        mode = ["--mode", "sequential", "--sequence", args.sequence, "--radii", *map(str, radii)]
-        sequential = certify(checkpoint, dataset, sigma, out / f"sequential_{args.sequence}.tsv", args, *mode)
+        mode = ["--mode", "sequential", "--sequence", args.sequence, "--futility", str(args.futility)]
+        mode += ["--radii", *map(str, radii)]
+        name = f"sequential_{args.sequence}_futility{args.futility:g}.tsv"
+        sequential = certify(checkpoint, dataset, sigma, out / name, args, *mode)
         fixed = certify(checkpoint, dataset, sigma, out / "fixed.tsv", args)
         fixed, sequential = read_log(fixed), read_log(sequential)
         common = sorted(set(fixed["idx"]) & set(sequential["idx"]))  # logs kept from runs of another --skip

@@ -19,5 +19,7 @@ def test_a_quick_run_writes_every_row_and_the_draw_checks_never_cost_more_than_t
         # the same blocks checked at every draw stop no later than at their ends, on every stream
         assert case["grid"] <= case["grid, at the looks"]
         assert case["wald"] < case["grid"] <= case["betting_cp"]
+        assert case["grid, futility 0.001"] <= case["grid"]  # futility stops no later, stream by stream
+        assert case["voracek, 1/(2α)"] <= case["voracek, 2/α"]  # the published level is the looser one
     assert figures["p0.9_r1sigma"]["grid"] < figures["p0.9_r1sigma"]["grid, at the looks"]  # misses: a peak inside
     assert figures["p1_r3sigma"]["grid"] == figures["p1_r3sigma"]["grid, at the looks"]  # no miss, nothing between

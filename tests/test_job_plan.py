@@ -184,7 +184,7 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     config's certify.sequential by field name and the radii of the method's norm; the same settings
     as `ddrs certify --mode sequential` with the same flags. The fixed job stays fixed."""
     config = load_config()
-    rule = {"sequence": "union_cp", "checks": "look", "first_look": 16}
+    rule = {"sequence": "union_cp", "checks": "look", "first_look": 16, "futility": 0.01}
     edited = plan(lambda c: c["certify"].update(sequential=dict(rule)))
     run = Run("digits", "cohen", "fs", 0.5)
     document = through_json(edited.sequential_certification(run))
@@ -195,7 +195,7 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     certify = config["certify"]
     words = ["--n0", str(certify["n0"]), "--n", str(certify["n"]), "--alpha", str(certify["alpha"])]
     words += ["--batch", "2000", "--mode", "sequential", "--sequence", "union_cp", "--checks", "look"]
-    words += ["--first-look", "16"]
+    words += ["--first-look", "16", "--futility", "0.01"]
     by_flags = certify_flags(_flags("certify", "--sigma", "0.5", *words, "--radii", *map(str, radii), "--out", "c.tsv"))
     assert (settings, on_device) == by_flags
     assert certify_of(edited, run, edited.fixed_certification(run))[0].mode == "fixed"

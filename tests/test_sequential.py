@@ -55,9 +55,16 @@ def true_radii(count: int) -> np.ndarray:
     return np.concatenate([at_grid, rng.uniform(0.02, 1.3, count - len(at_grid))])
 
 
-def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int, checks: str = "draw"):
+def simulate(
+    sequence: str | ConfidenceSequence,
+    radius: np.ndarray,
+    seed: int,
+    checks: str = "draw",
+    futility: float = SequentialSettings.futility,
+):
     """Certify inputs of true radius ``radius`` (σ = 1) sequentially, each drawing its own Bernoulli(p_A)
-    stream, checked at every draw of a look's block (``checks="draw"``) or at the looks alone.
+    stream, checked at every draw of a look's block (``checks="draw"``) or at the looks alone, with the
+    futility rule at β′ = ``futility`` (the default's unless given; 0: off).
 
     Returns the certified radii (0 on abstain), whether the returned class is the right one, and the
     estimation draws each input spent.
@@ -84,7 +91,7 @@ def simulate(sequence: str | ConfidenceSequence, radius: np.ndarray, seed: int, 
         misses = np.split(position, np.cumsum(np.bincount(where, minlength=len(rows)))[:-1])
         decision = decide(
             sequence, schedule, np.full(len(rows), look), correct[rows], lower[rows], upper[rows], thresholds[rows],
-            misses=misses if checks == "draw" else None,
+            misses=misses if checks == "draw" else None, futility=futility,
         )  # fmt: skip
         lower[rows], upper[rows] = decision.lower, decision.upper
         active[rows[decision.stop]] = False
@@ -138,6 +145,55 @@ def test_checking_every_draw_stops_no_later_and_certifies_no_less_on_the_same_st
     assert (draws_spent <= looks_spent).all() and draws_spent.mean() < looks_spent.mean()
     assert (at_draws[draws_spent == looks_spent] >= at_looks[draws_spent == looks_spent]).all()
     assert_at_most_alpha(*unsound_share(at_draws, right_class, radius))
+
+
+@pytest.mark.parametrize(("sequence", "futility"), [("grid", 0.01), ("grid", 0.4), ("betting_cp", 0.01)])
+def test_futility_stops_no_later_and_never_raises_a_radius_on_the_same_streams(sequence, futility):
+    """The futility rule only gives radii up: on the same streams as with it off, no input stops later
+    or certifies a larger radius, many stop earlier, and the certificates stay sound even at β′ = 0.4
+    (inputs spread over the grid and just below every threshold, where a bound that overshoots errs)."""
+    radius = np.concatenate([true_radii(3000), np.repeat(RADII[1:], 1000) - 0.001])
+    off, _, off_spent = simulate(sequence, radius, seed=8, futility=0.0)
+    on, right_class, on_spent = simulate(sequence, radius, seed=8, futility=futility)
+    assert (on_spent <= off_spent).all() and on_spent.mean() < 0.9 * off_spent.mean()
+    assert (on <= off).all() and (on < off).any()
+    assert_at_most_alpha(*unsound_share(on, right_class, radius))
+
+
+def certifies_at_looks(p: float, futility: float, streams: int, seed: int, n: int = 100_000, alpha: float = 0.001):
+    """Whether ``grid`` certifies r = 1 (σ = 1, grid {0, 1}) on each of ``streams`` Bernoulli(p) streams
+    at the default's looks, n and α, checked at the looks (where the futility rule is judged); the
+    counts at the looks are drawn as binomial increments, the same for every ``futility``."""
+    schedule = look_schedule(SequentialSettings.first_look, SequentialSettings.growth, n)
+    test = confidence_sequence("grid", alpha, n)
+    rng = np.random.default_rng(seed)
+    counts = rng.binomial(np.diff(schedule, prepend=0), p, size=(streams, len(schedule))).cumsum(axis=1)
+    thresholds = np.broadcast_to(norm.cdf([0.0, 1.0]), (streams, 2))
+    lower, upper = np.zeros(streams), np.ones(streams)
+    active = np.ones(streams, dtype=bool)
+    for look in range(1, len(schedule) + 1):
+        rows = np.flatnonzero(active)
+        decision = decide(
+            test, schedule, np.full(len(rows), look), counts[rows, look - 1], lower[rows], upper[rows],
+            thresholds[rows], futility=futility,
+        )  # fmt: skip
+        lower[rows], upper[rows] = decision.lower, decision.upper
+        active[rows[decision.stop]] = False
+    return lower >= norm.cdf(1.0)
+
+
+def test_futility_costs_an_input_just_above_a_threshold_at_most_the_stated_power():
+    """``docs/protocol.md``, "Futility": at p_A = Φ(1) + 3.5 SE (SE = √(p(1 − p)/n) at Φ(1), n = 100,000),
+    where fixed n certifies r = 1 with probability 0.661, the default β′ = 0.001 loses at most 0.05 of
+    ``grid``'s power to certify it. 2,000 paired streams: the loss is the share of streams that certify
+    r = 1 with the rule off and not with it on (a stream never gains, by the test above)."""
+    n, threshold = 100_000, norm.cdf(1.0)
+    p = threshold + 3.5 * np.sqrt(threshold * (1 - threshold) / n)
+    off = certifies_at_looks(p, 0.0, 2000, seed=12)
+    on = certifies_at_looks(p, SequentialSettings.futility, 2000, seed=12)
+    assert not (on & ~off).any()
+    assert 0.5 < off.mean() < 0.661  # the point is where power is moderate
+    assert 0.005 < (off & ~on).mean() <= 0.05, f"futility lost {(off & ~on).mean():.3f} of the power"
 
 
 class PerLookClopperPearsonGrid(GridTest):
@@ -297,6 +353,8 @@ def test_spending_draws_for_acr_grows_the_radius_and_costs_draws():
         ("radii", (-1.0,), "every radius must be finite and >= 0"),
         ("acr_fraction", 0.0, "acr_fraction must be > 0"),
         ("checks", "block", "unknown sequential checks 'block'"),
+        ("futility", 0.5, r"futility must lie in \[0, 0.5\)"),
+        ("futility", -0.01, r"futility must lie in \[0, 0.5\)"),
         ("sequence", "union_cp", "union_cp holds at its looks only: set checks to 'look'"),
     ],
 )

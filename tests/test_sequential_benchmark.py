@@ -41,3 +41,17 @@ def test_an_input_on_its_threshold_is_charged_what_fixed_n_power_asks_not_the_ca
     lower = float(clopper_pearson_lower(least, N, ALPHA))
     log = pd.DataFrame({"p_a_lower": [lower], "radius": [0.25 * norm.ppf(lower)], "predict": [1]})
     assert 0.5 * N < wald_floor(log, 0.25, [0.25, 0.5]) - N0 < 0.6 * N
+
+
+def test_the_futility_benchmark_bounds_mcnemar_over_every_split_of_the_inputs_that_fell(monkeypatch):
+    """benchmarks/sequential_futility.py: with the recorded test alone certifying b inputs and fixed n
+    alone c, f inputs that fell turn x of the b concordant and f − x concordant-certified ones into
+    fixed-only pairs; the bound is the least exact McNemar p over x. Nothing fell: the record's p."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from sequential_futility import least_mcnemar_p
+
+    from ddrs.analysis.stats import mcnemar_p
+
+    assert least_mcnemar_p(0, 3, 0) == float(mcnemar_p(0, 3)) == 0.25
+    # b = 1, c = 3, f = 2: (1, 5) or (0, 4); the latter, 2 · 2⁻⁴, is the least
+    assert least_mcnemar_p(1, 3, 2) == float(mcnemar_p(0, 4)) == 0.125 < float(mcnemar_p(1, 5))

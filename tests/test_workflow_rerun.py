@@ -247,6 +247,7 @@ EDITS = [
     ("certify.mode", {"certify": {"mode": "sequential"}}, False),
     ("certify.sequential.sequence", {"certify": {"sequential": {"sequence": "betting_cp"}}}, True),
     ("certify.sequential.checks", {"certify": {"sequential": {"checks": "look"}}}, True),
+    ("certify.sequential.futility", {"certify": {"sequential": {"futility": 0.01}}}, True),
     ("certify.sequential.first_look", {"certify": {"sequential": {"first_look": 16}}}, True),
     ("certify.sequential.growth", {"certify": {"sequential": {"growth": 1.2}}}, True),
     ("certify.sequential.acr_fraction", {"certify": {"sequential": {"acr_fraction": 0.1}}}, True),

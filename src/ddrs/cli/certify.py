@@ -116,6 +116,13 @@ def add_parser(subparsers) -> None:
         help="check the bounds at every draw of a look's block, or at the looks alone (union_cp: look)",
     )
     sequential.add_argument(
+        "--futility",
+        type=float,
+        default=SequentialSettings.futility,
+        help="give a radius up once the rest of the draws at p_A's Clopper–Pearson upper bound at this level "
+        "could not reach it (0: only once no draws could)",
+    )
+    sequential.add_argument(
         "--acr-fraction",
         type=float,
         default=SequentialSettings.acr_fraction,

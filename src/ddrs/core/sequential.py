@@ -332,6 +332,24 @@ def confidence_sequence(name: str, alpha: float, cap: int) -> ConfidenceSequence
         raise ValueError(f"unknown confidence sequence {name!r}; choose one of {choices}") from None
 
 
+def credited_correct(correct: np.ndarray, draws: np.ndarray, cap: int, futility: float = 0.0) -> np.ndarray:
+    """The correct draws at the cap that :func:`decide` credits an input with ``correct`` of ``draws``
+    when it asks whether a radius is still within reach.
+
+    ``futility`` 0: every remaining draw, ``correct + (cap − draws)`` (curtailment: a radius is given
+    up only when no stream could reach it). Else the futility rule: ``correct + ⌈(cap − draws) ·
+    CP_upper(correct, draws, futility)⌉``, the remaining draws at the rate of the one-sided
+    Clopper–Pearson upper bound on p_A at level β′ = ``futility``. Never more than curtailment's, so it
+    stops no later and gives up radii only (``docs/protocol.md``, "Futility").
+    """
+    correct, draws = np.asarray(correct, dtype=np.int64), np.asarray(draws, dtype=np.int64)
+    remaining = cap - draws
+    if not futility:
+        return correct + remaining
+    rate = clopper_pearson_upper(correct, draws, futility)
+    return correct + np.minimum(remaining, np.ceil(remaining * rate).astype(np.int64))
+
+
 class Decision(NamedTuple):
     """What :func:`decide` makes of the inputs after a look (arrays of length B)."""
 
@@ -387,6 +405,7 @@ def decide(
     misses: Sequence[np.ndarray] | None = None,
     gain_below: np.ndarray | None = None,
     radius=None,
+    futility: float = 0.0,
 ) -> Decision:
     """The stopping rule after look ``look`` (1-based, per input) with ``correct`` of ``schedule[look − 1]`` draws.
 
@@ -396,12 +415,15 @@ def decide(
     this look's block of its draws that were not c_A) the bounds are checked at every draw of the
     block (:func:`miss_prefixes`; an :attr:`~ConfidenceSequence.anytime` sequence only), else at the
     look alone. Radius r is decided once L ≥ p_r (certified), U < p_r (out of reach), or L at the
-    last look would stay below p_r even if every draw until then were correct. Each of these, once
-    true at some draw, stays true, so stopping at the look decides what the first such draw would
-    have. An input stops when every radius is decided, when U < ½ (it abstains), or at the last
-    look. With ``gain_below`` (per input, in radius units) and ``radius`` (p̲_A → radius, per input),
-    it goes on while the radius could still grow by more than that: while radius(min(U, best final
-    L)) − radius(L) exceeds it.
+    last look would stay below p_r even with the correct draws :func:`credited_correct` credits the
+    rest of the stream (every one with ``futility`` 0; else at the rate of their Clopper–Pearson
+    upper bound at level ``futility``, the futility rule). The first two, once true at some draw,
+    stay true, so stopping at the look decides what the first such draw would have; the third is
+    judged at the look, on the draws already spent, and only ever gives a radius up. An input stops
+    when every radius is decided, when U < ½ (it abstains), or at the last look. With ``gain_below``
+    (per input, in radius units) and ``radius`` (p̲_A → radius, per input), it goes on while the
+    radius could still grow by more than that: while radius(min(U, best final L)) − radius(L)
+    exceeds it.
     """
     draws = schedule[look - 1]
     last = len(schedule)
@@ -418,7 +440,8 @@ def decide(
         inside_lower, inside_upper = sequence.bounds(a, n, look[rows], thresholds[rows])
         np.maximum.at(lower, rows, inside_lower)
         np.minimum.at(upper, rows, inside_upper)
-    best_final, _ = sequence.bounds(correct + (schedule[-1] - draws), schedule[-1], last, thresholds)
+    credited = credited_correct(correct, draws, schedule[-1], futility)
+    best_final, _ = sequence.bounds(credited, schedule[-1], last, thresholds)
     best_final = np.maximum(lower, best_final)
     at_cap = look >= last
     between = (lower[:, None] < thresholds) & (upper[:, None] >= thresholds)

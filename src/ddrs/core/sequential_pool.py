@@ -122,6 +122,7 @@ def certify_sequentially(
             misses=misses if rule.checks == "draw" else None,
             gain_below=None if rule.acr_fraction is None else rule.acr_fraction * member_sigma,
             radius=lambda p, s=member_sigma: noise.radius(torch.from_numpy(p), torch.from_numpy(s)).numpy(),
+            futility=rule.futility,
         )
         lower[rows], upper[rows] = decision.lower, decision.upper
         stopped = rows[decision.stop]
@@ -160,6 +161,7 @@ class SequentialSmooth(Smooth):
         *,
         sequence: str = SequentialSettings.sequence,
         checks: str = SequentialSettings.checks,
+        futility: float = SequentialSettings.futility,
         generator: torch.Generator | None = None,
     ) -> SequentialResult:
         """Sequential CERTIFY (``docs/protocol.md``, "Sequential certification"): :meth:`certify`'s
@@ -176,12 +178,15 @@ class SequentialSmooth(Smooth):
             confidence sequence on p_A).
         :param checks: ``draw``: the bounds are checked at every draw; ``look``: at the looks alone
             (``union_cp`` needs it).
+        :param futility: β′ of the futility rule, which gives a radius up once the remaining draws at
+            the rate of p_A's Clopper–Pearson upper bound at level β′ could not reach it (0: only once
+            no stream could); it costs power, never soundness.
         :return: :class:`SequentialResult`: ``predict`` (or ``Smooth.ABSTAIN``), ``radius``,
             ``p_a_lower``, ``draws`` (forward passes spent, selection included) and ``decided``
             (False: stopped by the cap ``n``).
         """
         self.base_classifier.eval()
-        rule = SequentialSettings(sequence=sequence, checks=checks, radii=tuple(radii))
+        rule = SequentialSettings(sequence=sequence, checks=checks, futility=futility, radii=tuple(radii))
         settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, mode="sequential", sequential=rule)
         on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
         ((_, result),) = certify_sequentially(

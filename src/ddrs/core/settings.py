@@ -156,7 +156,9 @@ class SequentialSettings:
     CERTIFY's n, the cap. ``checks`` (:data:`CHECKS`) says whether the bounds are checked at every
     draw of a look's block or at the look alone (:data:`LOOK_ONLY_SEQUENCES` need ``look``). An input
     stops once every radius of ``radii`` (the run's grid, in the noise's norm; radius 0 always) is
-    decided. ``acr_fraction`` spends draws for ACR: an input goes
+    decided. ``futility`` (β′; 0: off) gives a radius up once the remaining draws, at the rate of
+    p_A's Clopper–Pearson upper bound at level β′, could not reach it (:func:`ddrs.core.sequential.
+    credited_correct`): it costs power, never soundness. ``acr_fraction`` spends draws for ACR: an input goes
     on while its radius could still grow by more than that fraction of its scale (None: off).
     ``pool`` inputs are in flight at once (default: enough to fill a forward pass with first
     looks); it changes speed, not rows.
@@ -167,6 +169,7 @@ class SequentialSettings:
     first_look: int = 32
     growth: float = 1.1
     checks: str = "draw"
+    futility: float = 0.001
     acr_fraction: float | None = None
     pool: int | None = None
 
@@ -177,6 +180,10 @@ class SequentialSettings:
             raise ValueError(
                 f"{self.sequence} holds at its looks only: set checks to 'look' (the draw checks need one of "
                 f"{sorted(set(SEQUENCES) - set(LOOK_ONLY_SEQUENCES))})"
+            )
+        if not (isinstance(self.futility, int | float) and 0 <= self.futility < 0.5):
+            raise ValueError(
+                f"futility must lie in [0, 0.5) (β′ of the Clopper–Pearson upper bound; 0: off), got {self.futility}"
             )
         object.__setattr__(self, "radii", tuple(sorted({0.0, *(float(r) for r in self.radii)})))
         if any(not (math.isfinite(r) and r >= 0) for r in self.radii):

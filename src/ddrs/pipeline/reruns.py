@@ -157,6 +157,7 @@ BY_MODE: dict[str, dict[str, frozenset[str]]] = {
     "certify.sequential.first_look": _STOPPING_RULE,
     "certify.sequential.growth": _STOPPING_RULE,
     "certify.sequential.checks": _STOPPING_RULE,
+    "certify.sequential.futility": _STOPPING_RULE,
     "certify.sequential.acr_fraction": _STOPPING_RULE,
     "datasets.*.radii": _RADII,
     "datasets.*.l1_radii": _RADII,
