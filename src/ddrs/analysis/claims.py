@@ -27,24 +27,22 @@ import pandas as pd
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR
 from ddrs.analysis.loading import load_records
 from ddrs.analysis.records import LogRecord
-from ddrs.analysis.replication import MIN_RUNS, RunEvidence, by_run, compare_runs, run_level_p
+from ddrs.analysis.replication import MIN_RUNS, RunEvidence, compare_runs, run_evidence, run_level_p
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, holm, percentile_interval, pigeonhole_means
-from ddrs.analysis.tables import Radii, envelope
+from ddrs.analysis.tables import Radii
 
 #: the claimed direction of a difference (variant − baseline), and what contradicts it
 DIRECTIONS = {"greater": 1, "not_greater": -1}
 LEADING = ["paper", "claim", "dataset", "sigma0", "variant", "baseline", "metric", "runs"]
 
 
-def _evidence(candidates, radii: Radii, selection: str, inference: Inference, single: bool) -> RunEvidence:
-    return RunEvidence(tuple(envelope(run, radii, selection, inference.seed, single=single) for run in by_run(candidates)))
-
-
 def _rows_of(loaded, name: str, dataset: str, sigma0: float | None = None) -> list:
     return [(r, log) for r, log in loaded if r.name == name and r.dataset == dataset and sigma0 in (None, r.sigma0)]
 
 
-def _difference(claim: Mapping, variant: RunEvidence, baseline: RunEvidence | None, chance: float, inference: Inference) -> dict:
+def _difference(
+    claim: Mapping, variant: RunEvidence, baseline: RunEvidence | None, chance: float, inference: Inference
+) -> dict:
     """Effect, interval, runs and run-level p of one claim's comparison on its metric."""
     metric = claim["metric"]
     if baseline is not None:
@@ -94,17 +92,32 @@ def claims_table(
             if claim["kind"] == "best":
                 settings = [(None, "held_out", False)]
             else:
-                settings = [(s, "test", True) for s in sorted({r.sigma0 for r, _ in _rows_of(loaded, claim["variant"], dataset)})]
+                settings = [
+                    (s, "test", True)
+                    for s in sorted({r.sigma0 for r, _ in _rows_of(loaded, claim["variant"], dataset)})
+                ]
             for sigma0, selection, single in settings:
-                variant = _evidence(_rows_of(loaded, claim["variant"], dataset, sigma0), radii, selection, inference, single)
+                variant = run_evidence(
+                    _rows_of(loaded, claim["variant"], dataset, sigma0), radii, selection, inference.seed, single
+                )
                 base_rows = _rows_of(loaded, claim.get("baseline") or "", dataset, sigma0)
                 if claim["kind"] != "above_chance" and not base_rows:
                     continue
-                baseline = _evidence(base_rows, radii, selection, inference, single) if base_rows else None
+                baseline = run_evidence(base_rows, radii, selection, inference.seed, single) if base_rows else None
                 chance = 100.0 / classes[dataset]
                 keys = {key: claim.get(key) for key in ("paper", "claim", "variant", "metric")}
-                keys |= {"dataset": dataset, "sigma0": sigma0, "baseline": claim.get("baseline") or f"chance ({chance:g}%)"}
-                rows.append({**keys, "direction": claim["direction"], **_difference(claim, variant, baseline, chance, inference)})
+                keys |= {
+                    "dataset": dataset,
+                    "sigma0": sigma0,
+                    "baseline": claim.get("baseline") or f"chance ({chance:g}%)",
+                }
+                rows.append(
+                    {
+                        **keys,
+                        "direction": claim["direction"],
+                        **_difference(claim, variant, baseline, chance, inference),
+                    }
+                )
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame

@@ -28,7 +28,6 @@ described, not tested (:attr:`~ddrs.analysis.evidence.Evidence.tested`); its hel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,7 +71,9 @@ class RunEvidence:
         chosen = self.runs[: runs or len(self.runs)]
         if len({(e.radii, e.inputs) for e in chosen}) != 1:
             raise ValueError(f"{self.dataset}: the runs of one row must share their radius grid and test inputs")
-        return np.stack([np.concatenate([100.0 * e.certified.T, np.stack(list(e.acr.values()), axis=1)], axis=1) for e in chosen])
+        return np.stack(
+            [np.concatenate([100.0 * e.certified.T, np.stack(list(e.acr.values()), axis=1)], axis=1) for e in chosen]
+        )
 
 
 def run_level_p(differences: np.ndarray) -> np.ndarray:
@@ -89,8 +90,9 @@ def run_level_p(differences: np.ndarray) -> np.ndarray:
     return p
 
 
-def _row_evidence(candidates_by_run, radii: Radii, selection: str, seed: int, single: bool) -> RunEvidence:
-    return RunEvidence(tuple(envelope(c, radii, selection, seed, single=single) for c in candidates_by_run))
+def run_evidence(candidates, radii: Radii, selection: str, seed: int, single: bool) -> RunEvidence:
+    """A row's evidence in each of its training runs: its (record, log) candidates grouped by run."""
+    return RunEvidence(tuple(envelope(c, radii, selection, seed, single=single) for c in by_run(candidates)))
 
 
 def by_run(candidates) -> list[list]:
@@ -125,7 +127,11 @@ def _frame(rows: list[dict], leading: list[str], inference: Inference, bold=froz
 def _best_rows(records: LogRecords, radii: Radii, selection: str, inference: Inference) -> dict:
     groups = grouped(load_records(records), lambda r: (r.dataset, r.name))
     return {
-        key: (candidates[0][0], row_modes(candidates, key[1]), _row_evidence(by_run(candidates), radii, selection, inference.seed, False))
+        key: (
+            candidates[0][0],
+            row_modes(candidates, key[1]),
+            run_evidence(candidates, radii, selection, inference.seed, False),
+        )
         for key, candidates in groups.items()
     }
 
@@ -159,17 +165,14 @@ def replicated_study_table(
 def _study_rows(records: LogRecords, radii: Radii, inference: Inference) -> dict:
     groups = grouped(load_records(records), lambda r: (r.dataset, r.sigma0, r.name))
     return {
-        key: _row_evidence([[c] for c in runs_of(candidates)], radii, "test", inference.seed, True)
+        key: run_evidence(candidates, radii, "test", inference.seed, True)
         for key, candidates in sorted(groups.items(), key=lambda item: item[0][1])
     }
 
 
-def runs_of(candidates) -> list:
-    """The one (record, log) of each training run of a per-σ row, in run order."""
-    return [run[0] for run in by_run(candidates)]
-
-
-def compare_runs(variant: RunEvidence, baseline: RunEvidence, inference: Inference) -> tuple[dict, list[str], np.ndarray]:
+def compare_runs(
+    variant: RunEvidence, baseline: RunEvidence, inference: Inference
+) -> tuple[dict, list[str], np.ndarray]:
     """A comparison row's cells over the runs both rows have (paired by r): per column the mean
     difference and its pigeonhole interval; the columns tested and their run-level p-values
     (``NaN`` with fewer than :data:`MIN_RUNS` runs)."""
@@ -180,7 +183,11 @@ def compare_runs(variant: RunEvidence, baseline: RunEvidence, inference: Inferen
     means = pigeonhole_means(differences, n_boot=inference.n_boot, seed=inference.seed, dataset=variant.dataset)
     low, high = percentile_interval(means, inference.alpha)
     tested = variant.tested and baseline.tested
-    row: dict = {"runs": runs, "tested": tested, "test": "paired t-test over runs" if runs >= MIN_RUNS else TOO_FEW_RUNS}
+    row: dict = {
+        "runs": runs,
+        "tested": tested,
+        "test": "paired t-test over runs" if runs >= MIN_RUNS else TOO_FEW_RUNS,
+    }
     columns = variant.columns()
     for j, column in enumerate(columns):
         row[column] = float(differences[:, :, j].mean())
@@ -193,7 +200,9 @@ def compare_runs(variant: RunEvidence, baseline: RunEvidence, inference: Inferen
     return row, compared, p
 
 
-def _comparisons(pairs: list[tuple[dict, RunEvidence, RunEvidence]], leading: list[str], inference: Inference) -> pd.DataFrame:
+def _comparisons(
+    pairs: list[tuple[dict, RunEvidence, RunEvidence]], leading: list[str], inference: Inference
+) -> pd.DataFrame:
     """Comparison rows with their run-level p-values Holm-adjusted per dataset over the tested pairs
     (the untested pairs' apart, never bold); a cell is bold where its adjusted p < α."""
     rows, tests = [], []
@@ -241,13 +250,19 @@ def replicated_study_comparisons_table(
     """The comparisons of :func:`replicated_study_table`: every row against the ``baseline`` row (a row
     name, or the method of an un-renamed row) at the same dataset and σ₀, paired over training runs."""
     rows = _study_rows(records, radii, inference)
-    loaded = {key: record for record, _ in load_records(records) for key in [(record.dataset, record.sigma0, record.name)]}
+    loaded = {
+        key: record for record, _ in load_records(records) for key in [(record.dataset, record.sigma0, record.name)]
+    }
     pairs = []
-    for (dataset, sigma0) in dict.fromkeys((d, s) for d, s, _ in rows):
+    for dataset, sigma0 in dict.fromkeys((d, s) for d, s, _ in rows):
         members = [key for key in rows if key[:2] == (dataset, sigma0)]
-        is_base = [key[2] == baseline or (loaded[key].variant is None and loaded[key].method == baseline) for key in members]
+        is_base = [
+            key[2] == baseline or (loaded[key].variant is None and loaded[key].method == baseline) for key in members
+        ]
         if sum(is_base) != 1:
-            raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {[k[2] for k in members]}")
+            raise ValueError(
+                f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {[k[2] for k in members]}"
+            )
         base = members[is_base.index(True)]
         for key, skip in zip(members, is_base, strict=True):
             if not skip:

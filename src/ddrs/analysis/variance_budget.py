@@ -58,7 +58,9 @@ def runs_needed(effect: float, run_variance: float, alpha: float) -> float:
     if run_variance <= 0:
         return math.nan
     size = effect / math.sqrt(2 * run_variance)
-    return float(math.ceil(TTestPower().solve_power(effect_size=size, alpha=alpha, power=POWER, alternative="two-sided")))
+    return float(
+        math.ceil(TTestPower().solve_power(effect_size=size, alpha=alpha, power=POWER, alternative="two-sided"))
+    )
 
 
 def budget_rows(runs: np.ndarray, monte_carlo: np.ndarray, columns: Sequence[str]) -> list[dict]:
@@ -69,7 +71,9 @@ def budget_rows(runs: np.ndarray, monte_carlo: np.ndarray, columns: Sequence[str
     parts = {
         "runs": per_run.var(axis=0, ddof=1) if runs.shape[0] > 1 else np.full(len(columns), np.nan),
         "inputs": runs.var(axis=1, ddof=1).mean(axis=0) / n,
-        "monte_carlo": monte_carlo.var(axis=0, ddof=1).mean(axis=0) / n if monte_carlo.shape[0] > 1 else np.full(len(columns), np.nan),
+        "monte_carlo": monte_carlo.var(axis=0, ddof=1).mean(axis=0) / n
+        if monte_carlo.shape[0] > 1
+        else np.full(len(columns), np.nan),
     }
     rows = []
     for j, metric in enumerate(columns):
@@ -116,7 +120,16 @@ def variance_budget(
         for row in budget_rows(runs, mc, columns):
             effect = effect_acr if row["metric"] == "ACR" else effect_accuracy
             row |= {"effect": effect, "runs_needed": runs_needed(effect, row["var_runs"], inference.alpha)}
-            rows.append({"dataset": dataset, "variant": name, "sigma0": sigma0, "runs": len(by_run), "monte_carlo": len(draws) - 1, **row})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "variant": name,
+                    "sigma0": sigma0,
+                    "runs": len(by_run),
+                    "monte_carlo": len(draws) - 1,
+                    **row,
+                }
+            )
     table = pd.DataFrame(rows)
     return table, budget_figure(table)
 
@@ -139,7 +152,7 @@ def budget_figure(table: pd.DataFrame) -> Figure:
         runs = int(block["runs"].iloc[0])
         ax.set_title(f"{variant} σ₀={sigma0:g} ({dataset}, {runs} runs)", fontsize=9)
         ax.tick_params(axis="x", labelrotation=90, labelsize=7)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     axes[0, 0].set_ylabel("share of variance")
     axes[0, 0].legend(fontsize=7, loc="lower left")
