@@ -133,7 +133,9 @@ def main() -> None:
         print("\nCommon noise: variance of a paired ΔACR between runs 0 and 1")
         print(tabulate(noise, headers="keys", floatfmt=".3g"))
         report["common_noise"] = noise
-    settings = {key: (str(value) if isinstance(value, Path) else value) for key, value in vars(args).items() if key != "json"}
+    settings = {
+        key: (str(value) if isinstance(value, Path) else value) for key, value in vars(args).items() if key != "json"
+    }
     write_report("replication_levers", {"settings": settings, **report}, args.json, threads=args.threads)
 
 

@@ -56,7 +56,8 @@ def _runs(rng, shifts, n=120, base=None):
 
 def _records(logs, method="cohen", name=None, sigma0=0.5, **fields):
     return [
-        LogRecord(log, "digits", method, sigma0=sigma0, variant=name, replicate=r, **fields) for r, log in enumerate(logs)
+        LogRecord(log, "digits", method, sigma0=sigma0, variant=name, replicate=r, **fields)
+        for r, log in enumerate(logs)
     ]
 
 
@@ -92,7 +93,9 @@ def test_the_pigeonhole_interval_covers_the_mean_of_new_runs_and_inputs_at_its_l
         runs = rng.normal(0, 0.5, size=(6, 1, 1))
         inputs = rng.normal(0, 1.0, size=(1, 80, 1))
         values = 3.0 + runs + inputs + rng.normal(0, 0.3, size=(6, 80, 1))
-        low, high = percentile_interval(pigeonhole_means(values, n_boot=400, seed=int(rng.integers(1e9)), dataset="d"), 0.1)
+        low, high = percentile_interval(
+            pigeonhole_means(values, n_boot=400, seed=int(rng.integers(1e9)), dataset="d"), 0.1
+        )
         covered += low[0] <= 3.0 <= high[0]
         low_i, high_i = percentile_interval(bootstrap_means(values.mean(axis=0), n_boot=400, seed=1, dataset="d"), 0.1)
         covered_inputs += low_i[0] <= 3.0 <= high_i[0]
@@ -128,7 +131,10 @@ def test_a_replicated_cell_is_the_mean_over_runs_with_its_run_count():
 
 def test_runs_that_are_not_numbered_from_zero_are_refused():
     rng = np.random.default_rng(5)
-    records = [LogRecord(log, "digits", "cohen", sigma0=0.5, replicate=r) for r, log in zip((0, 2), _runs(rng, [0, 0]), strict=True)]
+    records = [
+        LogRecord(log, "digits", "cohen", sigma0=0.5, replicate=r)
+        for r, log in zip((0, 2), _runs(rng, [0, 0]), strict=True)
+    ]
     with pytest.raises(ValueError, match=r"training runs \[0, 2\] are not 0, 1"):
         replicated_study_table(records, RADII, inference=INFERENCE)
 
@@ -214,7 +220,15 @@ def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test():
     records = _records(gaussian, name="Gaussian") + _records(better, name="Better") + _records(worse, name="Worse")
     records += _records(_runs(rng, [0.0], base=base), name="Single")
     claims = [
-        {"paper": "P", "claim": c, "kind": "per_sigma", "variant": v, "baseline": "Gaussian", "metric": "ACR", "direction": d}
+        {
+            "paper": "P",
+            "claim": c,
+            "kind": "per_sigma",
+            "variant": v,
+            "baseline": "Gaussian",
+            "metric": "ACR",
+            "direction": d,
+        }
         for c, v, d in (("better", "Better", "greater"), ("worse", "Worse", "greater"), ("single", "Single", "greater"))
     ]
     table = claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE)
@@ -268,7 +282,9 @@ def test_replicates_have_their_own_paths_seeds_and_init_and_share_the_certificat
 
 
 def test_run_zero_trains_the_single_run_and_another_run_changes_every_training_seed(tmp_path):
-    base = dict(dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=1, batch_size=128, eval_max=50, device="cpu")
+    base = dict(
+        dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=1, batch_size=128, eval_max=50, device="cpu"
+    )
     assert TrainConfig(**base).run_seed == TrainConfig(**base, replicate=0).run_seed == 0
     assert TrainConfig(**base, replicate=1).run_seed != TrainConfig(**base, replicate=2).run_seed
     paths = {name: tmp_path / f"{name}.pt" for name in ("plain", "zero", "one")}
@@ -277,5 +293,7 @@ def test_run_zero_trains_the_single_run_and_another_run_changes_every_training_s
     train(TrainConfig(**base, replicate=1), paths["one"], progress=False)
     (plain, _), (zero, _), (one, meta) = (load_checkpoint(paths[n]) for n in ("plain", "zero", "one"))
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), zero.state_dict().values(), strict=True))
-    assert not all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), one.state_dict().values(), strict=True))
+    assert not all(
+        torch.equal(a, b) for a, b in zip(plain.state_dict().values(), one.state_dict().values(), strict=True)
+    )
     assert meta["config"]["replicate"] == 1 and meta["config"]["seed"] == 0  # the data split stays seed 0's

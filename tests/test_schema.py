@@ -27,7 +27,19 @@ from ddrs.training.config import C_A_RULES, FEEDS, NOISE_BATCHINGS, SIGMA_MODEL_
 
 SCHEMA_PATH = REPO / SCHEMA
 #: TrainConfig fields the experiment design sets per model (TrainingPlan.train_options), never the config
-PER_RUN_FIELDS = {"dataset", "arch", "method", "train_mode", "sigma", "seed", "device", "data_root", "params", "init", "replicate"}
+PER_RUN_FIELDS = {
+    "dataset",
+    "arch",
+    "method",
+    "train_mode",
+    "sigma",
+    "seed",
+    "device",
+    "data_root",
+    "params",
+    "init",
+    "replicate",
+}
 #: TrainConfig fields set from optimize_sigma: Algorithm 2 runs Algorithm 1 as certification does
 FROM_OPTIMIZE_SIGMA = {"sigma_objective", "sigma_clamp"}
 #: TrainConfig fields that only make sense outside the workflow (the workflow converts σ itself)

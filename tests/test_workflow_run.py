@@ -140,10 +140,18 @@ def test_the_whole_default_dag_and_its_report(run_dir):
     figures = list((workdir / "results" / "figures").glob("*.png"))
     assert len(figures) == 3 * 2 + 4 + 1  # and the variance budget's
     # issue 55: Cohen's three training runs give table1 over runs, its comparisons, the budget and the claims
-    for name in ("replicated_table1", "replicated_comparisons_table1_held_out", "variance_budget_digits", "claims_digits"):
+    for name in (
+        "replicated_table1",
+        "replicated_comparisons_table1_held_out",
+        "variance_budget_digits",
+        "claims_digits",
+    ):
         assert (workdir / "results" / "tables" / f"{name}.csv").exists(), name
     claims = pd.read_csv(workdir / "results" / "tables" / "claims_digits.csv")
-    assert set(claims["runs"]) >= {3} and claims["verdict"].isin(["holds", "contradicted", "not shown", "not testable (1 run)"]).all()
+    assert (
+        set(claims["runs"]) >= {3}
+        and claims["verdict"].isin(["holds", "contradicted", "not shown", "not testable (1 run)"]).all()
+    )
 
     report = snakemake(workdir, "--report", "results/report.html", config=config)
     assert report.returncode == 0, report.stdout[-5000:] + report.stderr[-5000:]

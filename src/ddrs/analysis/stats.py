@@ -107,7 +107,9 @@ def pigeonhole_means(values: np.ndarray, *, n_boot: int, seed: int, dataset: str
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 3 or 0 in values.shape[:2]:
-        raise ValueError(f"the pigeonhole bootstrap needs a non-empty runs × inputs × columns array, got {values.shape}")
+        raise ValueError(
+            f"the pigeonhole bootstrap needs a non-empty runs × inputs × columns array, got {values.shape}"
+        )
     runs, n, _ = values.shape
     drawn_runs = generator(seed, Stream.RUNS, dataset)
     means = np.empty((n_boot, values.shape[2]))

@@ -137,7 +137,11 @@ def replicated_best_table(selection: str, comparisons: bool = False) -> Target:
 def replicated_study(study: Target, baseline: q.Query | None = None) -> Target:
     """A seed paper's per-σ study (or, given its ``baseline``, its comparisons) over every training run."""
     kind = "comparisons_" if baseline else ""
-    params = q.l2_radii if baseline is None else lambda exp, t, dataset: {**q.l2_radii(exp, t), "baseline": baseline(exp, study, dataset)}
+    params = (
+        q.l2_radii
+        if baseline is None
+        else lambda exp, t, dataset: {**q.l2_radii(exp, t), "baseline": baseline(exp, study, dataset)}
+    )
     return Target(
         f"replicated_{kind}{study.name}",
         f"replicated_{kind}{study.pattern}",
@@ -380,7 +384,15 @@ ENTRIES = (
         params=q.budget_params,
         decimals=4,
         bold=False,
-        measured=("value", "var_runs", "var_inputs", "var_monte_carlo", "share_runs", "share_inputs", "share_monte_carlo"),
+        measured=(
+            "value",
+            "var_runs",
+            "var_inputs",
+            "var_monte_carlo",
+            "share_runs",
+            "share_inputs",
+            "share_monte_carlo",
+        ),
     ),
     Target(
         "claims_table",

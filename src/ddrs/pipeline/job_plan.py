@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.core.settings import (
     Algorithm1Settings,
     CertifySettings,
@@ -38,7 +39,6 @@ from ddrs.core.settings import (
     certify_speed,
     settings_from,
 )
-from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run

@@ -348,34 +348,41 @@ def budget_params(exp: Experiment, target: Target, dataset: str) -> dict[str, An
     return {**l2_radii(exp, target), **effects}
 
 
+def _claim(paper: str, claim: str, kind: str, variant: str, baseline: str | None, metric: str, direction: str):
+    """One row of :func:`seed_claims`: a paper's claim as the variant's ``metric`` against the baseline's."""
+    return {"paper": paper, "claim": claim, "kind": kind, "variant": variant, "baseline": baseline,
+            "metric": metric, "direction": direction}  # fmt: skip
+
+
 def seed_claims(exp: Experiment, target: Target) -> list[dict[str, Any]]:
     """The seed papers' claims this config can test (:mod:`ddrs.analysis.claims`), for the methods it trains."""
-    name = display_name
+    name, methods = display_name, set(exp.grid.methods)
+    cohen = name("cohen")
     claims = []
-    if "cohen" in exp.grid.methods:
+    if "cohen" in methods:
         claims += [
-            {"paper": "DDRS", "claim": "σ per input (DS) beats fixed σ (FS) in ACR", "kind": "best",
-             "variant": f"{name('cohen')}-DS", "baseline": name("cohen"), "metric": "ACR_per_log", "direction": "greater"},
-            {"paper": "DDRS", "claim": "training with Algorithm 2 (DS²) beats DS in ACR", "kind": "best",
-             "variant": f"{name('cohen')}-DS²", "baseline": f"{name('cohen')}-DS", "metric": "ACR_per_log", "direction": "greater"},
+            _claim("DDRS", "σ per input (DS) beats fixed σ (FS) in ACR", "best",
+                   f"{cohen}-DS", cohen, "ACR_per_log", "greater"),
+            _claim("DDRS", "training with Algorithm 2 (DS²) beats DS in ACR", "best",
+                   f"{cohen}-DS²", f"{cohen}-DS", "ACR_per_log", "greater"),
         ]  # fmt: skip
-    if {"cohen", "consistency"} <= set(exp.grid.methods):
+    if {"cohen", "consistency"} <= methods:
         claims.append(
-            {"paper": "Jeong & Shin 2020", "claim": "consistency regularization beats Gaussian training in ACR",
-             "kind": "per_sigma", "variant": name("consistency"), "baseline": name("cohen"), "metric": "ACR", "direction": "greater"}
+            _claim("Jeong & Shin 2020", "consistency regularization beats Gaussian training in ACR", "per_sigma",
+                   name("consistency"), cohen, "ACR", "greater")
         )  # fmt: skip
-    if {"cohen", "easy_focus"} <= set(exp.grid.methods):
+    if {"cohen", "easy_focus"} <= methods:
         gaussian = name("cohen@easy_focus")
         claims += [
-            {"paper": "Sun et al. 2024", "claim": "ACR-focused training beats Gaussian training in ACR", "kind": "per_sigma",
-             "variant": name("easy_focus"), "baseline": gaussian, "metric": "ACR", "direction": "greater"},
-            {"paper": "Sun et al. 2024", "claim": "… with clean accuracy not above Gaussian training's", "kind": "per_sigma",
-             "variant": name("easy_focus"), "baseline": gaussian, "metric": "0.00", "direction": "not_greater"},
+            _claim("Sun et al. 2024", "ACR-focused training beats Gaussian training in ACR", "per_sigma",
+                   name("easy_focus"), gaussian, "ACR", "greater"),
+            _claim("Sun et al. 2024", "… with clean accuracy not above Gaussian training's", "per_sigma",
+                   name("easy_focus"), gaussian, "0.00", "not_greater"),
         ]  # fmt: skip
-    if "macer" in exp.grid.methods:
+    if "macer" in methods:
         claims.append(
-            {"paper": "MACER (Zhai et al. 2020)", "claim": "MACER trains: clean accuracy above chance", "kind": "above_chance",
-             "variant": name("macer"), "baseline": None, "metric": "0.00", "direction": "greater"}
+            _claim("MACER (Zhai et al. 2020)", "MACER trains: clean accuracy above chance", "above_chance",
+                   name("macer"), None, "0.00", "greater")
         )  # fmt: skip
     return claims
 
@@ -386,18 +393,28 @@ def claims_records(exp: Experiment, target: Target, dataset: str) -> list[LogRec
     records = []
     if "cohen" in methods:
         table = get_method("cohen").table
-        records += [r for r in exp.records.replicated_table_records(table) if r.dataset == dataset and r.method == "cohen"]
+        records += [
+            r for r in exp.records.replicated_table_records(table) if r.dataset == dataset and r.method == "cohen"
+        ]
     pairs = {"consistency": ("cohen", "consistency"), "easy_focus": ("cohen@easy_focus", "easy_focus")}
     for method, studied in pairs.items():
         if {"cohen", method} <= methods:
             records += exp.records.replicated_study_records(studied, dataset)
     if "macer" in methods:
-        records += exp.records.replicated(lambda r: exp.records.fixed_records(dataset, "macer", r) if r < exp.grid.replicates(dataset, "macer") else [])
+        records += exp.records.replicated(
+            lambda r: (
+                exp.records.fixed_records(dataset, "macer", r) if r < exp.grid.replicates(dataset, "macer") else []
+            )
+        )
     return list({str(r.log): r for r in records}.values())
 
 
 def claims_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    return {**l2_radii(exp, target), "claims": seed_claims(exp, target), "classes": {dataset: get_info(dataset).num_classes}}
+    return {
+        **l2_radii(exp, target),
+        "claims": seed_claims(exp, target),
+        "classes": {dataset: get_info(dataset).num_classes},
+    }
 
 
 # --- captions --------------------------------------------------------------------------------------
@@ -435,7 +452,8 @@ def replicated_caption_of(selection: str) -> Callable[[Experiment, list[LogRecor
         counts = "; ".join(f"{method} on {dataset}: {n} run{'s' * (n > 1)}" for (dataset, method), n in runs.items())
         return (
             f"Mean over training runs, {100 * (1 - exp.statistics.alpha):g}% pigeonhole-bootstrap intervals over runs "
-            f"and test inputs; run-level paired t-tests, Holm-adjusted. Runs per method: {counts}. {selection_caption(selection)}"
+            f"and test inputs; run-level paired t-tests, Holm-adjusted. Runs per method: {counts}. "
+            f"{selection_caption(selection)}"
         )
 
     return caption

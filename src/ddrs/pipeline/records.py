@@ -186,7 +186,8 @@ class Records:
             replace(own[record.sigma0], variant=display_name(variant))
             if record.sigma0 in own
             and self.training.trains_alike(
-                Run(dataset, variant, "fs", record.sigma0, replicate), Run(dataset, method, "fs", record.sigma0, replicate)
+                Run(dataset, variant, "fs", record.sigma0, replicate),
+                Run(dataset, method, "fs", record.sigma0, replicate),
             )
             else record
             for record in self.fixed_records(dataset, variant, replicate)
