@@ -64,11 +64,42 @@ from ddrs.analysis.evidence import (
     selection_masks,
 )
 from ddrs.analysis.loading import grouped, labelled_frames, load_records
+from ddrs.analysis.records import LogRecord
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
 from ddrs.analysis.tables import LogRecords, Radii, envelope, radii_for, row_modes
 
 #: (train, certify) modes of a best-table row → the modes of its baselines, in order.
 BASELINES = {("fs", "ds"): (("fs", "fs"),), ("ds", "ds"): (("fs", "ds"), ("fs", "fs"))}
+
+
+def _modes(modes: dict) -> tuple[str, str]:
+    return modes["train"].lower(), modes["certify"].lower()
+
+
+def best_table_pairs(rows: dict[tuple[str, str], tuple[LogRecord, dict]]) -> list[tuple[tuple, tuple]]:
+    """The ``(variant, baseline)`` row keys a best table compares (:data:`BASELINES`), from its rows'
+    ``(dataset, name) → (record, {"train", "certify"})``: within one dataset and method, Method-DS
+    against Method, Method-DS² against Method-DS and against Method."""
+    pairs = []
+    for key, (record, modes) in rows.items():
+        for wanted in BASELINES.get(_modes(modes), ()):
+            pairs += [
+                (key, key_b)
+                for key_b, (record_b, modes_b) in rows.items()
+                if key_b[0] == key[0] and record_b.method == record.method and _modes(modes_b) == wanted
+            ]
+    return pairs
+
+
+def study_baseline(dataset: str, sigma0: float, members: list[LogRecord], baseline: str) -> int:
+    """The position of a per-σ study block's ``baseline`` row among ``members``: the row named
+    ``baseline`` (``"Gaussian"``, an ablation variant's name), or the un-renamed row of that method
+    (``cohen``). A block without exactly one is refused, naming its rows."""
+    is_base = [r.name == baseline or (r.variant is None and r.method == baseline) for r in members]
+    if sum(is_base) != 1:
+        names = [r.name for r in members]
+        raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {names}")
+    return is_base.index(True)
 
 
 def radius_comparison(variant: Evidence, baseline: Evidence) -> tuple[dict, np.ndarray]:
@@ -138,14 +169,10 @@ def comparisons_table(
     groups = grouped(load_records(records), lambda r: (r.dataset, r.name))
     rows = {key: (candidates[0][0], row_modes(candidates, key[1])) for key, candidates in groups.items()}
     evidence = {key: envelope(candidates, radii, selection, inference.seed) for key, candidates in groups.items()}
-    pairs = []
-    for (dataset, name), (record, modes) in rows.items():
-        for modes_b in BASELINES.get((modes["train"].lower(), modes["certify"].lower()), ()):
-            for (dataset_b, name_b), (record_b, found) in rows.items():
-                same = dataset_b == dataset and record_b.method == record.method
-                if same and (found["train"].lower(), found["certify"].lower()) == modes_b:
-                    keys = {"dataset": dataset, "variant": name, "baseline": name_b}
-                    pairs.append((keys, evidence[(dataset, name)], evidence[(dataset_b, name_b)]))
+    pairs = [
+        ({"dataset": key[0], "variant": key[1], "baseline": key_b[1]}, evidence[key], evidence[key_b])
+        for key, key_b in best_table_pairs(rows)
+    ]
     return _table(pairs, ["dataset", "variant", "baseline"], inference)
 
 
@@ -161,14 +188,11 @@ def study_comparisons_table(
         blocks.setdefault((record.dataset, record.sigma0), []).append((record, log))
     pairs = []
     for (dataset, sigma0), members in sorted(blocks.items(), key=lambda item: item[0][1]):
-        is_base = [r.name == baseline or (r.variant is None and r.method == baseline) for r, _ in members]
-        if sum(is_base) != 1:
-            names = [r.name for r, _ in members]
-            raise ValueError(f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {names}")
-        base_record, base_log = members[is_base.index(True)]
+        base_at = study_baseline(dataset, sigma0, [record for record, _ in members], baseline)
+        base_record, base_log = members[base_at]
         base = envelope([(base_record, base_log)], radii, "test", inference.seed, single=True)
-        for (record, log), skip in zip(members, is_base, strict=True):
-            if not skip:
+        for at, (record, log) in enumerate(members):
+            if at != base_at:
                 keys = {"dataset": dataset, "sigma0": sigma0, "variant": record.name, "baseline": base_record.name}
                 pairs.append((keys, envelope([(record, log)], radii, "test", inference.seed, single=True), base))
     leading = ["dataset", "sigma0", "variant", "baseline"]

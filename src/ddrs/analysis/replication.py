@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR, interval_columns, ordered, radius_column
-from ddrs.analysis.comparisons import BASELINES
+from ddrs.analysis.comparisons import best_table_pairs, study_baseline
 from ddrs.analysis.evidence import UNTESTED, Evidence
 from ddrs.analysis.loading import grouped, load_records
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, holm, percentile_interval, pigeonhole_means
@@ -234,13 +234,10 @@ def replicated_comparisons_table(
     """The comparisons of :func:`replicated_best_table` (same arguments), paired over training runs:
     Method-DS vs Method, Method-DS² vs Method-DS and vs Method."""
     rows = _best_rows(records, radii, selection, inference)
-    pairs = []
-    for (dataset, name), (record, modes, evidence) in rows.items():
-        for modes_b in BASELINES.get((modes["train"].lower(), modes["certify"].lower()), ()):
-            for (dataset_b, name_b), (record_b, found, evidence_b) in rows.items():
-                same = dataset_b == dataset and record_b.method == record.method
-                if same and (found["train"].lower(), found["certify"].lower()) == modes_b:
-                    pairs.append(({"dataset": dataset, "variant": name, "baseline": name_b}, evidence, evidence_b))
+    pairs = [
+        ({"dataset": key[0], "variant": key[1], "baseline": key_b[1]}, rows[key][2], rows[key_b][2])
+        for key, key_b in best_table_pairs({key: (record, modes) for key, (record, modes, _) in rows.items()})
+    ]
     return _comparisons(pairs, ["dataset", "variant", "baseline"], inference)
 
 
@@ -256,16 +253,9 @@ def replicated_study_comparisons_table(
     pairs = []
     for dataset, sigma0 in dict.fromkeys((d, s) for d, s, _ in rows):
         members = [key for key in rows if key[:2] == (dataset, sigma0)]
-        is_base = [
-            key[2] == baseline or (loaded[key].variant is None and loaded[key].method == baseline) for key in members
-        ]
-        if sum(is_base) != 1:
-            raise ValueError(
-                f"{dataset} σ₀={sigma0:g}: need exactly one baseline {baseline!r} row among {[k[2] for k in members]}"
-            )
-        base = members[is_base.index(True)]
-        for key, skip in zip(members, is_base, strict=True):
-            if not skip:
+        base = members[study_baseline(dataset, sigma0, [loaded[key] for key in members], baseline)]
+        for key in members:
+            if key != base:
                 keys = {"dataset": dataset, "sigma0": sigma0, "variant": key[2], "baseline": base[2]}
                 pairs.append((keys, rows[key], rows[base]))
     return _comparisons(pairs, ["dataset", "sigma0", "variant", "baseline"], inference)
