@@ -16,24 +16,32 @@ SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 _OVERLAYS = itertools.count()
 
 
+#: the finished trees of config/digits.yaml, by ``certify.mode``: (workdir, config path)
+_TREES: dict[str, tuple] = {}
+
+
+def finished_digits(tmp_path_factory, mode: str) -> tuple:
+    """A finished tree of config/digits.yaml under ``certify.mode`` ``mode``, made once per module."""
+    if mode not in _TREES:
+        workdir = tmp_path_factory.mktemp(f"finished_{mode}")
+        config = load_config()
+        config["certify"]["mode"] = mode
+        path = write_config(workdir, config)
+        finished_tree(workdir, path)
+        _TREES[mode] = workdir, path
+    return _TREES[mode]
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    """A finished tree of config/digits.yaml, and that config."""
-    workdir = tmp_path_factory.mktemp("finished")
-    config = write_config(workdir, load_config())
-    finished_tree(workdir, config)
-    return workdir, config
+    """A finished tree of config/digits.yaml (``certify.mode: fixed``, its own), and that config."""
+    return finished_digits(tmp_path_factory, "fixed")
 
 
 @pytest.fixture(scope="module", params=["fixed", "sequential"])
 def mode_tree(request, tmp_path_factory):
     """A finished tree of config/digits.yaml under each ``certify.mode``, that config and the mode."""
-    workdir = tmp_path_factory.mktemp(f"finished_{request.param}")
-    config = load_config()
-    config["certify"]["mode"] = request.param
-    path = write_config(workdir, config)
-    finished_tree(workdir, path)
-    return workdir, path, request.param
+    return *finished_digits(tmp_path_factory, request.param), request.param
 
 
 def rerun(tree, overlay: dict, *args: str):
@@ -181,7 +189,8 @@ def test_under_sequential_mode_the_stopping_rule_and_the_radii_recertify(mode_tr
     )
     jobs = scheduled(workdir, config, write_config(workdir, overlay, name=f"overlay{next(_OVERLAYS)}.yaml"))
     found = {kind_of_rule(rule) for rule, _ in sources(jobs)}
-    certifies = {"fixed", "data_dependent", "grid_search"}  # digits.yaml: no sequential comparison
+    # digits.yaml: no sequential comparison; its Monte Carlo re-certifications certify as the mode says
+    certifies = {"fixed", "data_dependent", "grid_search", "monte_carlo"}
     assert found - {"tables"} == (certifies if mode == "sequential" else set())
     assert found <= kinds_of(leaf, mode)
 
