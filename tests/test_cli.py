@@ -32,7 +32,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser(command_modules())._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job", "provenance",
+        "gradient-norms", "logs", "job", "provenance", "show",
     }  # fmt: skip
 
 
@@ -100,7 +100,7 @@ def test_certify_has_no_scale_flag(capsys):
     assert "--scale" not in every_help()["ddrs certify"]
 
 
-@pytest.mark.parametrize("command", ["table", "memory", "plot"])
+@pytest.mark.parametrize("command", ["table", "memory", "plot", "show"])
 def test_analysis_commands_start_without_torch(command):
     done = run_ddrs(command, "--help", after="print('torch imported:', 'torch' in sys.modules)")
     assert done.returncode == 0, done.stderr
