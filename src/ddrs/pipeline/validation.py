@@ -1,5 +1,6 @@
-"""The config's checks before any job runs (``Snakefile``, ``rules/common.smk``), each problem named
-on one line by its config path.
+"""The config's checks before any job runs (``rules/config.smk``, ``rules/common.smk``), each problem
+named on one line by its config path, after the config file that set the key
+(:class:`ConfigSources`; :class:`ConfigError` carries the key of a refusal raised in code).
 
 :func:`schema_problems` reads the JSON schema (``config/schema/config.schema.yaml`` with its
 generated registry part, :mod:`ddrs.pipeline.schema`) before Snakemake's ``validate`` fills its
@@ -12,6 +13,9 @@ would otherwise surface only inside a job, after others have run, or never:
   grid, a configured dataset): a typo there is silently ignored (:func:`check_references`);
 - values a job's own settings refuse together (a σ floor above a σ₀): the training and Algorithm 1
   settings of every run are built here, so their checks name the run before any job.
+
+:func:`configfile_problem` catches a target given after ``--configfile`` where Snakemake read it as
+a config file.
 """
 
 from __future__ import annotations
