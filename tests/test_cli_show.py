@@ -38,7 +38,9 @@ def cells(line: str) -> list[str]:
 
 def test_show_prints_the_path_then_the_chosen_radii_with_their_intervals(table1, capsys):
     assert main(["show", str(table1), "--radii", "0", "1"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr()
+    assert printed.err == ""  # no work line: the table's last row ends what `make table1` prints
+    lines = printed.out.splitlines()
     renderings = f"{table1.with_suffix('.md')} and {table1.with_suffix('.tex')}"
     assert lines[0] == f"{table1} (mnist5k); with its caption in {renderings}"
     assert cells(lines[2]) == ["variant", "train", "certify", "0.00", "1.00", "ACR_per_log", "ACR_per_input_best"]

@@ -75,3 +75,14 @@ def test_a_target_read_as_a_config_file_is_named_with_both_fixes(tmp_path, monke
     # a results folder around the working directory holds the config files too: no output guess
     assert configfile_problem(["config.yaml", "c.json"], ".") is None
     assert configfile_problem(["config.yaml"], "") is None
+
+
+def test_a_reference_to_a_name_the_config_does_not_define_gets_the_closest_one():
+    config = load_config()
+    config["grid_search"]["datasets"] = ["digts"]
+    with pytest.raises(ConfigError) as refused:
+        check_references(config)
+    assert refused.value.key == ("grid_search", "datasets")
+    assert str(refused.value).startswith(
+        "grid_search.datasets: ['digts'] not among the config's ['digits'] (did you mean digits?)"
+    )

@@ -5,7 +5,9 @@ Each sub-command lives in its own module of this package (module ``prepare_data`
 ``run`` as its handler (``parser.set_defaults(run=...)``). Only the named command's module is
 imported, and modules import their heavy dependencies (torch) inside ``run``, so a command starts
 in the time its own imports take. A command whose work runs in numpy sets ``compute="numpy"``;
-``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own.
+``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own. Each command
+ends with its work line on stderr (:func:`~ddrs.jobs.work_time.report_work`), but one whose output
+is for a reader to the last line (``ddrs show``) sets ``work_line=False``.
 The commands only the workflow runs (:data:`INTERNAL`) run when named but are not listed by
 ``ddrs --help``. Help prints as plain text: the module docstrings that describe the commands keep
 their Sphinx markup, which :class:`PlainTextParser` drops.
@@ -106,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as error:
         print(f"ddrs {args.command}: error: {error}", file=sys.stderr)
         return 2
-    report_work(f"ddrs {args.command}", started)
+    if getattr(args, "work_line", True):
+        report_work(f"ddrs {args.command}", started)
     return 0
 
 

@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
         "--radii", nargs="+", type=float, default=None, metavar="R", help="radius columns to show (default: all)"
     )
     parser.add_argument("--decimals", type=int, default=1, help="decimals of the percentages")
-    parser.set_defaults(run=run, compute="numpy")
+    parser.set_defaults(run=run, compute="numpy", work_line=False)  # the table is the last line
 
 
 def run(args: argparse.Namespace) -> None:

@@ -252,9 +252,11 @@ def _require_in(given, allowed: list, key: tuple[str, ...]) -> None:
     (a list, or a mapping's keys) is one of ``allowed``."""
     unknown = [item for item in given if item not in allowed]
     if unknown:
-        where = ".".join(key)
+        close = [match for item in unknown for match in get_close_matches(str(item), map(str, allowed), n=1)]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(
-            key, f"{where}: {unknown} not among the config's {allowed}; a value elsewhere would be ignored"
+            key,
+            f"{'.'.join(key)}: {unknown} not among the config's {allowed}{hint}; a value elsewhere would be ignored",
         )
 
 
