@@ -26,9 +26,11 @@ $(BIN)/ddrs: pyproject.toml
 
 setup: $(BIN)/ddrs
 
-# --rerun-incomplete: the jobs a kill interrupted start again and resume from their partial files
+# --rerun-incomplete: the jobs a kill interrupted start again and resume from their partial files;
+# then the table's path and the table as the README shows it (five of its eleven radii)
 table1: setup
 	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete results/tables/table1.csv
+	$(BIN)/ddrs show results/tables/table1.csv --radii 0 0.5 1 1.5 2
 
 # The README's figure: the embedded default's Cohen curves (beside table1), copied into docs/figures/
 readme-figure: setup

@@ -4,7 +4,6 @@ import json
 import re
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment, Run
@@ -18,6 +17,7 @@ from ddrs.pipeline.missing_inputs import (
     missing_logs_message,
 )
 from ddrs.pipeline.validation import (
+    ConfigError,
     check_algorithm1_options,
     check_training_options,
     methods_left_out,
@@ -28,13 +28,16 @@ from ddrs.pipeline.resources import job_minutes
 from ddrs.pipeline.target import REPORTED
 
 # What the schema cannot say (ddrs.pipeline.validation), before any job runs: a config the
-# library refuses is named in its one message, without the library's traceback.
+# library refuses is named in its one message, after the file that set its key (every config
+# file, where the message names a run, not a key), without the library's traceback.
 try:
     EXP = Experiment(config)
     check_training_options(EXP)
     check_algorithm1_options(EXP)
+except ConfigError as error:
+    stop(SOURCES.named(error.key, str(error)))
 except ValueError as error:
-    raise WorkflowError(str(error)) from None
+    stop(SOURCES.named((), str(error)))
 PLAN = JobPlan(EXP.grid)
 for line in methods_left_out(EXP.grid):
     logger.warning(line)
@@ -51,7 +54,7 @@ MISSING = (
     or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
 )
 if MISSING:
-    raise WorkflowError(MISSING)
+    stop(MISSING)
 LAYOUT = EXP.layout
 RESULTS = config["results"]
 # A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.

@@ -1,7 +1,9 @@
 """The `ddrs` entry point: sub-command discovery, start-up without torch, and the options every command shares."""
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ddrs.cli import THREAD_VARIABLES, build_parser, command_modules, main
+from ddrs.cli import INTERNAL, THREAD_VARIABLES, build_parser, command_modules, main, plain_text
 from ddrs.data import load_labels
 from ddrs.jobs.work_time import WORK_LINE, work_seconds
 
@@ -27,10 +29,10 @@ def run_ddrs(*argv: str, after: str = "", env: dict | None = None) -> subprocess
 
 
 def test_every_pipeline_step_is_a_command():
-    commands = build_parser()._subparsers._group_actions[0].choices
+    commands = build_parser(command_modules())._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job", "provenance",
+        "gradient-norms", "logs", "job", "provenance", "show",
     }  # fmt: skip
 
 
@@ -40,7 +42,65 @@ def test_command_names_are_module_names():
         assert set(build_parser([name])._subparsers._group_actions[0].choices) == {name}
 
 
-@pytest.mark.parametrize("command", ["table", "memory", "plot"])
+def test_help_lists_the_users_commands_and_the_internal_ones_still_run(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    listing = capsys.readouterr().out
+    for command in ("certify", "train", "table", "plot", "optimize-sigma", "memory", "logs", "provenance"):
+        assert f"\n    {command} " in listing, listing
+    assert INTERNAL == {"batch", "job"}
+    for command in INTERNAL:
+        assert f" {command} " not in listing and f"'{command}'" not in listing, listing
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
+    assert "'certify'" in (error := capsys.readouterr().err) and "'job'" not in error, error
+    for command in INTERNAL:  # named, each runs as before
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        assert exit_.value.code == 0 and f"usage: ddrs {command}" in capsys.readouterr().out
+
+
+#: what Sphinx markup looks like in printed text: ``code`` and :role:`target`
+SPHINX_MARKUP = re.compile(r"``|:[a-z]+(?::[a-z]+)?:`")
+
+
+def every_help() -> dict[str, str]:
+    """``ddrs --help`` and each command's, sub-commands (``ddrs logs fetch``) included, by command line."""
+    helps = {}
+
+    def walk(parser, words):
+        helps[" ".join(words)] = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, subparser in action.choices.items():
+                    walk(subparser, [*words, name])
+
+    walk(build_parser(command_modules()), ["ddrs"])
+    return helps
+
+
+def test_help_texts_are_plain_text():
+    helps = every_help()
+    assert {"ddrs", "ddrs certify", "ddrs job", "ddrs logs fetch"} <= set(helps)
+    marked = {words: SPHINX_MARKUP.findall(text) for words, text in helps.items() if SPHINX_MARKUP.search(text)}
+    assert not marked, marked
+    # the docstrings behind them keep their markup, printed plain
+    assert "(ddrs.pipeline.job_plan), files on the command line" in " ".join(helps["ddrs job"].split())
+    assert plain_text(":class:`~ddrs.core.settings.CertifySettings` and ``--out``") == "CertifySettings and --out"
+
+
+def test_certify_has_no_scale_flag(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(
+            ["certify", "--checkpoint", "m.pt", "--dataset", "digits", "--out", "a.tsv", "--sigma", "1", "--scale", "1"]
+        )
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --scale 1" in capsys.readouterr().err
+    assert "--scale" not in every_help()["ddrs certify"]
+
+
+@pytest.mark.parametrize("command", ["table", "memory", "plot", "show"])
 def test_analysis_commands_start_without_torch(command):
     done = run_ddrs(command, "--help", after="print('torch imported:', 'torch' in sys.modules)")
     assert done.returncode == 0, done.stderr

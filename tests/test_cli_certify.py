@@ -302,13 +302,3 @@ def test_bad_sequential_flags_exit_2(digits_checkpoint, tmp_path, capsys):
     args = certify_args(digits_checkpoint, tmp_path / "log.tsv", "--sigma", "0.25", "--mode", "sequential")
     assert main([*args, "--growth", "1"]) == 2
     assert "growth must be > 1" in capsys.readouterr().err
-
-
-def test_the_former_flag_scale_still_certifies_and_says_it_is_deprecated(digits_checkpoint, tmp_path, capsys):
-    by_sigma, by_scale = tmp_path / "sigma.tsv", tmp_path / "scale.tsv"
-    assert main(certify_args(digits_checkpoint, by_sigma, "--sigma", "0.25", "--device", "cpu")) == 0
-    assert "deprecated" not in capsys.readouterr().err
-    assert main(certify_args(digits_checkpoint, by_scale, "--scale", "0.25", "--device", "cpu")) == 0
-    assert "--scale is deprecated, use --sigma" in capsys.readouterr().err
-    columns = ["idx", "label", "predict", "radius", "correct", "scale", "p_a_lower"]
-    assert read_log(by_scale)[columns].equals(read_log(by_sigma)[columns])

@@ -245,12 +245,49 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
 
 
 def refusal(result) -> list[str]:
-    """The lines of a refused dry run's message, without Snakemake's frame around it (the line naming the
-    rule file before it and the one after it)."""
+    """The lines of a refused dry run's message, which is all it prints: no line naming a workflow file
+    and line, no frame."""
     assert result.returncode != 0
     lines = (result.stdout + result.stderr).splitlines()
-    assert lines[0].startswith("WorkflowError in file") and lines[-1].startswith("  File "), lines
-    return lines[1:-1]
+    assert not any(line.startswith(("WorkflowError", "  File ")) or "Snakefile" in line for line in lines), lines
+    return lines
+
+
+def test_a_config_error_names_the_file_that_set_the_key_in_a_few_lines(tmp_path):
+    """An overlay's typo in a list of names: the overlay's file, the key, the closest name; nothing of
+    the Snakefile."""
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("methods: [cohn, smoothadv]\n")
+    base = write_config(tmp_path, load_config())
+    lines = refusal(snakemake(tmp_path, "-n", "--configfile", str(base), str(overlay)))
+    assert len(lines) <= 5, lines
+    (line,) = lines
+    assert line.startswith("overlay.yaml: config key methods[0]: 'cohn' is not one of: cohen, "), line
+    assert line.endswith("(did you mean cohen?)"), line
+
+
+def test_more_selection_than_estimation_draws_is_refused_naming_both_keys_and_the_file(tmp_path):
+    overlay = tmp_path / "draws.yaml"
+    overlay.write_text("certify: {n0: 5000, n: 1000}\n")
+    base = write_config(tmp_path, load_config())
+    (line,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(base), str(overlay)))
+    assert line.startswith("draws.yaml: certify.n0 = 5000 is more than certify.n = 1000"), line
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("target", ["results/data/digits.json", "notes.txt"], ids=["workflow-output", "not-yaml"])
+def test_a_target_after_configfile_is_named_with_the_fix(tmp_path, target):
+    """``--configfile`` takes every word after it: a target there that Snakemake can read as a mapping
+    reaches the Snakefile, which names it and both fixes (the second is checked to run)."""
+    (tmp_path / target).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / target).write_text('{"n": 1}\n')
+    config = write_config(tmp_path, load_config())
+    (line,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(config), target))
+    assert line.startswith(f"--configfile {target}: "), line
+    assert f"(snakemake {target} --configfile config.yaml)" in line
+    assert f"(snakemake --configfile config.yaml -- {target})" in line
+    fixed = snakemake(tmp_path, "-n", "--configfile", str(config), "--", "results/tables/table1.csv")
+    assert fixed.returncode == 0 and job_counts(fixed.stdout)["best_table"] == 1, fixed.stdout + fixed.stderr
 
 
 def test_a_method_no_dataset_gives_a_sigma_grid_for_stops_the_dag_naming_the_key(tmp_path):
@@ -259,7 +296,7 @@ def test_a_method_no_dataset_gives_a_sigma_grid_for_stops_the_dag_naming_the_key
     del config["datasets"]["digits"]["uniform_sigmas"]
     (line,) = refusal(snakemake(tmp_path, "-n", config=write_config(tmp_path, config)))
     assert line == (
-        "methods: uniform runs on no dataset, since none gives uniform_sigmas; add "
+        "config.yaml: methods: uniform runs on no dataset, since none gives uniform_sigmas; add "
         "datasets.<dataset>.uniform_sigmas (e.g. [0.25, 0.5, 1.0]) or leave uniform out of methods"
     )
 

@@ -175,6 +175,23 @@ def _escape_latex(text: str) -> str:
     return text
 
 
+def view(frame: pd.DataFrame, radii: Sequence[float] | None = None) -> tuple[pd.DataFrame, str | None]:
+    """``frame`` as a terminal shows it (``ddrs show``): the radius columns of ``radii`` alone, with
+    their intervals (every one when None), and no dataset column when every row is of one dataset.
+    Returns that frame and the one dataset (None where there is no such column or several)."""
+    radius_columns = [column for column in metric_columns(frame) if column not in ACR_COLUMNS]
+    if radii is not None:
+        missing = [r for r in radii if not any(abs(float(column) - r) < 1e-9 for column in radius_columns)]
+        if missing:
+            raise ValueError(f"no column for radius {missing}; the table's radii: {', '.join(radius_columns)}")
+        hidden = [column for column in radius_columns if not any(abs(float(column) - r) < 1e-9 for r in radii)]
+        frame = frame.drop(columns=[f"{c}{suffix}" for c in hidden for suffix in ("", *ANNOTATIONS)], errors="ignore")
+    datasets = frame["dataset"].unique() if "dataset" in frame.columns else []
+    if len(datasets) != 1:
+        return frame, None
+    return frame.drop(columns="dataset"), str(datasets[0])
+
+
 def write_table(
     frame: pd.DataFrame,
     csv_path: str | os.PathLike,

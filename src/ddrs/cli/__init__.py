@@ -5,7 +5,12 @@ Each sub-command lives in its own module of this package (module ``prepare_data`
 ``run`` as its handler (``parser.set_defaults(run=...)``). Only the named command's module is
 imported, and modules import their heavy dependencies (torch) inside ``run``, so a command starts
 in the time its own imports take. A command whose work runs in numpy sets ``compute="numpy"``;
-``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own.
+``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own. Each command
+ends with its work line on stderr (:func:`~ddrs.jobs.work_time.report_work`), but one whose output
+is for a reader to the last line (``ddrs show``) sets ``work_line=False``.
+The commands only the workflow runs (:data:`INTERNAL`) run when named but are not listed by
+``ddrs --help``. Help prints as plain text: the module docstrings that describe the commands keep
+their Sphinx markup, which :class:`PlainTextParser` drops.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -28,6 +34,30 @@ USER_ERRORS = (DDRSError, ValueError, FileNotFoundError, FloatingPointError)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+#: the commands only the workflow runs (its jobs' documents, chains in one process)
+INTERNAL = frozenset({"batch", "job"})
+
+#: Sphinx markup in a docstring: ``code`` and :role:`target` (``~`` keeps the target's last name)
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+
+
+def plain_text(text: str | None) -> str | None:
+    """``text`` without its Sphinx markup: ``x`` and :role:`x` print as x, :role:`~a.b.x` as x."""
+    if text is None:
+        return None
+    text = _LITERAL.sub(r"\1", text)
+    return _ROLE.sub(lambda role: role[2].rsplit(".", 1)[-1] if role[1] else role[2], text)
+
+
+class PlainTextParser(argparse.ArgumentParser):
+    """An argument parser whose description and epilog print as plain text (:func:`plain_text`); its
+    sub-command parsers are of its class too."""
+
+    def __init__(self, *, description: str | None = None, epilog: str | None = None, **kwargs) -> None:
+        super().__init__(description=plain_text(description), epilog=plain_text(epilog), **kwargs)
+
+
 def command_modules() -> dict[str, str]:
     """Sub-command name → module name, found without importing any sub-command."""
     return {
@@ -37,10 +67,15 @@ def command_modules() -> dict[str, str]:
     }
 
 
+def public_commands() -> list[str]:
+    """The commands ``ddrs --help`` lists: all but the :data:`INTERNAL` ones."""
+    return sorted(set(command_modules()) - INTERNAL)
+
+
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
-    """The ``ddrs`` parser with the given sub-commands (default: all of them, importing every module)."""
+    """The ``ddrs`` parser with the given sub-commands (default: the public ones, importing their modules)."""
     modules = command_modules()
-    parser = argparse.ArgumentParser(prog="ddrs", description=__doc__.splitlines()[0])
+    parser = PlainTextParser(prog="ddrs", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--threads",
         type=int,
@@ -48,7 +83,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
         "libraries' choice); the workflow passes its job's",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in sorted(modules if commands is None else commands):
+    for name in public_commands() if commands is None else sorted(commands):
         importlib.import_module(modules[name]).add_parser(subparsers)
     return parser
 
@@ -57,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     modules = command_modules()
     # the first argument naming a command is the command (--threads takes an int); no command
-    # (e.g. `ddrs --help`) needs the full parser
+    # (e.g. `ddrs --help`) needs the parser of the public ones
     named = next((arg for arg in argv if arg in modules), None)
     parser = build_parser(None if named is None else [named])
     args = parser.parse_args(argv)
@@ -73,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as error:
         print(f"ddrs {args.command}: error: {error}", file=sys.stderr)
         return 2
-    report_work(f"ddrs {args.command}", started)
+    if getattr(args, "work_line", True):
+        report_work(f"ddrs {args.command}", started)
     return 0
 
 

@@ -11,7 +11,6 @@ so a job killed after them rewrites them without recomputing.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ddrs.cli import _test_inputs
 from ddrs.core.settings import (
@@ -40,25 +39,10 @@ def _batch(value: str) -> int | None:
 COMMAND_HELP = "certify test inputs with a fixed smoothing scale or per-input scales (certification log)"
 
 
-class _SigmaFlag(argparse.Action):
-    """``--sigma``, which also answers to its former name ``--scale`` with a deprecation message."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if option_string == "--scale":
-            print("ddrs certify: --scale is deprecated, use --sigma (the same value)", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
 def add_parser(subparsers) -> None:
     parser = _test_inputs.add_parser(subparsers, "certify", COMMAND_HELP, __doc__, verb="certified")
     scale = parser.add_mutually_exclusive_group(required=True)
-    scale.add_argument(
-        "--sigma",
-        "--scale",
-        type=float,
-        action=_SigmaFlag,
-        help="one σ for every input (λ for uniform noise; --scale: its former name, deprecated)",
-    )
+    scale.add_argument("--sigma", type=float, help="one σ for every input (λ for uniform noise)")
     scale.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one scale per input")
     parser.add_argument(
         "--k",

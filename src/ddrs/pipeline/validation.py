@@ -1,5 +1,6 @@
-"""The config's checks before any job runs (``Snakefile``, ``rules/common.smk``), each problem named
-on one line by its config path.
+"""The config's checks before any job runs (``rules/config.smk``, ``rules/common.smk``), each problem
+named on one line by its config path, after the config file that set the key
+(:class:`ConfigSources`; :class:`ConfigError` carries the key of a refusal raised in code).
 
 :func:`schema_problems` reads the JSON schema (``config/schema/config.schema.yaml`` with its
 generated registry part, :mod:`ddrs.pipeline.schema`) before Snakemake's ``validate`` fills its
@@ -12,16 +13,22 @@ would otherwise surface only inside a job, after others have run, or never:
   grid, a configured dataset): a typo there is silently ignored (:func:`check_references`);
 - values a job's own settings refuse together (a σ floor above a σ₀): the training and Algorithm 1
   settings of every run are built here, so their checks name the run before any job.
+
+:func:`configfile_problem` catches a target given after ``--configfile`` where Snakemake read it as
+a config file.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -47,6 +54,57 @@ def _quoted(value: Any) -> str:
 _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}
 
 
+class ConfigError(ValueError):
+    """A config the library refuses, raised with the config path of the key at fault (``("certify",
+    "n0")``), so that the message can name the file that set it (:meth:`ConfigSources.named`)."""
+
+    def __init__(self, key: Sequence[str], message: str) -> None:
+        super().__init__(message)
+        self.key = tuple(key)
+
+
+@dataclass(frozen=True)
+class ConfigSources:
+    """What set the config's keys, in Snakemake's merge order: the config files (the embedded
+    default, or every ``--configfile``, each merged recursively over the ones before it), then the
+    command line's ``--config`` values. ``layers`` is (name, mapping) per source."""
+
+    layers: tuple[tuple[str, Mapping[str, Any]], ...]
+
+    @classmethod
+    def read(cls, configfiles: Sequence[str | Path], overrides: Mapping[str, Any] | None = None) -> ConfigSources:
+        """The sources of a run given ``configfiles`` (already read once by Snakemake) and ``--config``'s values."""
+        layers = [(_shown(Path(path)), yaml.safe_load(Path(path).read_text()) or {}) for path in configfiles]
+        return cls(tuple(layers + ([("--config", dict(overrides))] if overrides else [])))
+
+    def holding(self, key: Sequence[str | int]) -> str:
+        """The source whose value of ``key`` the config holds (the last that sets it; a list comes whole
+        from one source), or every source's name for the config itself or a key none sets."""
+        keys = list(itertools.takewhile(lambda part: isinstance(part, str), key))
+        setting = [name for name, mapping in self.layers if keys and _sets(mapping, keys)]
+        return setting[-1] if setting else ", ".join(name for name, _ in self.layers)
+
+    def named(self, key: Sequence[str | int], line: str) -> str:
+        """``line`` after the name of the source that set ``key``."""
+        return f"{self.holding(key)}: {line}"
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the user gave it: relative to the working directory when it lies under it
+    (Snakemake makes every config file's path absolute)."""
+    return str(path.relative_to(Path.cwd()) if path.is_absolute() and path.is_relative_to(Path.cwd()) else path)
+
+
+def _sets(mapping: Mapping[str, Any], keys: Sequence[str]) -> bool:
+    """Whether ``mapping`` (one config file) gives a value at the nested ``keys``."""
+    value: Any = mapping
+    for part in keys:
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
 def _config_path(parts) -> str:
     """A config path as a user writes it: keys joined by dots, list positions in brackets
     (``datasets.digits.sigmas[0]``)."""
@@ -65,15 +123,17 @@ def _allowed_keys(schema: Mapping[str, Any], resolver) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _unknown_keys(error: ValidationError, path: str, resolver) -> list[str]:
-    """One line per key the schema does not know, with the closest allowed key and every allowed one."""
+def _unknown_keys(error: ValidationError, path: str, resolver) -> list[tuple[tuple, str]]:
+    """One line per key the schema does not know, with the closest allowed key and every allowed one,
+    each after the key's config path."""
     allowed = _allowed_keys(error.schema, resolver)
     where, prefix = path or "the config", f"{path}." if path else ""
     lines = []
     for key in (key for key in error.instance if key not in allowed):
         close = get_close_matches(str(key), allowed, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        lines.append(f"config key {prefix}{key}: unknown key{hint}; {where} allows: {', '.join(allowed) or 'none'}")
+        line = f"config key {prefix}{key}: unknown key{hint}; {where} allows: {', '.join(allowed) or 'none'}"
+        lines.append(((*error.absolute_path, key), line))
     return lines
 
 
@@ -91,34 +151,46 @@ def _in_words(error: ValidationError, path: str) -> str | None:
     return None
 
 
-def _problem(error: ValidationError, stale_schema: str | None, resolver) -> list[str]:
-    """One line per problem of one schema error: the config path, what is wrong, what is allowed."""
+def _problem(error: ValidationError, stale_schema: str | None, resolver) -> list[tuple[tuple, str]]:
+    """One line per problem of one schema error: the config path, what is wrong, what is allowed;
+    each after the config path of its key."""
+    if error.validator in ("additionalProperties", "unevaluatedProperties"):
+        return _unknown_keys(error, _config_path(error.absolute_path), resolver)
+    return [(tuple(error.absolute_path), _problem_line(error, stale_schema))]
+
+
+def _problem_line(error: ValidationError, stale_schema: str | None) -> str:
+    """The line of a schema error at one key: its config path, what is wrong, what is allowed."""
     path = _config_path(error.absolute_path)
     where = f"config key {path}" if path else "the config"
-    if error.validator in ("additionalProperties", "unevaluatedProperties"):
-        return _unknown_keys(error, path, resolver)
     words = _in_words(error, path)
     if words:
-        return [words]
+        return words
     if error.validator == "enum":
-        allowed = ", ".join(map(str, error.validator_value))
-        hint = f" ({stale_schema})" if stale_schema else ""
-        return [f"{where}: {_quoted(error.instance)} is not one of: {allowed}{hint}"]
+        names = [str(value) for value in error.validator_value]
+        close = get_close_matches(str(error.instance), names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint += f" ({stale_schema})" if stale_schema else ""
+        return f"{where}: {_quoted(error.instance)} is not one of: {', '.join(names)}{hint}"
     if error.validator == "type":
         expected = error.validator_value
         decimal = expected == "integer" and isinstance(error.instance, float)
         hint = " (write integers without a decimal point)" if decimal else ""
-        return [f"{where}: {_quoted(error.instance)} is not of type {expected!r}{hint}"]
+        return f"{where}: {_quoted(error.instance)} is not of type {expected!r}{hint}"
     message = error.message
     if len(message) > 2 * _QUOTED:
         message = f"{_quoted(error.instance)} fails {error.validator}: {error.validator_value!r}"
-    return [f"{where}: {message}"]
+    return f"{where}: {message}"
 
 
-def schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[str]:
+def schema_problems(
+    config: Mapping[str, Any], schema_path: str | Path, sources: ConfigSources | None = None
+) -> list[str]:
     """Every way ``config`` breaks the schema, one line each (config path, what is wrong, what is
-    allowed); empty when it fits. An unknown key, at any depth, lists the keys allowed there; a
-    violated bound reads as a sentence (``σ must be > 0, got -0.25 at datasets.digits.sigmas[0]``).
+    allowed); empty when it fits. An unknown key, at any depth, lists the keys allowed there, and a
+    name that is not one of a list's (``methods: [cohn]``) the closest allowed one; a violated bound
+    reads as a sentence (``σ must be > 0, got -0.25 at datasets.digits.sigmas[0]``). Given the
+    config's ``sources``, each line starts with the file that set the key.
 
     The schema's relative ``$ref``s into the generated ``registries.schema.yaml`` resolve as
     Snakemake's ``validate`` resolves them (:func:`ddrs.pipeline.schema.load_schema`); an integer
@@ -138,16 +210,54 @@ def schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[
     names_refused = any(error.validator == "enum" for error in errors)
     stale_schema = stale(Path(schema_path).parent / REGISTRIES.name) if names_refused else None
     resolver = registry.resolver(base_uri=schema["$id"])
-    lines = [line for error in errors for line in _problem(error, stale_schema, resolver)]
+    lines = [
+        line if sources is None else sources.named(key, line)
+        for error in errors
+        for key, line in _problem(error, stale_schema, resolver)
+    ]
     return list(dict.fromkeys(lines))
 
 
-def _require_in(given, allowed: list, where: str) -> None:
-    """Raise ``ValueError`` naming ``where`` and the allowed values unless every item of ``given``
+#: the endings of the config files Snakemake reads (YAML, or JSON, which YAML reads)
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def configfile_problem(configfiles: Sequence[str | Path], results: Any) -> str | None:
+    """Why a ``--configfile`` looks like a target, or None: Snakemake's ``--configfile`` takes every
+    word after it, so ``--configfile config/digits.yaml results/tables/table1.csv`` reads the table as
+    one more config file. Seen here are the files Snakemake could read as a mapping: one not named
+    .yaml, .yml or .json, or one of the workflow's outputs (under the config's ``results``, unless that
+    holds the working directory). A target that is no mapping, or no file yet, stops Snakemake itself
+    before the Snakefile is read."""
+    outputs = Path(results).resolve() if isinstance(results, str) and results else None
+    if outputs is not None and Path.cwd().is_relative_to(outputs):
+        outputs = None  # a results folder around the working directory holds the config files too
+    for path in map(Path, configfiles):
+        output = outputs is not None and path.resolve().is_relative_to(outputs)
+        if path.suffix in CONFIG_SUFFIXES and not output:
+            continue
+        shown = _shown(path)
+        given = " ".join(_shown(Path(file)) for file in configfiles if Path(file) != path) or "CONFIG"
+        reason = f"a file under {results}/ (a workflow output)" if output else "not a .yaml, .yml or .json file"
+        return (
+            f"--configfile {shown}: {reason}, read as a config file since --configfile takes every word after it; "
+            f"name a target before --configfile (snakemake {shown} --configfile {given}) or end the config files "
+            f"with -- (snakemake --configfile {given} -- {shown})"
+        )
+    return None
+
+
+def _require_in(given, allowed: list, key: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigError` naming ``key`` and the allowed values unless every item of ``given``
     (a list, or a mapping's keys) is one of ``allowed``."""
     unknown = [item for item in given if item not in allowed]
     if unknown:
-        raise ValueError(f"{where}: {unknown} not among the config's {allowed}; a value elsewhere would be ignored")
+        close = [match for item in unknown for match in get_close_matches(str(item), map(str, allowed), n=1)]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ConfigError(
+            key,
+            f"{'.'.join(key)}: {unknown} not among the config's {allowed}{hint}; a value elsewhere would be ignored",
+        )
 
 
 def check_references(config: Mapping[str, Any]) -> None:
@@ -158,52 +268,65 @@ def check_references(config: Mapping[str, Any]) -> None:
     of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
     than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
     ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
-    grid-search interval and a grid-search n that does not divide its budget."""
+    grid-search interval, a grid-search n that does not divide its budget, and more of CERTIFY's
+    selection draws than estimation draws (``certify.n0 > certify.n``). Each refusal is a
+    :class:`ConfigError` naming its key."""
     methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
     datasets = config.get("datasets") or {}
     for method in methods:
         key = SIGMA_KEY[get_method(method).noise]
         if datasets and not any(spec.get(key) for spec in datasets.values()):
-            raise ValueError(
+            raise ConfigError(
+                ("methods",),
                 f"methods: {method} runs on no dataset, since none gives {key}; add datasets.<dataset>.{key} "
-                f"(e.g. [0.25, 0.5, 1.0]) or leave {method} out of methods"
+                f"(e.g. [0.25, 0.5, 1.0]) or leave {method} out of methods",
             )
     for dataset, spec in datasets.items():
         for key in SIGMA_KEY.values():
             for sigma in spec.get(key, []):
                 if float(scale_label(sigma)) != sigma:
-                    raise ValueError(
+                    raise ConfigError(
+                        ("datasets", dataset, key),
                         f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, "
-                        f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits"
+                        f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits",
                     )
                 if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
-                    raise ValueError(
+                    raise ConfigError(
+                        ("datasets", dataset, key),
                         f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, which "
-                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999"
+                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999",
                     )
         labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
         every = list(dict.fromkeys(sum(labels.values(), [])))
-        _require_in(spec.get("train_by_sigma", {}), every, f"datasets.{dataset}.train_by_sigma")
-        _require_in(spec.get("train_by_method", {}), methods, f"datasets.{dataset}.train_by_method")
+        _require_in(spec.get("train_by_sigma", {}), every, ("datasets", dataset, "train_by_sigma"))
+        _require_in(spec.get("train_by_method", {}), methods, ("datasets", dataset, "train_by_method"))
         for method, paths in spec.get("checkpoints", {}).items():
             noise = get_method(method).noise
-            _require_in(paths, labels[noise], f"datasets.{dataset}.checkpoints.{method}")
-    _require_in(grid.get("datasets") or [], list(datasets), "grid_search.datasets")
+            _require_in(paths, labels[noise], ("datasets", dataset, "checkpoints", method))
+    _require_in(grid.get("datasets") or [], list(datasets), ("grid_search", "datasets"))
     if grid["enabled"]:
         if not grid["low"] < grid["high"]:
-            raise ValueError(f"grid_search: low {grid['low']} must be below high {grid['high']}")
+            raise ConfigError(("grid_search",), f"grid_search: low {grid['low']} must be below high {grid['high']}")
         budget = grid["budget"]
         for n in grid["n"]:
             if budget % n:
-                raise ValueError(
+                raise ConfigError(
+                    ("grid_search",),
                     f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
-                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)"
+                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)",
                 )
+    certify = config.get("certify") or {}
+    if "n0" in certify and "n" in certify and certify["n0"] > certify["n"]:
+        raise ConfigError(
+            ("certify",),
+            f"certify.n0 = {certify['n0']} is more than certify.n = {certify['n']}: CERTIFY's selection draws (n0) "
+            "would outnumber the estimation draws its certificate rests on (n); lower certify.n0 or raise certify.n",
+        )
     studies = config.get("sun2024", {})
     sigmas = {s for spec in datasets.values() for s in spec.get("sigmas", [])}
     for key in ("ablation_sigmas", "gradient_norm_sigma"):
         given = studies.get(key, [])
-        _require_in(given if isinstance(given, list) else [given], sorted(sigmas), f"sun2024.{key}")
+        _require_in(given if isinstance(given, list) else [given], sorted(sigmas), ("sun2024", key))
 
 
 def check_training_options(exp) -> None:
