@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 CORES  ?= all
+# pytest-xdist workers of make test (auto: one per CPU), each running a test file at a time
+TEST_WORKERS ?= auto
 
 # Workflow jobs call the `ddrs` command: keep the venv first on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -43,7 +45,7 @@ all: setup
 # The tests include a real SLURM run on a one-node cluster started here (needs root). Where it
 # cannot start, the SLURM test is skipped, except in CI (CI=true), where it must run.
 test: setup slurm
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 slurm:
 	scripts/slurm_local.sh start || test -z "$$CI"

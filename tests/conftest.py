@@ -18,6 +18,14 @@ DIGITS_SIGMA = 0.25
 DIGITS_ARCH = "mlp"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files with end-to-end tests (marked ``slow``: whole workflows, minutes each) first, each
+    file's tests in their order: under ``make test``'s workers (pytest-xdist, a file per worker at a
+    time) the longest start at once, and the unit files fill the time left."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _single_intra_op_thread():
     """Run torch on one thread: the test models are tiny, and on a shared CPU the OpenMP workers

@@ -63,6 +63,7 @@ def forked_snakemake(argv: list[str], *, cwd: Path, env: dict[str, str], timeout
             code = 1
             try:
                 os.setsid()  # its jobs are killed with it, as a child process group
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # nothing reads a test worker's stdin
                 os.dup2(out.fileno(), 1)
                 os.dup2(err.fileno(), 2)
                 sys.stdout = open(1, "w", closefd=False)  # pytest's capture objects stay in the parent
