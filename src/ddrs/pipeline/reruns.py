@@ -66,6 +66,8 @@ def schema_classes(schema: str | Path = _SCHEMA) -> dict[str, Class | None]:
 
 
 def _walk(node: Mapping[str, Any], resolver: Resolver, path: str, inherited: Any) -> Iterator[tuple[str, Any]]:
+    """The leaves at and under ``node`` (at config path ``path``), each with its ``x-reruns``;
+    ``inherited`` is that of the objects around it."""
     own = node.get(KEYWORD)
     while "$ref" in node and "properties" not in node:
         resolved = resolver.lookup(node["$ref"])
