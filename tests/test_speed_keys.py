@@ -1,6 +1,6 @@
 """A speed key is speed only (docs/architecture.md, "What re-runs"; DESIGN.md, "Provenance"): one
-job of each kind, run at two values of every key the config schema calls speed for it (``x-reruns: []``), writes
-the same bytes but its time column. Where a key changed the last bits of a kind's rows
+job of each kind, run at two values of every key the config schema calls speed for it
+(``x-reruns: []``), writes the same bytes but its time column. Where a key changed the last bits of a kind's rows
 (``threads_per_job`` for training and the σ searches, ``optimize_sigma.batch`` for the σ searches),
 it is part of that kind's identity instead, which this file holds too."""
 
