@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from workflow_helpers import REPO, SNAKEFILE, load_config
 
+from ddrs.pipeline.reruns import kinds_of, schema_classes
+
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```$", README, flags=re.MULTILINE | re.DOTALL)
@@ -132,3 +134,20 @@ def test_the_readmes_figure_is_committed_and_no_row_of_it_is_stamped_with_a_comm
     linked = set(re.findall(r"\]\(([^)#]+)", README))
     assert {"benchmarks/measured/README.md", "CHANGELOG.md", "docs/guide.md"} <= linked
     assert all((REPO / path).exists() for path in linked)
+
+
+def test_the_readmes_speed_settings_are_the_schemas():
+    """The README's list of speed settings names exactly the schema's keys of no job kind
+    (``x-reruns: []``, ddrs.pipeline.reruns): a name stands for the keys it ends (a train
+    section's `num_workers`: every section's) or holds (`published_logs.mirrors`: its keys)."""
+    listed = re.search(r"Speed settings re-run nothing: (.*?) \(", " ".join(README.split()))
+    assert listed, "the README's list of speed settings"
+    names = re.findall(r"`([\w.]+)`", listed.group(1))
+    classes = schema_classes(REPO / "config" / "schema" / "config.schema.yaml")
+
+    def stands_for(name: str) -> set[str]:
+        return {leaf for leaf in classes if leaf == name or leaf.endswith(f".{name}") or leaf.startswith(f"{name}.")}
+
+    for name in names:
+        assert stands_for(name) and not any(kinds_of(leaf) for leaf in stands_for(name)), name
+    assert set().union(*map(stands_for, names)) == {leaf for leaf in classes if not kinds_of(leaf)}

@@ -4,12 +4,16 @@ and then every job after it; a setting that changes only speed re-runs nothing."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import shutil
 
 import pytest
+import yaml
 from workflow_helpers import REPO, finished_tree, load_config, scheduled, snakemake, write_config
 
-from ddrs.pipeline.reruns import BY_MODE, CLASSES, JOB_KINDS, kind_of_rule, kinds_of, schema_leaves
+from ddrs.pipeline.reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
+from ddrs.training.config import SPEED_FIELDS, TrainConfig
 
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 
@@ -195,7 +199,7 @@ def test_under_sequential_mode_the_stopping_rule_and_the_radii_recertify(mode_tr
     assert found <= kinds_of(leaf, mode)
 
 
-# --- the classification of every config key (ddrs.pipeline.reruns) ---
+# --- the classification of every config key (the schema's x-reruns, ddrs.pipeline.reruns) ---
 
 #: one edit per config leaf that the digits tree can show (leaf, overlay, whether nothing need run:
 #: the edit only removes outputs, or the tree holds no job of the key's class, as the stopping rule's
@@ -280,23 +284,53 @@ EDITS = [
 
 
 def test_every_config_key_has_a_class():
-    """A key added to the schema without a class in ddrs.pipeline.reruns fails here, naming it."""
-    unclassified = []
-    for leaf in schema_leaves(SCHEMA):
-        try:
-            kinds_of(leaf)
-        except KeyError:
-            unclassified.append(leaf)
-    assert unclassified == []
-    assert not {*CLASSES, *BY_MODE} - set(schema_leaves(SCHEMA))  # no class for a key the schema has not
-    assert not set(CLASSES) & set(BY_MODE)
+    """A key added to the schema without an x-reruns of its own or around it fails here, naming it."""
+    classes = schema_classes(SCHEMA)
+    assert [leaf for leaf, by_mode in classes.items() if by_mode is None] == []
+    assert len(classes) > 400  # every leaf: the train sections' fields and method options included
+
+
+#: where a ``train`` section ($defs/train) sits in the config
+TRAIN_SECTIONS = (
+    "train",
+    "datasets.*.train",
+    "datasets.*.ds_fine_tune.*",
+    "datasets.*.train_by_method.*",
+    "datasets.*.train_by_sigma.*",
+)
+
+
+def test_a_train_sections_keys_decide_training_but_the_speed_fields():
+    """A train section's keys are TrainConfig fields, which decide what a model learns but for
+    training.config.SPEED_FIELDS (handed apart, `ddrs train --speed`), and one section per method,
+    whose hyper-parameters all do: the schema's x-reruns and the code say the same, in every section."""
+    schema = yaml.safe_load(SCHEMA.read_text())
+    fields = {field.name for field in dataclasses.fields(TrainConfig)} & set(schema["$defs"]["train"]["properties"])
+    assert SPEED_FIELDS <= fields
+    leaves = schema_classes(SCHEMA)
+    for section in TRAIN_SECTIONS:
+        for field in fields:
+            assert kinds_of(f"{section}.{field}") == (frozenset() if field in SPEED_FIELDS else {"train"}), field
+        depth = section.count(".") + 1
+        hyper_parameters = [leaf for leaf in leaves if leaf.startswith(f"{section}.") and leaf.count(".") > depth]
+        assert hyper_parameters and all(kinds_of(leaf) == {"train"} for leaf in hyper_parameters)
+
+
+def test_a_class_of_no_job_kind_is_refused_naming_the_key(tmp_path):
+    shutil.copy(SCHEMA.parent / "registries.schema.json", tmp_path)
+    text = SCHEMA.read_text()
+    assert "low: {x-reruns: [grid_search]," in text
+    (tmp_path / SCHEMA.name).write_text(text.replace("low: {x-reruns: [grid_search],", "low: {x-reruns: [grid_serch],"))
+    with pytest.raises(ValueError, match=rf"grid_search\.low's {KEYWORD} \['grid_serch'\]: give a list of \['data'"):
+        schema_classes(tmp_path / SCHEMA.name)
 
 
 def test_every_class_of_key_is_edited_by_the_dry_run_test():
     """The dry-run test edits at least one key of every class the digits tree can show."""
+    leaves = schema_classes(SCHEMA)
     edited = {kinds_of(leaf) for leaf, _, _ in EDITS}
-    shown = {kinds_of(leaf) for leaf in schema_leaves(SCHEMA)} - {
-        kinds_of(leaf) for leaf in schema_leaves(SCHEMA) if leaf.startswith(("published_logs.", "sun2024.gradient"))
+    shown = {kinds_of(leaf) for leaf in leaves} - {
+        kinds_of(leaf) for leaf in leaves if leaf.startswith(("published_logs.", "sun2024.gradient"))
     }
     assert shown <= edited | {frozenset(JOB_KINDS)} and frozenset(JOB_KINDS) in edited
 

@@ -1,28 +1,31 @@
-"""What re-runs when a config key changes (no torch): every leaf of ``config/schema/config.schema.yaml``
-and the kinds of job it decides (docs/architecture.md, "What re-runs").
+"""What re-runs when a config key changes (no torch), as the config schema says: every leaf of
+``config/schema/config.schema.yaml`` carries the kinds of job it decides in its ``x-reruns``
+(docs/architecture.md, "What re-runs"; the schema's head says how the keyword is written).
 
 A job's identity, what Snakemake compares to decide a re-run, is exactly what decides its output's
 rows: a model's training options (:meth:`~ddrs.pipeline.training_plan.TrainingPlan.train_options`),
 a certification's settings, σ, inputs and seed (:mod:`ddrs.pipeline.job_plan`), a table's records
-and builder arguments. A key of :data:`CLASSES` re-runs the jobs of its kinds that it changes, and
-every job after them; a key of no kind (:data:`SPEED`) changes how fast jobs run, or where they
-run, and re-runs nothing. ``tests/test_workflow_rerun.py`` holds the table against dry runs, and
-fails for a schema leaf the table does not name.
+and builder arguments. A key re-runs the jobs of its kinds that it changes, and every job after
+them; a key of no kind changes how fast jobs run, or where they run, and re-runs nothing.
+``tests/test_workflow_rerun.py`` holds the schema's classes against dry runs, and fails for a
+schema leaf without one.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
-import json
 from collections.abc import Iterator, Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+from referencing.jsonschema import DRAFT202012
 
-from ddrs.methods import METHODS
-from ddrs.training.config import SPEED_FIELDS, TrainConfig
+from ddrs.core.settings import CERTIFY_MODES
+from ddrs.pipeline.schema import SCHEMA, load_schema
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # what Registry.resolver gives
 
 #: the kinds of job a config key decides, each the rules that run it
 JOB_KINDS = {
@@ -38,201 +41,90 @@ JOB_KINDS = {
     "tables": ("*",),  # every other rule: one per catalogue entry (ddrs.pipeline.catalogue)
 }
 
-#: no job: a speed-only key
-SPEED: frozenset[str] = frozenset()
+#: the schema keyword that holds a key's kinds: a list of :data:`JOB_KINDS`, or a mapping of each
+#: ``certify.mode`` to one
+KEYWORD = "x-reruns"
 
-_CERTIFY = frozenset({"fixed", "data_dependent", "grid_search", "sequential", "monte_carlo"})
-_COMPUTE = frozenset({"train", *_CERTIFY, "gradient_norms"})
-#: keys that decide which runs exist (σ grids, methods, K grids): they add or remove jobs of these
-#: kinds and change the tables that list them; a job that stays keeps its output
-_GRID = frozenset({*_COMPUTE, "tables"})
-_TRAIN = frozenset({"train"})
-#: the uniform-noise models (Table 4): trained and certified at fixed σ and with Algorithm 1, not
-#: in the Gaussian-only grid search, sequential comparison or gradient norms
-_UNIFORM = frozenset({"train", "fixed", "data_dependent", "tables"})
-_TABLES = frozenset({"tables"})
+#: the schema of this checkout (the package is installed editable from it)
+_SCHEMA = Path(__file__).resolve().parents[3] / SCHEMA
 
-#: every leaf of the config schema outside the ``train`` sections (dotted; ``*`` stands for any key of
-#: a mapping, as in :func:`schema_leaves`) → the kinds of job it decides
-CLASSES: dict[str, frozenset[str]] = {
-    # where results and data live: every output's path, or every job's data
-    "results": frozenset(JOB_KINDS),
-    "data_root": frozenset({"data", *_COMPUTE}),
-    "seed": frozenset({"data", *_COMPUTE, "tables"}),  # the split, every draw, the bootstrap
-    "device": _COMPUTE,  # CPU and CUDA draw other noise streams
-    "precision": frozenset({*_CERTIFY, "gradient_norms"}),
-    "gpus_per_job": SPEED,
-    "max_job_minutes": SPEED,
-    # torch's intra-op threads order the float sums of training steps and of σ searches
-    "threads_per_job": frozenset({"train", "data_dependent", "grid_search"}),
-    "compare_with_paper": _TABLES,
-    # which training runs exist; the Monte Carlo re-certifications of the variance budget
-    "replication.runs": _GRID,
-    "replication.methods": _GRID,
-    "replication.monte_carlo": frozenset({"monte_carlo", "tables"}),
-    "replication.effect_acr": _TABLES,
-    "replication.effect_accuracy": _TABLES,
-    "statistics.alpha": _TABLES,
-    "statistics.n_boot": _TABLES,
-    "statistics.selection": _TABLES,
-    "sun2024.ablation_sigmas": _GRID,
-    "sun2024.gradient_norm_sigma": frozenset({"train", "gradient_norms", "tables"}),
-    "sun2024.gradient_norm_skip": frozenset({"gradient_norms"}),
-    "exclude_datasets": _TABLES,
-    "methods": frozenset({"train", "fixed", "data_dependent", "sequential", "gradient_norms", "tables"}),
-    "uniform.convention": _UNIFORM,  # the uniform-noise models' λ
-    # a dataset
-    "datasets.*.source": frozenset(JOB_KINDS),
-    "datasets.*.common_inputs": _TABLES,
-    "datasets.*.logs": _TABLES,
-    "datasets.*.arch": _TRAIN,
-    "datasets.*.sigmas": _GRID,
-    "datasets.*.uniform_sigmas": _UNIFORM,
-    "datasets.*.test_skip": _CERTIFY,
-    "datasets.*.test_max": _CERTIFY,
-    "datasets.*.checkpoints.*.*": _TRAIN,
-    "datasets.*.k": frozenset({"data_dependent", "tables"}),
-    "datasets.*.k_by_method.*.*": frozenset({"data_dependent", "tables"}),
-    "datasets.*.uniform_convention": _UNIFORM,
-    # certification (its speed settings: the fields of ddrs.core.settings.DeviceSettings)
-    "certify.n0": _CERTIFY,
-    "certify.n": _CERTIFY,
-    "certify.alpha": _CERTIFY,
-    "certify.batch": SPEED,
-    "certify.memory_format": SPEED,
-    "certify.compile": SPEED,
-    "certify.mode": frozenset({*_CERTIFY, "tables"}),
-    "certify.sequential.compare": frozenset({"sequential", "tables"}),
-    # Algorithm 1 (the σ search of certification, and of Algorithm 2 training)
-    "optimize_sigma.k": frozenset({"data_dependent", "tables"}),
-    "optimize_sigma.objective": frozenset({"train", "data_dependent", "grid_search"}),
-    "optimize_sigma.clamp": frozenset({"train", "data_dependent", "grid_search"}),
-    "optimize_sigma.n": frozenset({"data_dependent"}),
-    "optimize_sigma.n_by_method.*": frozenset({"train", "data_dependent"}),
-    "optimize_sigma.lr": frozenset({"data_dependent"}),
-    "optimize_sigma.n0": frozenset({"data_dependent", "grid_search"}),
-    "optimize_sigma.min_sigma": frozenset({"data_dependent"}),
-    "optimize_sigma.batch": frozenset({"data_dependent", "grid_search"}),  # orders the σ search's sums
-    # Appendix B
-    "grid_search.enabled": frozenset({"train", "grid_search", "tables"}),
-    "grid_search.method": frozenset({"train", "grid_search", "tables"}),
-    "grid_search.datasets": frozenset({"train", "grid_search", "tables"}),
-    "grid_search.n": frozenset({"grid_search", "tables"}),
-    "grid_search.budget": frozenset({"grid_search", "tables"}),
-    "grid_search.low": frozenset({"grid_search"}),
-    "grid_search.high": frozenset({"grid_search"}),
-    # published logs: what is fetched (a mirror or server serves the same sha256-checked files), and
-    # what is tabulated from them
-    "published_logs.registry": frozenset({"published", "tables"}),
-    "published_logs.repositories": frozenset({"published", "tables"}),
-    "published_logs.cache": frozenset({"published", "tables"}),
-    "published_logs.mirrors.*": SPEED,
-    "published_logs.offline": SPEED,
-    "published_logs.base_url": SPEED,
-    "published_logs.audit": _TABLES,
-    "published_logs.seed_tables": _TABLES,
-    "published_logs.transcription": _TABLES,
-    "published_logs.mapping": _TABLES,
-    "published_logs.leaderboards.*": _TABLES,
-    "published_logs.families": _TABLES,
-    "published_logs.own.*.dataset": _TABLES,
-    "published_logs.own.*.sigma": _TABLES,
-    "published_logs.own.*.path": _TABLES,
-    "published_logs.own.*.arch": _TABLES,
-    "published_logs.own.*.family": _TABLES,
-    "published_logs.own.*.extra_data": _TABLES,
-    "published_logs.own.*.n": _TABLES,  # the audit's radius cap
-    "published_logs.own.*.alpha": _TABLES,
-    "published_logs.own.*.order": _TABLES,  # which published logs it is ranked with
-}
+#: a key's class: the kinds of job it decides under each ``certify.mode``
+Class = Mapping[str, frozenset[str]]
 
-#: the keys whose jobs depend on ``certify.mode``: the sequential stopping rule and the radius grids it
-#: decides (sequential CERTIFY stops once every radius of the grid is decided) are in the document of
-#: every job that certifies sequentially: the sequential comparison's logs under ``fixed``, every
-#: certification under ``sequential``; the radii are the tables' too
-_STOPPING_RULE = {"fixed": frozenset({"sequential"}), "sequential": _CERTIFY}
-_RADII = {mode: frozenset({*kinds, "tables"}) for mode, kinds in _STOPPING_RULE.items()}
-BY_MODE: dict[str, dict[str, frozenset[str]]] = {
-    "certify.sequential.sequence": _STOPPING_RULE,
-    "certify.sequential.first_look": _STOPPING_RULE,
-    "certify.sequential.growth": _STOPPING_RULE,
-    "certify.sequential.checks": _STOPPING_RULE,
-    "certify.sequential.futility": _STOPPING_RULE,
-    "certify.sequential.acr_fraction": _STOPPING_RULE,
-    "datasets.*.radii": _RADII,
-    "datasets.*.l1_radii": _RADII,
-}
 
-#: where a ``train`` section sits: its keys are ``TrainConfig`` fields, which decide what a model
-#: learns but for :data:`~ddrs.training.config.SPEED_FIELDS`, and one section per method, whose
-#: hyper-parameters all do
-TRAIN_SECTIONS = (
-    "train",
-    "datasets.*.train",
-    "datasets.*.ds_fine_tune.*",
-    "datasets.*.train_by_method.*",
-    "datasets.*.train_by_sigma.*",
-)
+def schema_classes(schema: str | Path = _SCHEMA) -> dict[str, Class | None]:
+    """Every leaf of the config schema at ``schema``, dotted with ``*`` for a mapping's keys (a key
+    whose value is not a mapping of named keys), and its class (None: the schema gives it none).
+
+    A leaf's ``x-reruns`` is its own, or else the nearest one of the objects around it; at a
+    ``$ref`` the site's comes before the definition's. ``$ref``s are followed by the resolver of the
+    registry that validates the config (:func:`ddrs.pipeline.schema.load_schema`)."""
+    contents, registry = load_schema(schema)
+    root = DRAFT202012.create_resource(contents)
+    resolver = registry.with_resource(contents["$id"], root).resolver(base_uri=contents["$id"])
+    return {leaf: _class(reruns, leaf, schema) for leaf, reruns in _walk(contents, resolver, "", None)}
+
+
+def _walk(node: Mapping[str, Any], resolver: Resolver, path: str, inherited: Any) -> Iterator[tuple[str, Any]]:
+    """The leaves at and under ``node`` (at config path ``path``), each with its ``x-reruns``;
+    ``inherited`` is that of the objects around it."""
+    own = node.get(KEYWORD)
+    while "$ref" in node and "properties" not in node:
+        resolved = resolver.lookup(node["$ref"])
+        node, resolver = resolved.contents, resolved.resolver
+        own = node.get(KEYWORD) if own is None else own
+    reruns = inherited if own is None else own
+    properties = _properties(node, resolver, reruns)
+    extra = node.get("additionalProperties")
+    if properties:
+        for key, (value, where, around) in properties.items():
+            yield from _walk(value, where, f"{path}.{key}" if path else key, around)
+    elif isinstance(extra, Mapping) and node.get("type") == "object":
+        yield from _walk(extra, resolver, f"{path}.*", reruns)
+    else:
+        yield path, reruns
+
+
+def _properties(node: Mapping[str, Any], resolver: Resolver, reruns: Any) -> dict[str, tuple]:
+    """The named properties of ``node`` and of the schema it ``$ref``s beside them: each with the
+    resolver of its document and the ``x-reruns`` around it."""
+    properties = {key: (value, resolver, reruns) for key, value in node.get("properties", {}).items()}
+    if "$ref" in node and "properties" in node:
+        resolved = resolver.lookup(node["$ref"])
+        around = resolved.contents.get(KEYWORD, reruns) if node.get(KEYWORD) is None else reruns
+        properties = {**_properties(resolved.contents, resolved.resolver, around), **properties}
+    return properties
+
+
+def _class(reruns: Any, leaf: str, schema: str | Path) -> Class | None:
+    """``reruns`` as the kinds under each mode; a ``ValueError`` naming ``leaf`` for a kind or mode
+    that does not exist."""
+    if reruns is None:
+        return None
+    by_mode = reruns if isinstance(reruns, Mapping) else dict.fromkeys(CERTIFY_MODES, reruns)
+    if set(by_mode) != set(CERTIFY_MODES) or any(set(kinds) - set(JOB_KINDS) for kinds in by_mode.values()):
+        raise ValueError(
+            f"{schema}: {leaf}'s {KEYWORD} {reruns!r}: give a list of {list(JOB_KINDS)}, or a mapping of each "
+            f"certify.mode {list(CERTIFY_MODES)} to one"
+        )
+    return {mode: frozenset(kinds) for mode, kinds in by_mode.items()}
+
+
+@cache
+def _classes() -> dict[str, Class | None]:
+    return schema_classes()
 
 
 def kinds_of(leaf: str, mode: str | None = None) -> frozenset[str]:
-    """The kinds of job the config leaf ``leaf`` (as :func:`schema_leaves` spells it) decides under
-    ``certify.mode`` ``mode`` (None: under either, :data:`BY_MODE`); a ``KeyError`` naming it when it
-    has no class."""
-    if leaf in BY_MODE:
-        return BY_MODE[leaf][mode] if mode is not None else frozenset().union(*BY_MODE[leaf].values())
-    for section in TRAIN_SECTIONS:
-        if leaf.startswith(f"{section}.") and leaf.count(".") in (section.count(".") + 1, section.count(".") + 2):
-            key = leaf[len(section) + 1 :]
-            if key.split(".")[0] in METHODS:
-                return _TRAIN
-            if key in {field.name for field in dataclasses.fields(TrainConfig)}:
-                return SPEED if key in SPEED_FIELDS else _TRAIN
-    if leaf in CLASSES:
-        return CLASSES[leaf]
-    raise KeyError(f"config key {leaf} has no class in ddrs.pipeline.reruns.CLASSES: say which jobs it decides")
+    """The kinds of job the config leaf ``leaf`` (as :func:`schema_classes` spells it) decides
+    under ``certify.mode`` ``mode`` (None: under either); a ``KeyError`` naming it when the schema
+    gives it no class."""
+    by_mode = _classes().get(leaf)
+    if by_mode is None:
+        raise KeyError(f"config key {leaf} has no {KEYWORD} in {SCHEMA}: say which kinds of job it decides")
+    return by_mode[mode] if mode is not None else frozenset().union(*by_mode.values())
 
 
 def kind_of_rule(rule: str) -> str:
     """The kind of job a workflow rule runs (:data:`JOB_KINDS`)."""
     return next(kind for kind, rules in JOB_KINDS.items() if any(fnmatch.fnmatchcase(rule, r) for r in rules))
-
-
-def schema_leaves(schema: str | Path) -> Iterator[str]:
-    """Every leaf of the config schema at ``schema``, dotted, with ``*`` for a mapping's keys: a
-    key whose value is not a mapping of named keys (``$ref`` resolved, into the generated
-    ``registries.schema.json`` too)."""
-    schema = Path(schema)
-    documents = {"": yaml.safe_load(schema.read_text())}
-    documents["registries.schema.json"] = json.loads((schema.parent / "registries.schema.json").read_text())
-
-    def resolve(node: Mapping[str, Any], document: str) -> tuple[Mapping[str, Any], str]:
-        while "$ref" in node and "properties" not in node:
-            target, _, pointer = node["$ref"].partition("#")
-            document = target or document
-            node = documents[document]
-            for part in pointer.strip("/").split("/"):
-                node = node[part]
-        return node, document
-
-    def named(node: Mapping[str, Any], document: str) -> dict[str, tuple[Mapping[str, Any], str]]:
-        """The named properties of ``node`` and of the schema it ``$ref``s beside them."""
-        properties = {key: (value, document) for key, value in node.get("properties", {}).items()}
-        if "$ref" in node and "properties" in node:
-            target, _ = resolve({"$ref": node["$ref"]}, document)
-            properties = {**named(target, node["$ref"].partition("#")[0] or document), **properties}
-        return properties
-
-    def walk(node: Mapping[str, Any], document: str, path: str) -> Iterator[str]:
-        node, document = resolve(node, document)
-        properties = named(node, document)
-        extra = node.get("additionalProperties")
-        if properties:
-            for key, (value, where) in properties.items():
-                yield from walk(value, where, f"{path}.{key}" if path else key)
-        elif isinstance(extra, Mapping) and node.get("type") == "object":
-            yield from walk(extra, document, f"{path}.*")
-        else:
-            yield path
-
-    yield from walk(documents[""], "", "")
