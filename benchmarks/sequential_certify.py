@@ -36,7 +36,7 @@ from ddrs.analysis.sequential import sequential_comparison
 from ddrs.cli import main
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.settings import SequentialSettings
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 N0, N, ALPHA = 100, 100_000, 0.001

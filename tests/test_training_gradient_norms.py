@@ -16,10 +16,15 @@ from torch import nn
 
 from ddrs.cli import main
 from ddrs.data import TensorImages
-from ddrs.jobs.runner import GRADIENT_NORM_COLUMNS as RUN_COLUMNS
 from ddrs.methods import get_method
 from ddrs.training import cohen_loss
-from ddrs.training.gradient_norms import SUMMARY_COLUMNS, gradient_norm_table, per_input_gradient_norms, summarize
+from ddrs.training.gradient_norms import (
+    ROW_COLUMNS,
+    SUMMARY_COLUMNS,
+    gradient_norm_table,
+    per_input_gradient_norms,
+    summarize,
+)
 
 
 def _linear() -> tuple[nn.Module, TensorImages]:
@@ -100,7 +105,7 @@ def test_cli_writes_the_summary_and_the_per_input_table(tmp_path, digits_checkpo
     )
 
     row = pd.read_csv(out, sep="\t")
-    assert list(row.columns) == [*RUN_COLUMNS, *SUMMARY_COLUMNS] and len(row) == 1
+    assert list(row.columns) == [*ROW_COLUMNS, *SUMMARY_COLUMNS] and len(row) == 1
     row = row.iloc[0]
     assert (row["method"], row["sigma"], row["split"], row["draws"], row["inputs"]) == ("cohen", 0.5, "train", 40, 60)
     inputs = pd.read_csv(per_input, sep="\t")
