@@ -32,7 +32,7 @@ import yaml
 from _report import add_json_option, write_report
 from tabulate import tabulate
 
-from ddrs.analysis.sequential import grid_acr
+from ddrs.analysis.sequential_comparison import grid_acr
 from ddrs.analysis.stats import mcnemar_p
 from ddrs.core.settings import SequentialSettings
 from ddrs.logs.certification_log import read_log

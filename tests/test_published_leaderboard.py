@@ -48,7 +48,7 @@ from ddrs.published.leaderboard import (
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
 from ddrs.published.log_registry import load_registry
 from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
-from ddrs.published.replication import replication_table, run_spread
+from ddrs.published.run_margin import replication_table, run_spread
 
 N = 600
 RADII = (0.0, 0.25, 0.5, 0.75)

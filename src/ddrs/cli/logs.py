@@ -143,7 +143,7 @@ def run_rank(args: argparse.Namespace) -> None:
     from ddrs.published.leaderboard import leaderboard_table, load_entries
     from ddrs.published.log_registry import load_registry
     from ddrs.published.own_logs import OWN_REPOSITORY, own_entries, own_specs
-    from ddrs.published.replication import replication_table
+    from ddrs.published.run_margin import replication_table
 
     if not args.dataset or len(args.dataset) != 1:
         raise ValueError("ddrs logs rank: give exactly one --dataset, the leaderboard your logs join")

@@ -153,8 +153,8 @@ def leaderboard_vs_gaussian(
 
 
 def leaderboard_replication(entries: str | os.PathLike, dataset: str, alpha: float = 0.05) -> pd.DataFrame:
-    """``published_replication_<dataset>`` (:func:`ddrs.published.replication.replication_table`)."""
-    from ddrs.published.replication import replication_table
+    """``published_replication_<dataset>`` (:func:`ddrs.published.run_margin.replication_table`)."""
+    from ddrs.published.run_margin import replication_table
 
     return replication_table(_entries(entries), dataset, alpha)
 
