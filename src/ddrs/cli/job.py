@@ -1,9 +1,8 @@
 """``ddrs job``: one workflow job from its JSON document (:mod:`ddrs.pipeline.job_plan`), files on the command line.
 
-It parses; :func:`run_document` runs the document's kind (a certification by
-:func:`ddrs.jobs.runner.run_certification`, the gradient norms by
-:func:`ddrs.training.gradient_norms.write_gradient_norms`), and records what made each output
-(:mod:`ddrs.jobs.provenance_record`).
+It parses, runs the document's kind (a certification by :func:`ddrs.jobs.runner.run_certification`,
+the gradient norms by :func:`ddrs.training.gradient_norms.write_gradient_norms`), and records what
+made each output (:mod:`ddrs.jobs.provenance_record`).
 
 The document is the other door to the settings the flags of ``ddrs certify``, ``ddrs optimize-sigma``
 and ``ddrs gradient-norms`` build: its ``certify``, ``algorithm1`` and ``grid_search`` sections are
@@ -74,24 +73,9 @@ def kind_of(document: Mapping[str, Any]) -> str:
     return kind
 
 
-def run_document(
-    document: Mapping[str, Any],
-    speed: Mapping[str, Any],
-    *,
-    checkpoint: str,
-    outs: Sequence[str],
-    sigma_log: str | None = None,
-    memory_outs: Sequence[str] | None = None,
-) -> None:
-    """Run the job ``document`` describes (its ``kind``), with ``speed``'s settings
-    (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on ``checkpoint``, into the given files."""
-    if kind_of(document) != "gradient_norms":
-        from ddrs.jobs.runner import run_certification
-
-        run_certification(
-            document, speed, checkpoint=checkpoint, outs=outs, sigma_log=sigma_log, memory_outs=memory_outs
-        )
-        return
+def gradient_norm_job(document: Mapping[str, Any], checkpoint: str, outs: Sequence[str]) -> None:
+    """The ``gradient_norms`` kind: :func:`ddrs.training.gradient_norms.write_gradient_norms` on the
+    document's inputs, σ, method and precision, into the one ``--out`` table."""
     from ddrs.training.gradient_norms import write_gradient_norms
 
     (out,) = outs
@@ -112,14 +96,19 @@ def run(args: argparse.Namespace) -> None:
     from ddrs.jobs.provenance_record import record
 
     document = read_document(args.config)
-    run_document(
-        document,
-        json.loads(args.speed),
-        checkpoint=args.checkpoint,
-        outs=args.out,
-        sigma_log=args.sigma_log,
-        memory_outs=args.memory_out,
-    )
+    if kind_of(document) == "gradient_norms":
+        gradient_norm_job(document, args.checkpoint, args.out)
+    else:
+        from ddrs.jobs.runner import run_certification
+
+        run_certification(
+            document,
+            json.loads(args.speed),
+            checkpoint=args.checkpoint,
+            outs=args.out,
+            sigma_log=args.sigma_log,
+            memory_outs=args.memory_out,
+        )
     outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
     data = document["inputs"]
     read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]
