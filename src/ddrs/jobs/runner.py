@@ -231,7 +231,6 @@ def run_certification(
     from ddrs.data import get_info, subsample_indices
 
     inputs = dict(document["inputs"])
-
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
     settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
