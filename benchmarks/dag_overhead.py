@@ -2,7 +2,7 @@
 
 Reads every Snakemake benchmark ``<results>/benchmarks/<stage>/<name>.tsv`` (column ``s`` = the
 job's wall seconds) and the job's log ``<results>/logs/<stage>/<name>.log`` (the rules write both
-paths so), whose last ``<job>: work <seconds> s`` line (:mod:`ddrs.jobs.work_time`) says how long the
+paths so), whose last ``<job>: work <seconds> s`` line (:mod:`ddrs.logs.work_time`) says how long the
 job's own work took. Start-up = wall − work. Prints the totals and the split per stage (job kind);
 jobs whose log has no work line (failed, or run before the line existed) are counted apart.
 
@@ -20,7 +20,7 @@ import pandas as pd
 from _report import add_json_option, write_report
 from tabulate import tabulate
 
-from ddrs.jobs.work_time import work_seconds
+from ddrs.logs.work_time import work_seconds
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ddrs.analysis.metrics import paper_radii
 from ddrs.analysis.render import write_table
 from ddrs.published.gaussian_comparisons import gaussian_comparisons_table
 from ddrs.published.leaderboard import leaderboard_table, load_entries
-from ddrs.published.registry import load_registry, select
+from ddrs.published.log_registry import load_registry, select
 
 cache, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 registry = load_registry()
@@ -83,7 +83,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ddrs.published.fetch import fetch_logs
-    from ddrs.published.registry import load_registry, published_logs
+    from ddrs.published.log_registry import load_registry, published_logs
 
     scratch = Path(tempfile.mkdtemp(prefix="published_logs_benchmark_"))
     cache = (args.cache or scratch / "cache").resolve()
@@ -110,7 +110,7 @@ import time
 from ddrs.analysis.metrics import paper_radii
 from ddrs.published.gaussian_comparisons import gaussian_comparisons_table
 from ddrs.published.leaderboard import leaderboard_table, load_entries
-from ddrs.published.registry import load_registry, published_logs
+from ddrs.published.log_registry import load_registry, published_logs
 registry = load_registry()
 logs = published_logs(registry)
 files = {{(l.repository, l.path): f"{cache}/{{l.repository}}/{{l.commit}}/{{l.path}}" for l in logs}}

@@ -32,7 +32,7 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from ddrs.analysis.evidence import per_input
 from ddrs.data import get_info
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.models import build_model
 
 

@@ -6,7 +6,7 @@ at n0 = 100, n = 100,000, α = 0.001, and ``--mode sequential`` with the cap n =
 config's radius grid. Both draw from the same per-input streams (the same selection draws, so the
 same c_A). The logs go to ``--out`` and resume, so a run cut short continues, and a run with a
 smaller ``--skip`` reuses the inputs already certified. Then it prints, per σ and radius, the
-comparison of :func:`ddrs.analysis.sequential.sequential_comparison` (certified accuracy with
+comparison of :func:`ddrs.analysis.sequential_comparison.sequential_comparison` (certified accuracy with
 intervals, exact McNemar Holm-adjusted, ACR, forward passes per input, share undecided at the cap,
 wall time). ``--sequence`` chooses the sequential test and ``--futility`` its futility rule's β′
 (the log is ``sequential_<test>_futility<β′>.tsv``); run it once per test to compare them.
@@ -32,11 +32,11 @@ from _report import add_json_option, write_report
 from scipy.stats import binom, norm
 from tabulate import tabulate
 
-from ddrs.analysis.sequential import sequential_comparison
+from ddrs.analysis.sequential_comparison import sequential_comparison
 from ddrs.cli import main
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.settings import SequentialSettings
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 N0, N, ALPHA = 100, 100_000, 0.001

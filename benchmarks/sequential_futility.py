@@ -32,10 +32,10 @@ import yaml
 from _report import add_json_option, write_report
 from tabulate import tabulate
 
-from ddrs.analysis.sequential import grid_acr
+from ddrs.analysis.sequential_comparison import grid_acr
 from ddrs.analysis.stats import mcnemar_p
 from ddrs.core.settings import SequentialSettings
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 N0, N = 100, 100_000

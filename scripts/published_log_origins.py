@@ -20,8 +20,8 @@ import pandas as pd
 from published_logs_registry import git_dir_in
 
 from ddrs.io import atomic_path
+from ddrs.published.log_registry import load_registry
 from ddrs.published.origins import COLUMNS, ORIGINS_PATH
-from ddrs.published.registry import load_registry
 
 
 def first_added(git_dir: Path, commit: str) -> dict[str, tuple[str, str]]:

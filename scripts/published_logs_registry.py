@@ -24,7 +24,7 @@ from published_registry.rules import REPOSITORIES
 from published_registry.scan import build_registry
 
 from ddrs.errors import DDRSError
-from ddrs.published.registry import REGISTRY_PATH
+from ddrs.published.log_registry import REGISTRY_PATH
 
 
 def git_dir_in(folder: Path) -> Path | None:

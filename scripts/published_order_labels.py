@@ -24,7 +24,7 @@ from published_logs_registry import git_dir_in
 from ddrs.errors import DDRSError
 from ddrs.io import atomic_path
 from ddrs.published.input_orders import LABEL_COLUMNS, LABELS_PATH, order_of, read_orders
-from ddrs.published.registry import load_registry
+from ddrs.published.log_registry import load_registry
 
 
 def log_labels(git_dir: Path, commit: str, path: str) -> pd.DataFrame:

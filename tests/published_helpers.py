@@ -12,7 +12,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from ddrs.published.families import COLUMNS as FAMILY_COLUMNS
-from ddrs.published.registry import COLUMNS
+from ddrs.published.log_registry import COLUMNS
 
 HEADER = ("idx", "label", "predict", "radius", "correct", "time")
 REPOSITORY = "someone/smoothing"
@@ -42,7 +42,7 @@ def gaussian_like(n: int, sigma: float, accuracy: float, scale: float, seed: int
 
 
 def registry_row(path: str, text: str, **fields) -> dict:
-    """A registry row (:data:`ddrs.published.registry.COLUMNS`) of a log with content ``text``."""
+    """A registry row (:data:`ddrs.published.log_registry.COLUMNS`) of a log with content ``text``."""
     data = text.encode()
     row = dict.fromkeys(COLUMNS, "")
     row.update(

@@ -30,7 +30,7 @@ from ddrs.analysis import (
 )
 from ddrs.analysis.render import comparisons_caption
 from ddrs.errors import LogFormatError
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 HEADER = ["idx", "label", "predict", "radius", "correct", "time"]
 RADII = [0.0, 0.25, 0.5, 0.75]

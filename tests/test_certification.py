@@ -12,7 +12,7 @@ from torch import nn
 from ddrs.core.seeds import KEY_SCHEME
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
 from ddrs.jobs.certification import certify_dataset
-from ddrs.jobs.logs import COHEN_COLUMNS, partial_path, read_log
+from ddrs.logs.certification_log import COHEN_COLUMNS, partial_path, read_log
 
 NUM_INPUTS = 11
 #: the devices whose rows must not depend on batching or interruption (CUDA draws Philox streams)

@@ -23,8 +23,8 @@ from ddrs.core.device import (
 from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, DeviceSettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch, sample_counts
 from ddrs.jobs.certification import certify_dataset
-from ddrs.jobs.logs import kept_partials, partial_path, read_log
 from ddrs.jobs.runner import LoadedTestSet, certify_logs
+from ddrs.logs.certification_log import kept_partials, partial_path, read_log
 
 CPU = torch.device("cpu")
 

@@ -24,7 +24,7 @@ import pytest
 from published_helpers import git_repository
 from published_logs_registry import git_dir_in
 
-from ddrs.published.registry import REGISTRY_PATH
+from ddrs.published.log_registry import REGISTRY_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 #: the files whose citations are checked

@@ -15,7 +15,7 @@ import torch
 
 from ddrs.cli import INTERNAL, THREAD_VARIABLES, build_parser, command_modules, main, plain_text
 from ddrs.data import load_labels
-from ddrs.jobs.work_time import WORK_LINE, work_seconds
+from ddrs.logs.work_time import WORK_LINE, work_seconds
 
 
 def run_ddrs(*argv: str, after: str = "", env: dict | None = None) -> subprocess.CompletedProcess:

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from ddrs.cli import main
-from ddrs.jobs.logs import partial_path, read_log
-from ddrs.jobs.work_time import WORK_LINE
+from ddrs.logs.certification_log import partial_path, read_log
+from ddrs.logs.work_time import WORK_LINE
 
 DATA = ["--dataset", "digits", "--max", "12", "--skip", "2", "--device", "cpu"]
 

@@ -12,7 +12,7 @@ from killed_job import FailsAfter
 
 import ddrs
 from ddrs.cli import _test_inputs, main
-from ddrs.jobs.logs import COHEN_COLUMNS, partial_path, read_log
+from ddrs.logs.certification_log import COHEN_COLUMNS, partial_path, read_log
 from ddrs.models import save_checkpoint
 
 

@@ -9,7 +9,7 @@ import pytest
 from test_readme import README, make_dry_run
 
 from ddrs.analysis import RADII_CIFAR10, best_table, write_table
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.cli import main
 
 HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime"

@@ -3,7 +3,7 @@
 import pytest
 
 from ddrs.errors import LogFormatError
-from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter, kept_partials, partial_path, read_log
+from ddrs.logs.certification_log import COHEN_COLUMNS, LogWriter, kept_partials, partial_path, read_log
 
 COLUMNS = (*COHEN_COLUMNS, "scale")
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from ddrs.cli import main
 from ddrs.core.memory import memory_certify
 from ddrs.data import load_images, load_labels
-from ddrs.jobs.logs import read_log
 from ddrs.jobs.memory_log import memory_certify_log
+from ddrs.logs.certification_log import read_log
 
 
 def run(points, predict, radius, norm=2):

@@ -15,7 +15,15 @@ import pytest
 from workflow_helpers import REPO, load_config, snakemake, write_config
 
 import ddrs
-from ddrs.jobs.provenance import SUFFIX, Digests, code_version, identity_digest, read_record, record, source_digest
+from ddrs.jobs.provenance_record import (
+    SUFFIX,
+    Digests,
+    code_version,
+    identity_digest,
+    read_record,
+    record,
+    source_digest,
+)
 
 #: a small slice of config/digits.yaml: two Cohen models of one epoch, certified on 10 inputs, and a
 #: DS² model fine-tuned from one of them in one epoch more
@@ -97,7 +105,9 @@ def test_a_file_is_hashed_again_only_when_its_size_or_time_changes(tmp_path, mon
     path = tmp_path / "log.tsv"
     path.write_text("0.5\n")
     hashed = []
-    monkeypatch.setattr("ddrs.jobs.provenance.file_digest", lambda p: hashed.append(p) or f"digest {len(hashed)}")
+    monkeypatch.setattr(
+        "ddrs.jobs.provenance_record.file_digest", lambda p: hashed.append(p) or f"digest {len(hashed)}"
+    )
     digests = Digests()
     assert digests(path) == digests(path) == "digest 1" and len(hashed) == 1
     path.write_text("9.99\n")  # another size

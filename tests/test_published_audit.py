@@ -221,7 +221,7 @@ def test_ddrs_logs_audit_fetches_from_a_mirror_and_writes_the_csv(tmp_path, caps
     import pandas as pd
 
     from ddrs.cli import main
-    from ddrs.published.registry import COLUMNS
+    from ddrs.published.log_registry import COLUMNS
 
     checkout = tmp_path / "checkout"
     (checkout / "data").mkdir(parents=True)  # a log's registry path is data/<name>

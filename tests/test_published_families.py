@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ddrs.published.families import FAMILIES_PATH, Family, FamilyError, family_of, read_families
-from ddrs.published.registry import load_registry
+from ddrs.published.log_registry import load_registry
 
 
 def test_every_method_of_the_registry_has_exactly_one_family():

@@ -30,7 +30,7 @@ from ddrs.analysis.metrics import paper_radii, true_class_p_a_lower
 from ddrs.analysis.plots import save_figure
 from ddrs.analysis.stats import Inference
 from ddrs.errors import DDRSError
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.pipeline.build import write
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.published import builders
@@ -46,9 +46,9 @@ from ddrs.published.leaderboard import (
     save_entries,
 )
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
+from ddrs.published.log_registry import load_registry
 from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
-from ddrs.published.registry import load_registry
-from ddrs.published.replication import replication_table, run_spread
+from ddrs.published.run_margin import replication_table, run_spread
 
 N = 600
 RADII = (0.0, 0.25, 0.5, 0.75)

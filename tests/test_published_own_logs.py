@@ -22,9 +22,9 @@ from published_helpers import (
 
 from ddrs.errors import DDRSError
 from ddrs.published import builders
+from ddrs.published.log_registry import load_registry
 from ddrs.published.manifest import fetch_repository
 from ddrs.published.own_logs import OwnLogError, own_specs
-from ddrs.published.registry import load_registry
 
 N = 600
 FAMILIES = {"gaussian": "Gaussian", "strong": "Strong"}

@@ -8,7 +8,7 @@ import pytest
 from ddrs.errors import FetchError
 from ddrs.published import builders
 from ddrs.published import paper_tables as pt
-from ddrs.published.registry import REGISTRY_PATH, load_registry
+from ddrs.published.log_registry import REGISTRY_PATH, load_registry
 
 REPO = "someone/smoothing"
 

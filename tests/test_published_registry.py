@@ -1,4 +1,4 @@
-"""The shipped registry of published certification logs (ddrs.published.registry): its file contract and
+"""The shipped registry of published certification logs (ddrs.published.log_registry): its file contract and
 selection. Its parse rules and regeneration from mirrors, the maintainers' tool, are tested in
 test_published_registry_script.py."""
 
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ddrs.methods import METHODS
-from ddrs.published.registry import (
+from ddrs.published.log_registry import (
     COLUMNS,
     EXTERNAL,
     REGISTRY_PATH,

@@ -22,7 +22,7 @@ import pytest
 from published_registry.rules import REPOSITORIES, our_method, parse_path, settings_for, tables_for
 
 from ddrs.methods import METHODS
-from ddrs.published.registry import EXTERNAL, REGISTRY_PATH, load_registry
+from ddrs.published.log_registry import EXTERNAL, REGISTRY_PATH, load_registry
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "published_logs_registry.py"

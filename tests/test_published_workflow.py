@@ -22,7 +22,7 @@ from snakemake.utils import validate
 from workflow_helpers import REPO, job_counts, load_config, snakemake, write_config
 
 from ddrs.analysis.metrics import acr, certified_accuracy
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.pipeline import Experiment
 from ddrs.published.paper_tables import MAPPING_COLUMNS, TRANSCRIPTION_COLUMNS
 

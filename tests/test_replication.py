@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from ddrs.analysis.claims import claims_table
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.replication import (
     TOO_FEW_RUNS,
     replicated_best_table,

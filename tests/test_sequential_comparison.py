@@ -1,10 +1,10 @@
-"""The sequential-vs-fixed comparison table (ddrs.analysis.sequential) on hand-made logs."""
+"""The sequential-vs-fixed comparison table (ddrs.analysis.sequential_comparison) on hand-made logs."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from ddrs.analysis.sequential import sequential_comparison, sequential_table
+from ddrs.analysis.sequential_comparison import sequential_comparison, sequential_table
 from ddrs.pipeline.catalogue import SEQUENTIAL_MEASURED
 
 

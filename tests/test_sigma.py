@@ -22,7 +22,7 @@ from ddrs.core.sigma import (
     smoothed_top_class,
 )
 from ddrs.core.smoothing import lower_confidence_bound
-from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
+from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
 
 GAUSSIAN = get_noise("gaussian")
 

@@ -20,9 +20,9 @@ from ddrs.core.sigma import smoothed_top_class
 from ddrs.core.streams import input_streams
 from ddrs.data import TensorImages
 from ddrs.errors import LogFormatError
-from ddrs.jobs.logs import partial_path
-from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
-from ddrs.jobs.sigma_log_format import read_sigma_log
+from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
+from ddrs.logs.certification_log import partial_path
+from ddrs.logs.sigma_log import read_sigma_log
 
 
 def read_scales(path) -> pd.DataFrame:
@@ -181,7 +181,7 @@ def test_read_sigma_log_rejects_non_positive_scales(tmp_path):
 
 def test_the_sigma_log_readers_load_without_torch():
     """``ddrs table`` reads σ logs for Appendix F without starting torch."""
-    code = "import sys, ddrs.jobs.sigma_log_format, ddrs.analysis.tables; print('torch' in sys.modules)"
+    code = "import sys, ddrs.logs.sigma_log, ddrs.analysis.tables; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False"]
 

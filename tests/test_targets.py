@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from ddrs.analysis.records import display_name
+from ddrs.analysis.log_record import display_name
 from ddrs.analysis.stats import Inference
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.analysis.tables import BestTable
@@ -336,7 +336,7 @@ def test_measured_columns_print_to_the_entrys_decimals_and_the_csv_keeps_full_pr
 
 
 def test_the_measured_columns_of_the_catalogue_are_its_builders_columns():
-    from ddrs.analysis.records import LogRecord
+    from ddrs.analysis.log_record import LogRecord
     from ddrs.analysis.render import runtime_caption
     from ddrs.analysis.tables import runtime_table
     from ddrs.training.gradient_norms import SUMMARY_COLUMNS

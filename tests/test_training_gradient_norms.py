@@ -3,6 +3,7 @@ closed form of a linear model, the easy/hard summary, and ``ddrs gradient-norms`
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -16,10 +17,15 @@ from torch import nn
 
 from ddrs.cli import main
 from ddrs.data import TensorImages
-from ddrs.jobs.runner import GRADIENT_NORM_COLUMNS as RUN_COLUMNS
 from ddrs.methods import get_method
 from ddrs.training import cohen_loss
-from ddrs.training.gradient_norms import SUMMARY_COLUMNS, gradient_norm_table, per_input_gradient_norms, summarize
+from ddrs.training.gradient_norms import (
+    ROW_COLUMNS,
+    SUMMARY_COLUMNS,
+    gradient_norm_table,
+    per_input_gradient_norms,
+    summarize,
+)
 
 
 def _linear() -> tuple[nn.Module, TensorImages]:
@@ -100,7 +106,7 @@ def test_cli_writes_the_summary_and_the_per_input_table(tmp_path, digits_checkpo
     )
 
     row = pd.read_csv(out, sep="\t")
-    assert list(row.columns) == [*RUN_COLUMNS, *SUMMARY_COLUMNS] and len(row) == 1
+    assert list(row.columns) == [*ROW_COLUMNS, *SUMMARY_COLUMNS] and len(row) == 1
     row = row.iloc[0]
     assert (row["method"], row["sigma"], row["split"], row["draws"], row["inputs"]) == ("cohen", 0.5, "train", 40, 60)
     inputs = pd.read_csv(per_input, sep="\t")
@@ -113,6 +119,22 @@ def test_cli_writes_the_summary_and_the_per_input_table(tmp_path, digits_checkpo
     assert (row["easy_inputs"], row["hard_inputs"]) == (len(easy), len(hard))
     assert row["easy_grad_norm"] == pytest.approx(easy["grad_norm"].mean())
     assert row["easy_over_hard"] == pytest.approx(easy["grad_norm"].mean() / hard["grad_norm"].mean())
+
+
+def test_a_gradient_norms_job_document_writes_what_the_command_writes(tmp_path, digits_checkpoint):
+    """``ddrs job`` runs the workflow's ``gradient_norms`` document (:meth:`JobPlan.gradient_norms`'s keys)
+    into the table ``ddrs gradient-norms`` writes from the same settings, byte for byte."""
+    by_command, by_job = tmp_path / "command.tsv", tmp_path / "job.tsv"
+    inputs = {"dataset": "digits", "data_root": str(tmp_path), "skip": 3, "max": 60, "seed": 0, "device": "cpu"}
+    flags = ["--checkpoint", str(digits_checkpoint), "--dataset", "digits", "--sigma", "0.5", "--skip", "3"]
+    flags += ["--max", "60", "--device", "cpu", "--data-root", str(tmp_path), "--out", str(by_command)]
+    assert main(["gradient-norms", *flags]) == 0
+    document = {"kind": "gradient_norms", "inputs": inputs, "sigma": 0.5, "method": "cohen", "precision": "fp32"}
+    (tmp_path / "job.json").write_text(json.dumps(document))
+    job = ["job", "--config", str(tmp_path / "job.json"), "--checkpoint", str(digits_checkpoint), "--out", str(by_job)]
+    assert main(job) == 0
+    assert by_job.read_bytes() == by_command.read_bytes()
+    assert pd.read_csv(by_job, sep="\t").loc[0, "inputs"] == 20
 
 
 def test_cli_errors_name_the_problem(tmp_path, digits_checkpoint, capsys):

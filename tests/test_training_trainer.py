@@ -609,7 +609,7 @@ def test_augmented_resume_with_workers_equals_uninterrupted(tmp_path, monkeypatc
 
 
 def test_augmented_inputs_differ_between_epochs_and_seeds():
-    from ddrs.training.loading import IndexedDataset
+    from ddrs.training.loader_feed import IndexedDataset
 
     dataset = _Jittered(TensorImages(torch.zeros(4, 1, 8, 8), [0, 1, 2, 3]))
     keyed = IndexedDataset(dataset, seed=0)

@@ -3,7 +3,7 @@
 n = 1, seconds per input at K = ``--k``: timed over 50 steps (1 in quick mode) and scaled (each step is
 the same work). "today" is one ``torch.Generator`` per input at the paper config's batch 64 with a
 contiguous model, "now" Philox streams at ``--sigma-batch`` inputs with the model laid out as
-``ddrs.jobs.sigma_log`` lays it out (channels_last on CUDA). Best of two timed runs after a warm-up.
+``ddrs.jobs.sigma_search`` lays it out (channels_last on CUDA). Best of two timed runs after a warm-up.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def algorithm1_figures(sizes: Sizes, device: torch.device) -> dict[str, float]:
     today = build_model("resnet110", "cifar10").to(device).eval()
     now = prepare_classifier(
         copy.deepcopy(today), device, memory_format="auto", compile=False
-    )  # as ddrs.jobs.sigma_log
+    )  # as ddrs.jobs.sigma_search
     x = torch.rand(sizes.sigma_batch, 3, 32, 32, generator=torch.Generator().manual_seed(1)).to(device)
     figures: dict[str, float] = {}
     runs = (("today", today, sizes.sigma_batch_today, "generator"), ("now", now, sizes.sigma_batch, None))

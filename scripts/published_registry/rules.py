@@ -23,7 +23,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ddrs.published.registry import EXTERNAL
+from ddrs.published.log_registry import EXTERNAL
 
 #: the fields a path rule fills (the registry's "what it is" columns)
 PARSED_FIELDS = ("dataset", "sigma", "arch", "run", "method_authors", "noise", "split")

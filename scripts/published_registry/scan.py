@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ddrs.errors import DDRSError
 from ddrs.io import atomic_path
-from ddrs.jobs.logs import COHEN_COLUMNS
-from ddrs.published.registry import COLUMNS
+from ddrs.logs.certification_log import COHEN_COLUMNS
+from ddrs.published.log_registry import COLUMNS
 
 from .rules import REPOSITORIES, Repository, our_method, parse_path, settings_for, tables_for
 

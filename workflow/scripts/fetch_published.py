@@ -4,9 +4,9 @@
 import sys
 import time
 
-from ddrs.jobs.work_time import report_work
+from ddrs.logs.work_time import report_work
 from ddrs.published.manifest import fetch_repository
-from ddrs.published.registry import load_registry
+from ddrs.published.log_registry import load_registry
 
 sys.stderr = open(snakemake.log[0], "w")
 started = time.perf_counter()

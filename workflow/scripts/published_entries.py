@@ -4,7 +4,7 @@
 import sys
 import time
 
-from ddrs.jobs.work_time import report_work
+from ddrs.logs.work_time import report_work
 from ddrs.published.builders import dataset_entries
 
 sys.stderr = open(snakemake.log[0], "w")

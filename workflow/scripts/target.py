@@ -4,7 +4,7 @@ import sys
 import time
 
 from ddrs.pipeline.build import build
-from ddrs.jobs.work_time import report_work
+from ddrs.logs.work_time import report_work
 
 sys.stderr = open(snakemake.log[0], "w")
 started = time.perf_counter()

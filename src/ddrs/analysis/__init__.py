@@ -7,6 +7,7 @@ from ddrs.analysis.comparisons import (
     study_comparisons_table,
 )
 from ddrs.analysis.evidence import PER_INPUT_BEST, PER_LOG, SELECTIONS
+from ddrs.analysis.log_record import LogRecord, load_log
 from ddrs.analysis.metrics import (
     RADII_CIFAR10,
     RADII_IMAGENET,
@@ -19,7 +20,6 @@ from ddrs.analysis.metrics import (
     radius_grid,
     true_class_p_a_lower,
 )
-from ddrs.analysis.records import LogRecord, load_log
 from ddrs.analysis.render import best_table_caption, to_latex, to_markdown, write_table
 from ddrs.analysis.tables import (
     BestTable,

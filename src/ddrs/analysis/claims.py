@@ -26,7 +26,7 @@ import pandas as pd
 
 from ddrs.analysis.assemble import ALPHA_ATTR, BOLD_ATTR
 from ddrs.analysis.loading import load_records
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.replication import MIN_RUNS, RunEvidence, compare_runs, run_evidence, run_level_p
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, holm, percentile_interval, pigeonhole_means
 from ddrs.analysis.tables import Radii

@@ -64,7 +64,7 @@ from ddrs.analysis.evidence import (
     selection_masks,
 )
 from ddrs.analysis.loading import grouped, labelled_frames, load_records
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference, bootstrap_means, holm, mcnemar, percentile_interval
 from ddrs.analysis.tables import LogRecords, Radii, envelope, radii_for, row_modes
 

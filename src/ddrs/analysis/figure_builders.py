@@ -10,8 +10,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ddrs.analysis import plots
-from ddrs.analysis.records import LogRecord
-from ddrs.jobs.sigma_log_format import sigma_column
+from ddrs.analysis.log_record import LogRecord
+from ddrs.logs.sigma_log import sigma_column
 
 
 def _labelled(records: Sequence[LogRecord]) -> dict:

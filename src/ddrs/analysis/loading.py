@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import pandas as pd
 
-from ddrs.analysis.records import LogRecord, load_log, variant_order
+from ddrs.analysis.log_record import LogRecord, load_log, variant_order
 from ddrs.errors import LogFormatError
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ddrs.analysis.loading import load_records
+from ddrs.analysis.log_record import LogRecord, display_name, load_log, variant_order
 from ddrs.analysis.metrics import (
     acr,
     certified_accuracy,
@@ -28,7 +29,6 @@ from ddrs.analysis.metrics import (
     radius_grid,
     true_class_p_a_lower,
 )
-from ddrs.analysis.records import LogRecord, display_name, load_log, variant_order
 from ddrs.core.binomial import clopper_pearson
 from ddrs.io import atomic_path
 

@@ -6,7 +6,7 @@ the per-(σ₀, K) tables of Appendix H, one cell per row::
     table, dataset, variant, train, certify, sigma0, K, radius, metric, value, source
 
 ``table`` is the name of our table file (``table1`` … ``table4``, ``appendix_h_<method>``),
-``variant`` the row name :class:`~ddrs.analysis.records.LogRecord` gives (Cohen, Cohen-DS,
+``variant`` the row name :class:`~ddrs.analysis.log_record.LogRecord` gives (Cohen, Cohen-DS,
 Cohen-DS², …, YANG-DS; Appendix H.3's "MACER-DS² (n=8)", the setting of Table 3, is
 ``MACER-DS²``, its n = 1 ablation ``MACER-DS² (n=1)``), ``sigma0``/``K`` are empty where the
 paper has none, ``radius`` is empty for ``metric == "ACR"``, ``value`` is as printed (percent;

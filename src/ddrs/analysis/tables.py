@@ -1,6 +1,6 @@
 """Assemble the paper's tables from certification logs (DDRS §4.1–4.4, Appendices B, F, H).
 
-Every table takes a list of :class:`~ddrs.analysis.records.LogRecord` and returns DataFrames with
+Every table takes a list of :class:`~ddrs.analysis.log_record.LogRecord` and returns DataFrames with
 one column per radius (named ``"0.25"`` etc., values in percent), its ACR columns, and a 1 − α
 interval on every such cell (columns ``<c>_low``, ``<c>_high``; :mod:`ddrs.analysis.assemble`
 gives the CSV contract and the significance-aware bold mask the frame carries).
@@ -32,12 +32,12 @@ import pandas as pd
 from ddrs.analysis.assemble import BOLD_ATTR, assemble, radius_column
 from ddrs.analysis.evidence import PER_LOG, row_evidence, selection_masks
 from ddrs.analysis.loading import grouped, labelled_frames, load_records
+from ddrs.analysis.log_record import LogRecord, modes_of
 from ddrs.analysis.metrics import paper_radii
-from ddrs.analysis.records import LogRecord, modes_of
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.core.memory import MEMORY_ACTIONS
 from ddrs.errors import LogFormatError
-from ddrs.jobs.sigma_log_format import read_sigma_seconds
+from ddrs.logs.sigma_log import read_sigma_seconds
 
 #: a table's certification logs
 LogRecords = Sequence[LogRecord]
@@ -281,7 +281,7 @@ def log_table(
 
 def gradient_norms_table(paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
     """Sun et al. (2024) Table 1: the ``ddrs gradient-norms`` rows of each model, methods by display name."""
-    from ddrs.analysis.records import display_name
+    from ddrs.analysis.log_record import display_name
 
     rows = pd.concat([pd.read_csv(path, sep="\t") for path in paths], ignore_index=True)
     rows.insert(0, "variant", rows.pop("method").map(display_name))

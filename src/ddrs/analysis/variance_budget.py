@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from ddrs.analysis.assemble import radius_column
 from ddrs.analysis.evidence import per_input
 from ddrs.analysis.loading import load_records
-from ddrs.analysis.records import LogRecord, load_log
+from ddrs.analysis.log_record import LogRecord, load_log
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.analysis.tables import Radii, radii_for
 

@@ -6,7 +6,7 @@ Each sub-command lives in its own module of this package (module ``prepare_data`
 imported, and modules import their heavy dependencies (torch) inside ``run``, so a command starts
 in the time its own imports take. A command whose work runs in numpy sets ``compute="numpy"``;
 ``ddrs batch`` sets ``compute=None``, as each of its commands is limited by its own. Each command
-ends with its work line on stderr (:func:`~ddrs.jobs.work_time.report_work`), but one whose output
+ends with its work line on stderr (:func:`~ddrs.logs.work_time.report_work`), but one whose output
 is for a reader to the last line (``ddrs show``) sets ``work_line=False``.
 The commands only the workflow runs (:data:`INTERNAL`) run when named but are not listed by
 ``ddrs --help``. Help prints as plain text: the module docstrings that describe the commands keep
@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable
 
 from ddrs.errors import DDRSError
-from ddrs.jobs.work_time import report_work
+from ddrs.logs.work_time import report_work
 
 #: the errors a command reports as ``ddrs <command>: error: …`` with exit status 2 (not a traceback)
 USER_ERRORS = (DDRSError, ValueError, FileNotFoundError, FloatingPointError)

@@ -25,6 +25,6 @@ def add_parser(subparsers, name: str, help: str, description: str | None, label_
 def load(args: argparse.Namespace):
     """The labelled logs, each with rows and all of the same test inputs (or cut to the common ones)."""
     from ddrs.analysis.loading import labelled_frames
-    from ddrs.analysis.records import labelled_logs
+    from ddrs.analysis.log_record import labelled_logs
 
     return labelled_frames(labelled_logs(args.logs, args.label), common_inputs=args.common_inputs)

@@ -8,7 +8,7 @@ start-up again. Every command's arguments are checked before the first one runs,
 last does not cost the first's work: argparse's checks, then the command's own ``check(args)`` where
 it sets one (``parser.set_defaults(check=...)``: certify, optimize-sigma, memory), which reads no
 file, as an earlier command may write it (a σ log). A failing command stops the batch; the logs
-the earlier ones finished keep their rows in ``<LOG>.partial`` (:func:`ddrs.jobs.logs.kept_partials`),
+the earlier ones finished keep their rows in ``<LOG>.partial`` (:func:`ddrs.logs.certification_log.kept_partials`),
 so the rerun of a job whose outputs Snakemake deleted publishes them again without recomputing.
 Each command prints its own work line, and the batch its whole (``benchmarks/dag_overhead.py``).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ddrs.jobs.work_time import report_work
+from ddrs.logs.work_time import report_work
 
 #: the word between two commands of a batch
 SEPARATOR = "--then"
@@ -92,7 +92,7 @@ def _check(command: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> None:
     from ddrs.cli import USER_ERRORS, limit_threads
     from ddrs.errors import DDRSError
-    from ddrs.jobs.logs import kept_partials
+    from ddrs.logs.certification_log import kept_partials
 
     commands = parse_commands(args.commands)
     with kept_partials():  # Snakemake deletes every output of a failed job: keep the earlier commands' rows

@@ -4,8 +4,9 @@ Several σ-log columns certify in one process (``--k 50 100 200`` or ``--sigma-c
 ``--out`` each): the model and data load once, and each output is its own resumable log, written
 in the order given. ``--memory-out`` runs memory-based certification (DDRS Algorithm 3,
 :mod:`ddrs.core.memory`) on each finished log in the same process, as ``ddrs memory`` would. Until the
-command ends, the finished logs keep their rows in ``<LOG>.partial`` (:func:`ddrs.jobs.logs.kept_partials`),
-so a job killed after them rewrites them without recomputing.
+command ends, the finished logs keep their rows in ``<LOG>.partial``
+(:func:`ddrs.logs.certification_log.kept_partials`), so a job killed after them rewrites them without
+recomputing.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
         return None
     if (args.k is None) == (args.sigma_column is None):
         raise ValueError("--sigma-log needs exactly one of --k and --sigma-column")
-    from ddrs.jobs.sigma_log_format import sigma_column
+    from ddrs.logs.sigma_log import sigma_column
 
     flag, columns = (
         ("--k", [sigma_column(k) for k in args.k]) if args.k is not None else ("--sigma-column", args.sigma_column)

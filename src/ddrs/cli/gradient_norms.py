@@ -52,6 +52,6 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     flags = {key: value for key, value in vars(args).items() if key not in ("command", "threads", "run", "max")}
-    from ddrs.jobs.runner import gradient_norms
+    from ddrs.training.gradient_norms import write_gradient_norms
 
-    gradient_norms(**flags, max_index=args.max)
+    write_gradient_norms(**flags, max_index=args.max)

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> None:
     if args.method is not None:
         meta["method"] = args.method
     save_checkpoint(args.out, model, **meta)
-    from ddrs.jobs.provenance import record
+    from ddrs.jobs.provenance_record import record
     from ddrs.pipeline.provenance import import_identity
 
     identity = import_identity(args.published, args.arch, args.method, args.sigma)

@@ -1,7 +1,8 @@
 """``ddrs job``: one workflow job from its JSON document (:mod:`ddrs.pipeline.job_plan`), files on the command line.
 
-It parses; :func:`ddrs.jobs.runner.run_document` runs the document's kind, and records what made
-each output (:mod:`ddrs.pipeline.provenance`).
+It parses, runs the document's kind (a certification by :func:`ddrs.jobs.runner.run_certification`,
+the gradient norms by :func:`ddrs.training.gradient_norms.write_gradient_norms`), and records what
+made each output (:mod:`ddrs.jobs.provenance_record`).
 
 The document is the other door to the settings the flags of ``ddrs certify``, ``ddrs optimize-sigma``
 and ``ddrs gradient-norms`` build: its ``certify``, ``algorithm1`` and ``grid_search`` sections are
@@ -26,8 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+#: the kinds of job a document names (its ``kind``), each the :class:`~ddrs.pipeline.job_plan.JobPlan`
+#: method that makes it: CERTIFY with one σ, σ per input by Algorithm 1 or by the Appendix-B grid and
+#: then CERTIFY with it, and Sun et al.'s gradient norms
+KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
 
 #: the command's line in ``ddrs --help``
 COMMAND_HELP = "run one workflow job (certification, σ search, gradient norms) from its JSON document"
@@ -58,20 +65,50 @@ def read_document(path: str) -> dict[str, Any]:
     return document
 
 
+def kind_of(document: Mapping[str, Any]) -> str:
+    """The document's ``kind`` (:data:`KINDS`)."""
+    kind = document.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"the job document's kind is {kind!r}; it must be one of {list(KINDS)}")
+    return kind
+
+
+def gradient_norm_job(document: Mapping[str, Any], checkpoint: str, outs: Sequence[str]) -> None:
+    """The ``gradient_norms`` kind: :func:`ddrs.training.gradient_norms.write_gradient_norms` on the
+    document's inputs, σ, method and precision, into the one ``--out`` table."""
+    from ddrs.training.gradient_norms import write_gradient_norms
+
+    (out,) = outs
+    inputs = dict(document["inputs"])
+    write_gradient_norms(
+        checkpoint=checkpoint,
+        out=out,
+        sigma=document["sigma"],
+        method=document["method"],
+        precision=document["precision"],
+        **{key: value for key, value in inputs.items() if key != "max"},
+        max_index=inputs["max"],
+    )
+
+
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import saved_split
-    from ddrs.jobs.provenance import record
-    from ddrs.jobs.runner import kind_of, run_document
+    from ddrs.jobs.provenance_record import record
 
     document = read_document(args.config)
-    run_document(
-        document,
-        json.loads(args.speed),
-        checkpoint=args.checkpoint,
-        outs=args.out,
-        sigma_log=args.sigma_log,
-        memory_outs=args.memory_out,
-    )
+    if kind_of(document) == "gradient_norms":
+        gradient_norm_job(document, args.checkpoint, args.out)
+    else:
+        from ddrs.jobs.runner import run_certification
+
+        run_certification(
+            document,
+            json.loads(args.speed),
+            checkpoint=args.checkpoint,
+            outs=args.out,
+            sigma_log=args.sigma_log,
+            memory_outs=args.memory_out,
+        )
     outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
     data = document["inputs"]
     read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]

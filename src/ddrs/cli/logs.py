@@ -98,7 +98,7 @@ def _mirrors(values: list[str]) -> dict[str, str]:
 def _fetch(args: argparse.Namespace):
     """The selected logs and their cached paths."""
     from ddrs.published.fetch import DEFAULT_BASE_URL, fetch_logs
-    from ddrs.published.registry import load_registry, published_logs
+    from ddrs.published.log_registry import load_registry, published_logs
 
     registry = load_registry(args.registry)
     selection = {key: getattr(args, key) for key in ("repository", "paper", "dataset", "method")}
@@ -141,9 +141,9 @@ def run_rank(args: argparse.Namespace) -> None:
     from ddrs.published.gaussian_comparisons import gaussian_comparisons_table
     from ddrs.published.headline import headline
     from ddrs.published.leaderboard import leaderboard_table, load_entries
+    from ddrs.published.log_registry import load_registry
     from ddrs.published.own_logs import OWN_REPOSITORY, own_entries, own_specs
-    from ddrs.published.registry import load_registry
-    from ddrs.published.replication import replication_table
+    from ddrs.published.run_margin import replication_table
 
     if not args.dataset or len(args.dataset) != 1:
         raise ValueError("ddrs logs rank: give exactly one --dataset, the leaderboard your logs join")

@@ -156,7 +156,7 @@ def speed_options(text: str | None) -> dict:
 
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import saved_split
-    from ddrs.jobs.provenance import record
+    from ddrs.jobs.provenance_record import record
     from ddrs.training.trainer import train
 
     values = option_values(args)

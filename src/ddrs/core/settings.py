@@ -2,7 +2,7 @@
 
 Torch-free, so the command line builds its parser (choices, defaults) without loading torch. Each
 dataclass checks itself when built and names the first bad value; the loops of
-:mod:`ddrs.jobs.certification` and :mod:`ddrs.jobs.sigma_log` take one of them instead of a long keyword list.
+:mod:`ddrs.jobs.certification` and :mod:`ddrs.jobs.sigma_search` take one of them instead of a long keyword list.
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ class SigmaSettings:
     or per grid point (Appendix B). ``objective`` and ``clamp`` choose E_A, E_B
     (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default.
     Input ``idx``'s draws are seeded from ``(seed, idx)``. How many inputs are solved together changes
-    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_log.optimize_dataset`).
+    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_search.optimize_dataset`).
     """
 
     sigma0: float

@@ -30,7 +30,7 @@ the per-input objectives, so one backward pass gives every input the gradient of
 objective. Noise for input i comes from its own generator, so a batched run and one input at a
 time draw bit-identical noise; the two differ only by the batch-size dependence of the model's
 float kernels (≈1e-6 relative, see tests/test_sigma.py). The resumable loop over a test set that
-writes the σ log is :mod:`ddrs.jobs.sigma_log`.
+writes the σ log is :mod:`ddrs.jobs.sigma_search`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The resumable certification loop: CERTIFY over a test set, written as a Cohen-format log.
 
-Rows go to ``<out>.partial`` through :class:`ddrs.jobs.logs.LogWriter` as soon as they are certified; a
+Rows go to ``<out>.partial`` through :class:`ddrs.logs.certification_log.LogWriter` as soon as they are certified; a
 rerun skips the ``idx`` already there, and the finished log is renamed into place. Every input's
 noise comes from its own stream keyed by ``(seed, idx)`` (:mod:`ddrs.core.streams`), so a row never depends on how the
 run was batched or where it was interrupted: a resumed run writes the rows an uninterrupted one
@@ -27,7 +27,7 @@ from ddrs.core.sequential_pool import certify_sequentially
 from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams, stream_settings
-from ddrs.jobs.logs import COHEN_COLUMNS, LogWriter
+from ddrs.logs.certification_log import COHEN_COLUMNS, LogWriter
 
 #: columns our logs add after Cohen's
 EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
@@ -70,7 +70,7 @@ def certify_dataset(
     """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
 
     ``sigmas`` is one σ (λ for uniform noise) for all inputs or a mapping idx → σ (data-dependent certification,
-    e.g. :func:`ddrs.jobs.sigma_log_format.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
+    e.g. :func:`ddrs.logs.sigma_log.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
     increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
     call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
     ``{"k": 100}``). In ``settings.mode == "sequential"`` each input draws until its radii are decided
@@ -83,7 +83,7 @@ def certify_dataset(
     precision, memory format and compilation used. The settings and ``provenance``
     (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
     log's path; after a failure only ``<out_path>.partial`` exists (inside
-    :func:`ddrs.jobs.logs.kept_partials`, after success too).
+    :func:`ddrs.logs.certification_log.kept_partials`, after success too).
     """
     noise = get_noise(settings.noise).name
     device = torch.device(device)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ddrs.core.memory import NORM_OF_NOISE, memory_certify
 from ddrs.io import atomic_path
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 
 def memory_certify_log(

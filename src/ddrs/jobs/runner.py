@@ -1,10 +1,11 @@
-"""The workflow's compute jobs over a checkpoint, one function per kind of job, each taking typed settings.
+"""The workflow's certification jobs over a checkpoint, one function per kind of job, each taking typed settings.
 
-A job document (:mod:`ddrs.pipeline.job_plan`) names its ``kind`` (:data:`KINDS`); :func:`run_document`
-turns it into the settings objects and calls the kind's function, as ``ddrs job`` does. The commands
-``ddrs certify``, ``ddrs optimize-sigma`` and ``ddrs gradient-norms`` build the same settings from
-their flags and call the same functions, so a person typing a command runs what the workflow runs.
-Torch is imported when a job runs, not with this module (the job plan reads :data:`KINDS`).
+A job document (:mod:`ddrs.pipeline.job_plan`) names its ``kind`` (:data:`ddrs.cli.job.KINDS`);
+:func:`run_certification` turns a certification document into the settings objects and calls the kind's
+function, as ``ddrs job`` does. The commands ``ddrs certify`` and ``ddrs optimize-sigma`` build the same
+settings from their flags and call the same functions, so a person typing a command runs what the
+workflow runs (the gradient-norm job is :func:`ddrs.training.gradient_norms.write_gradient_norms`).
+Torch is imported when a job runs, not with this module.
 """
 
 from __future__ import annotations
@@ -26,14 +27,6 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
     from torch.utils.data import Dataset
-
-#: the kinds of job a document names (its ``kind``), each the :class:`~ddrs.pipeline.job_plan.JobPlan`
-#: method that makes it: CERTIFY with one σ, σ per input by Algorithm 1 or by the Appendix-B grid and
-#: then CERTIFY with it, and Sun et al.'s gradient norms
-KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
-
-#: a gradient-norm row's leading columns; :data:`ddrs.training.gradient_norms.SUMMARY_COLUMNS` follow
-GRADIENT_NORM_COLUMNS = ("method", "sigma", "split", "draws")
 
 
 @dataclass(frozen=True)
@@ -93,8 +86,8 @@ def certify_logs(
     are resolved once for the job's device (:func:`ddrs.core.device.prepare_certification`), for all its logs."""
     from ddrs.core.device import prepare_certification
     from ddrs.jobs.certification import certify_dataset
-    from ddrs.jobs.logs import kept_partials
     from ddrs.jobs.memory_log import memory_certify_log
+    from ddrs.logs.certification_log import kept_partials
 
     memory_outs = memory_outs or [None] * len(jobs)
     inputs.model.eval()
@@ -132,7 +125,7 @@ def sigma_log_jobs(
     sigma_log: str, columns: Sequence[str], outs: Sequence[str]
 ) -> list[tuple[str, dict[int, float], str]]:
     """``(what, σ per idx, out)`` of every σ-log column, each certified into its log."""
-    from ddrs.jobs.sigma_log_format import read_sigma_log
+    from ddrs.logs.sigma_log import read_sigma_log
 
     return [
         (f"{column} of {sigma_log}", read_sigma_log(sigma_log, column=column), out)
@@ -145,7 +138,7 @@ def write_sigma_log(
 ) -> None:
     """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log
     ``out``, ``batch`` inputs solved together (speed only)."""
-    from ddrs.jobs.sigma_log import grid_search_dataset, optimize_dataset
+    from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
 
     if isinstance(settings, GridSearchSettings):
         write = grid_search_dataset
@@ -195,8 +188,8 @@ def sigma_certification(
     CERTIFY at every column it wrote (one ``outs`` log each) made sound by Algorithm 3 (``memory_outs``):
     the ``data_dependent_certification`` and ``grid_search_certification`` kinds (DDRS §3.3–3.4,
     Appendix B), the model loaded once."""
-    from ddrs.jobs.logs import kept_partials
-    from ddrs.jobs.sigma_log_format import grid_column, sigma_column
+    from ddrs.logs.certification_log import kept_partials
+    from ddrs.logs.sigma_log import grid_column, sigma_column
 
     columns = (
         [sigma_column(k) for k in search.steps] if isinstance(search, Algorithm1Settings) else [grid_column(search.n)]
@@ -208,87 +201,6 @@ def sigma_certification(
     with kept_partials():
         write_sigma_log(search, inputs, sigma_log, search_batch)
         certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
-
-
-def gradient_norms(
-    *,
-    checkpoint: str,
-    out: str,
-    dataset: str,
-    sigma: float,
-    method: str = "cohen",
-    epoch: int | None = None,
-    split: str = "train",
-    draws: int = 100,
-    skip: int = 1,
-    max_index: int | None = None,
-    batch: int = 400,
-    seed: int = 0,
-    data_root: str = "data",
-    device: str = "auto",
-    precision: str = "fp32",
-    per_input: str | None = None,
-) -> None:
-    """Sun et al. (2024) Table 1 for one model (the ``gradient_norms`` kind): the gradient norms of its
-    own loss at ``sigma`` on its easy and hard ``split`` inputs → the one-row table ``out``."""
-    import pandas as pd
-
-    from ddrs.core.device import select_device
-    from ddrs.core.settings import PRECISIONS
-    from ddrs.data import load_dataset, subsample_indices
-    from ddrs.io import atomic_path
-    from ddrs.methods import get_method
-    from ddrs.models import load_checkpoint
-    from ddrs.training.gradient_norms import gradient_norm_table
-
-    if not sigma > 0:
-        raise ValueError(f"--sigma must be > 0, got {sigma}")
-    if draws < 1 or batch < 1:
-        raise ValueError(f"--draws and --batch must be >= 1, got {draws}, {batch}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown --precision {precision!r}; choose one of {sorted(PRECISIONS)}")
-    trained_method = get_method(method)
-    chosen = select_device(device)
-    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=chosen)
-    trained_with = meta.get("config") if meta.get("method") == trained_method.name else None
-    params = trained_method.make_params(trained_with["params"] if trained_with else None, source=str(checkpoint))
-    epoch = epoch if epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
-    examples = load_dataset(dataset, split, root=data_root, seed=seed, augment=False)
-    indices = subsample_indices(len(examples), skip, max_index)
-    per_input_table, summary = gradient_norm_table(
-        model,
-        examples,
-        indices,
-        sigma,
-        loss=trained_method.load_loss(),
-        params=params,
-        epoch=epoch,
-        draws=draws,
-        noise=trained_method.noise,
-        seed=seed,
-        batch_size=batch,
-        device=chosen,
-        precision=precision,
-    )
-    row = dict(zip(GRADIENT_NORM_COLUMNS, (method, sigma, split, draws), strict=True)) | summary
-    with atomic_path(out) as tmp:
-        pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
-    if per_input:
-        with atomic_path(per_input) as tmp:
-            per_input_table.to_csv(tmp, sep="\t", index=False)
-    print(
-        f"gradient-norms: {summary['inputs']} {split} inputs, {trained_method.name} loss at σ = {sigma}: "
-        f"easy {summary['easy_grad_norm']:.4g} ({summary['easy_inputs']}), hard {summary['hard_grad_norm']:.4g} "
-        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {out}"
-    )
-
-
-def kind_of(document: Mapping[str, Any]) -> str:
-    """The document's ``kind`` (:data:`KINDS`)."""
-    kind = document.get("kind")
-    if kind not in KINDS:
-        raise ValueError(f"the job document's kind is {kind!r}; it must be one of {list(KINDS)}")
-    return kind
 
 
 def sigma_search_settings(document: Mapping[str, Any]):
@@ -304,7 +216,7 @@ def sigma_search_settings(document: Mapping[str, Any]):
     return None
 
 
-def run_document(
+def run_certification(
     document: Mapping[str, Any],
     speed: Mapping[str, Any],
     *,
@@ -313,28 +225,16 @@ def run_document(
     sigma_log: str | None = None,
     memory_outs: Sequence[str] | None = None,
 ) -> None:
-    """Run the job ``document`` describes (its ``kind``), with ``speed``'s settings
-    (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on ``checkpoint``, into the given files."""
-    kind = kind_of(document)
-    inputs = dict(document["inputs"])
-    if kind == "gradient_norms":
-        (out,) = outs
-        gradient_norms(
-            checkpoint=checkpoint,
-            out=out,
-            sigma=document["sigma"],
-            method=document["method"],
-            precision=document["precision"],
-            **{key: value for key, value in inputs.items() if key != "max"},
-            max_index=inputs["max"],
-        )
-        return
+    """Run the certification job ``document`` describes (its ``kind``: ``fixed_certification``, or a σ
+    search then CERTIFY), with ``speed``'s settings (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on
+    ``checkpoint``, into the given files."""
     from ddrs.data import get_info, subsample_indices
 
+    inputs = dict(document["inputs"])
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
     settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
-    if kind == "fixed_certification":
+    if document["kind"] == "fixed_certification":
         if sigma_log is not None or len(outs) != 1:
             raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
         (memory_out,) = memory_outs or [None]

@@ -18,7 +18,7 @@ from ddrs.analysis.plots import save_figure
 from ddrs.analysis.render import write_table
 from ddrs.analysis.tables import BestTable
 from ddrs.io import atomic_path
-from ddrs.jobs.provenance import record
+from ddrs.jobs.provenance_record import record
 from ddrs.pipeline.catalogue import CATALOGUE
 
 

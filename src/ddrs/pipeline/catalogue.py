@@ -257,7 +257,7 @@ ENTRIES = (
     Target(
         "sequential_comparison",
         "sequential_{dataset}",
-        "ddrs.analysis.sequential:sequential_table",
+        "ddrs.analysis.sequential_comparison:sequential_table",
         "sequential",
         "Sequential certification",
         outputs=(*TABLE, *FIGURE),

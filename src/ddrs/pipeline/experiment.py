@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.figure_records import FigureRecords

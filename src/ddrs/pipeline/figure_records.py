@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run
 from ddrs.pipeline.records import Records

@@ -6,7 +6,7 @@ A document holds every argument that decides the job's output rows, and nothing 
 workflow compares it to decide a re-run; docs/architecture.md, "What re-runs"); the rule names the
 job's files on the command line:
 
-- ``kind``: which job it is (:data:`ddrs.jobs.runner.KINDS`, the name of the method that made it);
+- ``kind``: which job it is (:data:`ddrs.cli.job.KINDS`, the name of the method that made it);
 - ``inputs``: the test inputs and where they come from (the keys of ``ddrs certify``'s test-input
   flags: ``dataset``, ``data_root``, ``skip``, ``max``, ``seed``, ``device``);
 - ``sigma``: σ of a fixed-σ certification (the half-width λ for uniform noise, :meth:`RunGrid.noise_sigma`);

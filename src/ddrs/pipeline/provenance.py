@@ -6,7 +6,7 @@ A job's identity is what the workflow compares to decide a re-run: a model's tra
 (:meth:`~ddrs.pipeline.training_plan.TrainingPlan.train_options`), a certification-side job's
 document (:class:`~ddrs.pipeline.job_plan.JobPlan`), a table's or figure's arguments
 (:meth:`~ddrs.pipeline.target.Target.arguments`). Each job writes ``<output>.provenance.json``
-beside every output (:func:`ddrs.jobs.provenance.record`): the SHA-256 of its identity, the job's
+beside every output (:func:`ddrs.jobs.provenance_record.record`): the SHA-256 of its identity, the job's
 kind, the ``ddrs`` version, source digest and git commit that ran it, the SHA-256 of every file the
 job read and of the output itself. :func:`check_tree` recomputes every identity from a config and
 walks the chain of digests: it names each output whose record differs, was made by other code, has
@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ddrs.jobs.provenance import Digests, code_version, identity_digest, read_record
+from ddrs.jobs.provenance_record import Digests, code_version, identity_digest, read_record
 from ddrs.pipeline.layout import RUN_FILES, Run, scale_label
 
 
@@ -156,7 +156,7 @@ def check_tree(exp, plan, root: str | Path | None = None) -> Iterator[Finding]:
     such a model, a fine-tuning of it, a table of such a log). ``root`` is where the tree lies
     (default: the config's ``results``); records name paths as the config spells them, as the
     workflow's jobs did. Each file is hashed at most once, and not at all while its size and time
-    are those its record holds (:class:`~ddrs.jobs.provenance.Digests`)."""
+    are those its record holds (:class:`~ddrs.jobs.provenance_record.Digests`)."""
     root = Path(exp.layout.results if root is None else root)
     results = Path(exp.layout.results)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ddrs.pipeline.layout import Layout
-from ddrs.published.registry import DEFAULT_BASE_URL
+from ddrs.published.log_registry import DEFAULT_BASE_URL
 
 
 def table_slug(paper: str, table: str) -> str:
@@ -43,7 +43,7 @@ class PublishedLogs:
     @functools.cached_property
     def registry(self):
         """The registry's rows of the selected repositories (a DataFrame)."""
-        from ddrs.published.registry import load_registry
+        from ddrs.published.log_registry import load_registry
 
         registry = load_registry(self.registry_path)
         wanted = self.section.get("repositories") or list(dict.fromkeys(registry["repository"]))

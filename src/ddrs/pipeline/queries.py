@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ddrs.analysis.records import LogRecord, display_name
+from ddrs.analysis.log_record import LogRecord, display_name
 from ddrs.analysis.reference import BEST_TABLES, PAPER_TABLES, paper_comparison_caption
 from ddrs.analysis.render import (
     best_table_caption,

@@ -1,5 +1,5 @@
 """The records of a run grid (no torch): which certification logs exist and which of them each
-paper table or figure reads (:class:`~ddrs.analysis.records.LogRecord` lists).
+paper table or figure reads (:class:`~ddrs.analysis.log_record.LogRecord` lists).
 
 The queries here are the vocabulary of the target catalogue (:mod:`ddrs.pipeline.catalogue`): each catalogue
 entry picks its logs with one of them.
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ddrs.analysis.records import LogRecord, display_name
+from ddrs.analysis.log_record import LogRecord, display_name
 from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, run_file

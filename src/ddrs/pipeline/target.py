@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ddrs.analysis.records import LogRecord
+from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.pipeline.figure_records import FigureRecords
 from ddrs.pipeline.grid import RunGrid

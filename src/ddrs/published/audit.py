@@ -4,7 +4,7 @@
 over its dataset's test set, and a flag per defect found reading the four seed repositories' logs:
 
 - ``unreadable``: not in the cache, not the registered content (sha256), or not a log (the
-  :class:`~ddrs.errors.LogFormatError` of :func:`ddrs.jobs.logs.read_log`, recorded, not raised);
+  :class:`~ddrs.errors.LogFormatError` of :func:`ddrs.logs.certification_log.read_log`, recorded, not raised);
 - ``header_only``: a header and no row;
 - ``cut_short`` / ``starts_late`` / ``missing_inside``: inputs of its stride missing at the end,
   at the start (a run split in parts, one part published) or in between;
@@ -45,7 +45,7 @@ from scipy.special import log_ndtr, ndtri
 
 from ddrs.core.certificate import ABSTAIN
 from ddrs.errors import LogFormatError
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.published.fetch import log_field, log_name
 
 #: inputs of each dataset's split (the registry's ``split``; test when it has none), by normalised name

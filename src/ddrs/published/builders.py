@@ -24,7 +24,7 @@ Paths = Sequence[str | os.PathLike]
 
 
 def _registry(registry: str | os.PathLike | None) -> pd.DataFrame:
-    from ddrs.published.registry import load_registry
+    from ddrs.published.log_registry import load_registry
 
     return load_registry(registry)
 
@@ -32,7 +32,7 @@ def _registry(registry: str | os.PathLike | None) -> pd.DataFrame:
 def audit_table(manifests: Paths, registry: str | os.PathLike | None = None) -> pd.DataFrame:
     """``published_logs_audit``: every fetched log's audit (:func:`ddrs.published.audit.audit`), in registry order."""
     from ddrs.published.audit import audit
-    from ddrs.published.registry import PublishedLog
+    from ddrs.published.log_registry import PublishedLog
 
     files = local_files(manifests)
     rows = _registry(registry)
@@ -117,7 +117,7 @@ def dataset_entries(
     own: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Read a leaderboard dataset's logs once (:func:`ddrs.published.leaderboard.load_entries`, each
-    validated by :func:`ddrs.jobs.logs.read_log`, with its family from ``families``, default the
+    validated by :func:`ddrs.logs.certification_log.read_log`, with its family from ``families``, default the
     shipped table), and the user's ``own`` logs of the dataset (:func:`ddrs.published.own_logs.own_entries`),
     into ``out``, which its jobs read."""
     from ddrs.published.families import read_families
@@ -153,8 +153,8 @@ def leaderboard_vs_gaussian(
 
 
 def leaderboard_replication(entries: str | os.PathLike, dataset: str, alpha: float = 0.05) -> pd.DataFrame:
-    """``published_replication_<dataset>`` (:func:`ddrs.published.replication.replication_table`)."""
-    from ddrs.published.replication import replication_table
+    """``published_replication_<dataset>`` (:func:`ddrs.published.run_margin.replication_table`)."""
+    from ddrs.published.run_margin import replication_table
 
     return replication_table(_entries(entries), dataset, alpha)
 

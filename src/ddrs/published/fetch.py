@@ -8,7 +8,7 @@ when their sha256 is the registry's do they replace it (``os.replace``): a reade
 half-written or altered log, and a checksum mismatch is refused, never used. A file already in
 the cache with the right sha256 is not fetched again; one with another is removed and fetched anew.
 
-A log is a :class:`~ddrs.published.registry.PublishedLog` or any mapping with the registry's
+A log is a :class:`~ddrs.published.log_registry.PublishedLog` or any mapping with the registry's
 columns (``repository``, ``commit``, ``path``, ``sha256``, ``size``). Its fields are checked before
 anything is read or written: ``repository`` is ``owner/name``, ``commit`` 40 hex digits, ``path`` a
 relative path inside the repository, so a log can neither place a file outside the cache nor pass
@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from ddrs.errors import FetchError
 from ddrs.io import atomic_path, file_digest
-from ddrs.published.registry import DEFAULT_BASE_URL
+from ddrs.published.log_registry import DEFAULT_BASE_URL
 
 #: what every fetch error ends with when the network is the source
 NETWORK_ADVICE = (

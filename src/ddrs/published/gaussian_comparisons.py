@@ -21,14 +21,14 @@ than Salman et al.'s re-certifications of Cohen's models, which the rule picks f
 logs). A log with no such Gaussian log has one row with ``baseline`` empty and no test. A Gaussian
 log is compared too (with another Gaussian log): a replication check, not counted among the
 methods that beat Gaussian (:mod:`ddrs.published.headline`). ``same_recipe`` marks a row whose two
-logs are two runs of one recipe (one method key and σ, :mod:`ddrs.published.replication`; Jeong &
+logs are two runs of one recipe (one method key and σ, :mod:`ddrs.published.run_margin`; Jeong &
 Shin's seeds). A user's own log (:mod:`ddrs.published.own_logs`)
 is also compared with the best log of every published family (``against`` = ``best <family>``):
 among the family's logs with its labels, the one sharing the most inputs with it, then the one of
 the highest ACR on those inputs.
 
 **Tests.** Each compares two fixed models (one training run of each) on the shared inputs, blind to
-what another run would change (:mod:`ddrs.published.replication`): per radius the exact McNemar
+what another run would change (:mod:`ddrs.published.run_margin`): per radius the exact McNemar
 test of the two logs' "certified at r" indicators (:func:`~ddrs.analysis.stats.mcnemar`); for ACR
 the paired sign-flip test of the per-input radii, its p-value bounded in closed form by Hoeffding's inequality
 (:func:`~ddrs.analysis.stats.sign_flip_bound_p`: valid at every n, no Monte Carlo floor), with the

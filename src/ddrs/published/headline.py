@@ -5,7 +5,7 @@ on the test inputs. The headline counts a log as beating Gaussian *beyond runs* 
 (an intersection–union test, level α for the claim that needs both):
 
 - it is significantly better on ACR by the per-input test (Holm over the published logs, p < α);
-- its ΔACR exceeds the run-level margin of its dataset and σ (:mod:`ddrs.published.replication`:
+- its ΔACR exceeds the run-level margin of its dataset and σ (:mod:`ddrs.published.run_margin`:
   t_{1−α/2, df} · √2 · s_run, from the authors' replicated recipes).
 
 The margin is a per-comparison level; the family-wise control over the table is the per-input Holm.
@@ -22,7 +22,7 @@ import pandas as pd
 from ddrs.published.families import GAUSSIAN_FAMILY
 from ddrs.published.gaussian_comparisons import ALTERNATIVE_GAUSSIANS, MATCHED
 from ddrs.published.own_logs import is_own_repository
-from ddrs.published.replication import NO_REPLICATION, POOLED, margin_at, margins
+from ddrs.published.run_margin import NO_REPLICATION, POOLED, margin_at, margins
 
 #: the headline's columns, in order
 COLUMNS = (

@@ -54,12 +54,12 @@ from ddrs.analysis.assemble import assemble
 from ddrs.analysis.evidence import PER_LOG, row_evidence
 from ddrs.analysis.stats import DEFAULT_INFERENCE, Inference
 from ddrs.io import atomic_path
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.published.families import Families, Family, family_of, read_families
 from ddrs.published.input_orders import ORDERS_PATH, STANDARD, describe, guard_order, order_of, read_orders
+from ddrs.published.log_registry import PublishedLog, select
 from ddrs.published.manifest import local_file
 from ddrs.published.origins import read_origins
-from ddrs.published.registry import PublishedLog, select
 
 #: the ``sigma`` of a method's envelope row
 ENVELOPE = "envelope"
@@ -207,7 +207,7 @@ def load_entries(
 
 
 #: the columns of a log the leaderboard reads, and the types :func:`save_entries` stores them in
-#: (:func:`read_entries` gives them back as :func:`~ddrs.jobs.logs.read_log` types them)
+#: (:func:`read_entries` gives them back as :func:`~ddrs.logs.certification_log.read_log` types them)
 ENTRY_COLUMNS = {"idx": np.int32, "label": np.int32, "predict": np.int32, "radius": np.float64, "correct": np.int8}
 
 

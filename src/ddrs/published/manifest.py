@@ -50,7 +50,7 @@ def fetch_repository(
     mirror is offline, and an error. Returns the manifest frame.
     """
     from ddrs.published.fetch import fetch_logs
-    from ddrs.published.registry import PublishedLog
+    from ddrs.published.log_registry import PublishedLog
 
     rows = registry[registry["repository"] == repository]
     if rows.empty:

@@ -2,7 +2,7 @@
 
 The headline (:mod:`ddrs.published.headline`) counts a log as beating Gaussian beyond runs where it is
 significantly better on ACR by the per-input test (Holm, p < α) and its ΔACR exceeds the run-level
-margin of its σ (:mod:`ddrs.published.replication`). This figure shows that count for every margin
+margin of its σ (:mod:`ddrs.published.run_margin`). This figure shows that count for every margin
 m ≥ 0 (the sensitivity curve): one step line per σ, the logs at that σ under the baseline rule's
 Gaussian with Holm p < α and ΔACR > m (Gaussian logs and a user's own logs left out). At m = 0 it is
 the per-input count; where the σ has replication data its margin is marked (a dashed line and a dot
@@ -22,7 +22,7 @@ from ddrs.analysis.plots import PANEL_SIZE
 from ddrs.published.families import GAUSSIAN_FAMILY
 from ddrs.published.gaussian_comparisons import MATCHED
 from ddrs.published.headline import published_rows
-from ddrs.published.replication import NO_REPLICATION, margin_at, margins
+from ddrs.published.run_margin import NO_REPLICATION, margin_at, margins
 
 #: below this margin (ACR) the axis is linear, above it logarithmic
 LINEAR_BELOW = 1e-3

@@ -12,7 +12,7 @@ go through :func:`own_entries`, and every check below refuses the log with an er
 **Settings** (:func:`check_spec`): σ finite and above 0; ``n``, when given, a whole number ≥ 1;
 ``alpha`` in (0, 1) (default Cohen et al.'s 0.001).
 
-**Values** (:func:`check_values`), after :func:`~ddrs.jobs.logs.read_log` (the columns, a duplicate
+**Values** (:func:`check_values`), after :func:`~ddrs.logs.certification_log.read_log` (the columns, a duplicate
 ``idx``, and ``idx``, ``label``, ``predict`` and ``correct`` whole numbers as written): radius
 finite and ≥ 0; label one of the dataset's classes, predict one too or −1 (an abstention); correct
 0 or 1 and equal to [predict == label]; an abstention with radius 0. Then the audit's rules of
@@ -43,12 +43,12 @@ import pandas as pd
 
 from ddrs.data.registry import DATASETS
 from ddrs.errors import DDRSError
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.published.audit import audit, flag_table
 from ddrs.published.families import Family
 from ddrs.published.input_orders import describe, guard_order
 from ddrs.published.leaderboard import Entry, input_set, inputs_digest
-from ddrs.published.registry import PublishedLog
+from ddrs.published.log_registry import PublishedLog
 
 #: the ``repository`` of a user's own log
 OWN_REPOSITORY = "own"

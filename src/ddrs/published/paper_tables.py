@@ -64,7 +64,7 @@ import pandas as pd
 from ddrs.analysis.metrics import acr, certified_accuracy
 from ddrs.errors import DDRSError, FetchError
 from ddrs.io import atomic_path
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 #: what names one printed cell
 CELL_COLUMNS = ("paper", "table", "dataset", "row", "sigma", "radius", "metric")
@@ -503,7 +503,7 @@ DIFF_COLUMNS = (
 def registry_settings(registry: pd.DataFrame | None = None) -> dict[tuple[str, str], tuple[int, float]]:
     """``(repository, path)`` → ``(n, α)`` of every registry log that states both (the shipped registry
     unless ``registry`` is given)."""
-    from ddrs.published.registry import load_registry
+    from ddrs.published.log_registry import load_registry
 
     registry = load_registry() if registry is None else registry
     stated = registry[registry["n"].notna() & registry["alpha"].notna()]

@@ -6,7 +6,7 @@
 - :mod:`correctness`: p_A of a training input's label from noisy draws; :mod:`gradient_norms`:
   per-input loss-gradient norms of easy and hard inputs (Sun et al. 2024, Table 1);
 - :mod:`data_dependent`: the per-example σ table and the Algorithm 2 batch update;
-- :mod:`loading`: the training DataLoader (augmentation keyed per input, persistent workers);
+- :mod:`loader_feed`: the ``loader`` feed, the training DataLoader (augmentation keyed per input, persistent workers);
   :mod:`device_feed`: the training split held on the training device, augmented there per epoch;
 - :mod:`trainer`: the resumable epoch loop; :mod:`config`: every hyper-parameter.
 
@@ -36,9 +36,9 @@ _MODULE_OF = {
     "reference_lower_bound": "easy_focus",
     "DeviceFeed": "device_feed",
     "EpochPlan": "epoch_plan",
-    "EpochSampler": "loading",
-    "IndexedDataset": "loading",
-    "training_loader": "loading",
+    "EpochSampler": "loader_feed",
+    "IndexedDataset": "loader_feed",
+    "training_loader": "loader_feed",
     "attacked_nll": "losses",
     "cohen_loss": "losses",
     "macer_deferred": "losses",

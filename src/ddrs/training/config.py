@@ -177,7 +177,7 @@ class TrainConfig:
     #: ``loader``, ``device`` or ``auto`` (:data:`FEEDS`, module docstring)
     feed: str = "auto"
     #: DataLoader worker processes (0: load in the training process), kept alive across epochs.
-    #: Every input's augmentation is seeded from (seed, epoch, idx) (:mod:`ddrs.training.loading`),
+    #: Every input's augmentation is seeded from (seed, epoch, idx) (:mod:`ddrs.training.loader_feed`),
     #: so every count trains identically
     num_workers: int = 0
     #: page-locked batches for asynchronous host-to-GPU copies; ``None``: on CUDA only

@@ -8,10 +8,10 @@ plain loop over batches already on the GPU: ``benchmarks/measured/README.md``, "
 Input ``idx``'s augmentation in epoch ``e`` is a pure function of ``(seed, e, idx)``: its uniforms
 are Philox4x32-10 (:mod:`ddrs.core.philox`) under the key derived from ``(seed, AUGMENT, e)`` at counter
 ``idx``, the same bits on every device. An epoch plan's later visit ``v`` of an input draws at
-counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loading.visit_numbers`), a crop of its
+counter ``idx + v·N`` (N inputs; :func:`~ddrs.training.loader_feed.visit_numbers`), a crop of its
 own. So an epoch's batches do not depend on how its pass is chunked, nor on where an interrupted
 run resumed; the order is :class:`EpochSampler`'s, as for the DataLoader feed
-(:mod:`ddrs.training.loading`).
+(:mod:`ddrs.training.loader_feed`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ddrs.core.settings import resolve_memory_format
 from ddrs.data import TensorImages, get_info, load_dataset
 from ddrs.data.augmentation import CropFlip
 from ddrs.training.config import TrainConfig
-from ddrs.training.loading import EpochSampler, EpochView, training_loader, visit_numbers
+from ddrs.training.loader_feed import EpochSampler, EpochView, training_loader, visit_numbers
 
 #: inputs augmented per pass: bounds the padded copies a pass holds
 CHUNK = 4096
@@ -107,7 +107,7 @@ class DeviceFeed:
 
     def epoch_view(self, epoch: int) -> Dataset:
         """Every input as epoch ``epoch`` augments it, by index, on the CPU: what the method's epoch
-        plan scores (:class:`~ddrs.training.loading.EpochView` for the DataLoader feed)."""
+        plan scores (:class:`~ddrs.training.loader_feed.EpochView` for the DataLoader feed)."""
         everyone = torch.arange(len(self.labels))
         return TensorImages(self.augmented(epoch, everyone).cpu(), self.labels.cpu())
 

@@ -26,11 +26,18 @@ from torch import Tensor, nn
 from torch.utils.data import Dataset
 
 from ddrs.core.certificate import EASY_ABOVE
-from ddrs.core.device import autocast, make_generator
+from ddrs.core.device import autocast, make_generator, select_device
 from ddrs.core.seeds import StudyStream, derived_seed
+from ddrs.core.settings import PRECISIONS
+from ddrs.data import load_dataset, subsample_indices
+from ddrs.io import atomic_path
+from ddrs.methods import get_method
+from ddrs.models import load_checkpoint
 from ddrs.training.correctness import correct_counts
 from ddrs.training.losses import TrainingLoss
 
+#: the leading columns of :func:`write_gradient_norms`'s row; :data:`SUMMARY_COLUMNS` follow
+ROW_COLUMNS = ("method", "sigma", "split", "draws")
 #: columns of :func:`summarize`'s row
 SUMMARY_COLUMNS = (
     "inputs",
@@ -157,3 +164,67 @@ def gradient_norm_table(
         }
     )
     return per_input, summarize(p_a, norms)
+
+
+def write_gradient_norms(
+    *,
+    checkpoint: str,
+    out: str,
+    dataset: str,
+    sigma: float,
+    method: str = "cohen",
+    epoch: int | None = None,
+    split: str = "train",
+    draws: int = 100,
+    skip: int = 1,
+    max_index: int | None = None,
+    batch: int = 400,
+    seed: int = 0,
+    data_root: str = "data",
+    device: str = "auto",
+    precision: str = "fp32",
+    per_input: str | None = None,
+) -> None:
+    """Sun et al. (2024) Table 1 for one model (``ddrs gradient-norms``, the ``gradient_norms`` kind of
+    ``ddrs job``): the gradient norms of its own loss at ``sigma`` on its easy and hard ``split`` inputs →
+    the one-row table ``out`` (:data:`ROW_COLUMNS`, then :data:`SUMMARY_COLUMNS`)."""
+    if not sigma > 0:
+        raise ValueError(f"--sigma must be > 0, got {sigma}")
+    if draws < 1 or batch < 1:
+        raise ValueError(f"--draws and --batch must be >= 1, got {draws}, {batch}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown --precision {precision!r}; choose one of {sorted(PRECISIONS)}")
+    trained_method = get_method(method)
+    chosen = select_device(device)
+    model, meta = load_checkpoint(checkpoint, dataset=dataset, device=chosen)
+    trained_with = meta.get("config") if meta.get("method") == trained_method.name else None
+    params = trained_method.make_params(trained_with["params"] if trained_with else None, source=str(checkpoint))
+    epoch = epoch if epoch is not None else max(0, (meta.get("epoch") or 1) - 1)
+    examples = load_dataset(dataset, split, root=data_root, seed=seed, augment=False)
+    indices = subsample_indices(len(examples), skip, max_index)
+    per_input_table, summary = gradient_norm_table(
+        model,
+        examples,
+        indices,
+        sigma,
+        loss=trained_method.load_loss(),
+        params=params,
+        epoch=epoch,
+        draws=draws,
+        noise=trained_method.noise,
+        seed=seed,
+        batch_size=batch,
+        device=chosen,
+        precision=precision,
+    )
+    row = dict(zip(ROW_COLUMNS, (method, sigma, split, draws), strict=True)) | summary
+    with atomic_path(out) as tmp:
+        pd.DataFrame([row]).to_csv(tmp, sep="\t", index=False, na_rep="nan")
+    if per_input:
+        with atomic_path(per_input) as tmp:
+            per_input_table.to_csv(tmp, sep="\t", index=False)
+    print(
+        f"gradient-norms: {summary['inputs']} {split} inputs, {trained_method.name} loss at σ = {sigma}: "
+        f"easy {summary['easy_grad_norm']:.4g} ({summary['easy_inputs']}), hard {summary['hard_grad_norm']:.4g} "
+        f"({summary['hard_inputs']}), easy/hard {summary['easy_over_hard']:.4g} -> {out}"
+    )

@@ -6,7 +6,7 @@ to ``<out>`` after the last epoch. Rerunning on a partial run resumes from it an
 the weights of an uninterrupted run: every random stream of an epoch — shuffling, smoothing noise,
 torch's global generator (forked so the caller's is untouched), the method's epoch plan — is
 seeded from ``(seed, epoch)``, and every input's data augmentation from ``(seed, epoch, idx)``
-(:mod:`ddrs.training.loading`, :mod:`ddrs.training.device_feed`), so no generator state has to
+(:mod:`ddrs.training.loader_feed`, :mod:`ddrs.training.device_feed`), so no generator state has to
 survive the interruption; what a method's epoch plan carries across epochs (``Method.epoch_plan``,
 e.g. which inputs Sun et al.'s training discarded) is saved in the checkpoint. Rerunning on a finished
 ``<out>`` with more epochs continues training from it.
@@ -243,7 +243,7 @@ class Trainer:
         """The indices the method's epoch plan has ``epoch`` visit, or ``None`` for a shuffled pass.
 
         The plan scores the inputs as the epoch augments them (``epoch_view``: the device feed's, or
-        :class:`~ddrs.training.loading.EpochView` of the split for the DataLoader), under torch's
+        :class:`~ddrs.training.loader_feed.EpochView` of the split for the DataLoader), under torch's
         global generator seeded from ``(seed, epoch)``, forked so the training stream is untouched.
         """
         if self.epoch_plan is None:
@@ -264,7 +264,7 @@ class Trainer:
         epoch: int,
         visits: Tensor | None = None,
     ) -> float:
-        """One pass of ``loader`` (:func:`~ddrs.training.loading.training_loader` or a
+        """One pass of ``loader`` (:func:`~ddrs.training.loader_feed.training_loader` or a
         :class:`~ddrs.training.device_feed.DeviceFeed`) over ``visits``
         (default: the shuffled training set), DDRS Algorithm 2 per batch in ``ds`` mode; mean loss.
         Under ``noise_batching: split`` every loaded batch is cut into ``config.chunks`` consecutive

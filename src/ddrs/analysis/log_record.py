@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ddrs.errors import LogFormatError
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 from ddrs.methods import MATCH_SEPARATOR, TRAIN_MODES, get_method, variant_params
 
 CERTIFY_MODES = ("fs", "ds", "gds")
@@ -26,7 +26,7 @@ CERTIFY_MODES = ("fs", "ds", "gds")
 class LogRecord:
     """One certification log and the setting that produced it.
 
-    ``log`` is a path (read with :func:`ddrs.jobs.logs.read_log`) or an already-read DataFrame.
+    ``log`` is a path (read with :func:`ddrs.logs.certification_log.read_log`) or an already-read DataFrame.
     ``certify_mode`` is ``fs`` (fixed σ), ``ds`` (Algorithm 1 + memory, Algorithm 3) or ``gds``
     (Appendix B grid search with ``samples`` noise draws per candidate). ``K`` is the number of
     Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name

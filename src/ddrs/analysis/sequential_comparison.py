@@ -22,7 +22,7 @@ import pandas as pd
 from ddrs.analysis.metrics import acr, certified_accuracy
 from ddrs.analysis.stats import holm, mcnemar
 from ddrs.core.binomial import clopper_pearson
-from ddrs.jobs.logs import read_log
+from ddrs.logs.certification_log import read_log
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

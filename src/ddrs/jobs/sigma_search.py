@@ -1,7 +1,7 @@
 """Writing the σ log: σ*ₓ of every test input, by Algorithm 1 or the grid search (its format and
-readers: :mod:`ddrs.jobs.sigma_log_format`).
+readers: :mod:`ddrs.logs.sigma_log`).
 
-Rows go through :class:`ddrs.jobs.logs.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
+Rows go through :class:`ddrs.logs.certification_log.LogWriter`, so an interrupted run resumes. Input ``idx`` draws
 its noise from streams keyed by ``(seed, stream, idx)`` (:func:`ddrs.core.streams.input_streams`), so a
 resumed run equals an uninterrupted one and a row does not depend on which inputs shared its batch.
 """
@@ -23,8 +23,8 @@ from ddrs.core.seeds import Stream
 from ddrs.core.settings import SIGMA_BATCH, Algorithm1Settings, GridSearchSettings, SigmaSettings
 from ddrs.core.sigma import grid_search_sigma, optimize_sigma, smoothed_top_class
 from ddrs.core.streams import InputStreams, input_streams, stream_settings
-from ddrs.jobs.logs import LogWriter
-from ddrs.jobs.sigma_log_format import KEY_COLUMNS, TIME_COLUMN, grid_column, sigma_column
+from ddrs.logs.certification_log import LogWriter
+from ddrs.logs.sigma_log import KEY_COLUMNS, TIME_COLUMN, grid_column, sigma_column
 
 #: ``solve(x, c_a, streams)`` → scales ``(columns, B)`` for a batch of inputs.
 Solver = Callable[[Tensor, Tensor, InputStreams], Tensor]

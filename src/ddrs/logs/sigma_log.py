@@ -5,7 +5,7 @@ One TSV row per test input in ``idx`` order (docs/architecture.md): ``idx c_a``,
 sigma_K100 …``), the Appendix-B grid search one column :func:`grid_column` (``sigma_grid_n{n}``).
 ``c_a`` is the σ₀-smoothed prediction (DDRS Eq. 2), recorded whichever objective chose the scales;
 ``time`` is the seconds spent on the input (c_A and the solve, amortised over its batch, as the
-certification log's ``time``): Appendix F's cost of choosing σ. :mod:`ddrs.jobs.sigma_log` writes it.
+certification log's ``time``): Appendix F's cost of choosing σ. :mod:`ddrs.jobs.sigma_search` writes it.
 """
 
 from __future__ import annotations
