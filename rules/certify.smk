@@ -33,58 +33,30 @@ rule certify_fixed:
 
 # The same fixed-σ certification with CERTIFY's noise from another seed: the Monte Carlo part of the
 # variance budget (replication.monte_carlo).
-rule certify_monte_carlo:
-    """Cohen et al.'s CERTIFY with the training σ again, its noise drawn from seed (seed, draw)."""
-    input:
-        model=MODEL,
-        data=data_marker,
+use rule certify_fixed as certify_monte_carlo with:
     output:
         run_file(RUN, "certify_monte_carlo", draw="{draw}"),
     log:
         LAYOUT.log("certify", f"{JOB}_mc{{draw}}"),
     benchmark:
         LAYOUT.benchmark("certify", f"{JOB}_mc{{draw}}")
-    conda:
-        "../envs/ddrs.yaml"
-    threads: THREADS
-    resources:
-        mem_mb=4000,
-        runtime=certify_runtime,
-        gpu=GPUS,
     params:
         document=job_document("monte_carlo_certification", draw="draw"),
         speed=job_speed,
-    shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
-        "--checkpoint {input.model} --out {output} 2> {log}"
 
 
-# The same fixed-σ certification, sequential (the sequential_comparison table's logs).
-rule certify_sequential:
-    """Sequential certification with the training σ for every input: draws until every radius of the
-    grid is decided, at most n (docs/protocol.md, "Sequential certification")."""
-    input:
-        model=MODEL,
-        data=data_marker,
+# The same fixed-σ certification, sequential (the sequential_comparison table's logs): draws until
+# every radius of the grid is decided, at most n (docs/protocol.md, "Sequential certification").
+use rule certify_fixed as certify_sequential with:
     output:
         run_file(RUN, "certify_sequential"),
     log:
         LAYOUT.log("certify", f"{JOB}_sequential"),
     benchmark:
         LAYOUT.benchmark("certify", f"{JOB}_sequential")
-    conda:
-        "../envs/ddrs.yaml"
-    threads: THREADS
-    resources:
-        mem_mb=4000,
-        runtime=certify_runtime,
-        gpu=GPUS,
     params:
         document=job_document("sequential_certification"),
         speed=job_speed,
-    shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
-        "--checkpoint {input.model} --out {output} 2> {log}"
 
 
 # One job per model runs Algorithm 1 to the largest K of its grid (the σ log, a snapshot at each K),
