@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.logging import logger
 
-from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline import Experiment
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import REPLICATE_PATTERN, SCALE_PATTERN, run_file
 from ddrs.pipeline.missing_inputs import (
@@ -83,13 +83,17 @@ wildcard_constraints:
 
 
 def run_of(wildcards):
-    return Run.from_wildcards(
-        wildcards.dataset,
-        wildcards.method,
-        wildcards.mode,
-        wildcards.sigma,
-        wildcards.replicate,
-    )
+    """The run a job's wildcards name, looked up in the experiment (no number parsed back)."""
+    try:
+        return EXP.run_at(
+            wildcards.dataset,
+            wildcards.method,
+            wildcards.mode,
+            wildcards.sigma,
+            wildcards.replicate,
+        )
+    except ValueError as error:
+        raise WorkflowError(str(error)) from None
 
 
 def data_marker(wildcards):

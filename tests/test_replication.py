@@ -267,7 +267,9 @@ def test_replicates_have_their_own_paths_seeds_and_init_and_share_the_certificat
     exp = Experiment(digits_experiment)
     run = Run("digits", "cohen", "ds", 0.25, replicate=2)
     assert exp.grid.run_dir(run) == "results/digits/cohen/ds/sigma0.25_r2"
-    assert Run.from_wildcards(*run.wildcards) == run
+    assert exp.run_at(*run.wildcards) == run
+    with pytest.raises(ValueError, match=r"results/digits/cohen/ds/sigma0.25_r7 is no run of this config"):
+        exp.run_at("digits", "cohen", "ds", "0.25", "_r7")
     options = exp.training.train_options(run)
     assert options["replicate"] == 2 and options["seed"] == digits_experiment["seed"]
     assert exp.training.init_run(run) is None or exp.training.init_run(run).replicate == 2

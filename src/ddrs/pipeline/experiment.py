@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +53,20 @@ class Experiment:
                 if not self.grid.is_logs(r.dataset):
                     runs[Run(r.dataset, r.method, r.train_mode, r.sigma0, r.replicate)] = None
         return list(runs)
+
+    @functools.cached_property
+    def _runs_by_wildcards(self) -> dict[tuple[str, ...], Run]:
+        return {run.wildcards: run for run in self.runs()}
+
+    def run_at(self, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> Run:
+        """The run whose directory a job's wildcards name (:meth:`Layout.run_dir`), looked up among
+        :meth:`runs`: σ is the config's own number, never one parsed back from a path; a path of no
+        run is refused, naming it."""
+        try:
+            return self._runs_by_wildcards[(dataset, method, mode, sigma, replicate)]
+        except KeyError:
+            path = self.layout.run_dir(dataset, method, mode, sigma, replicate)
+            raise ValueError(f"{path} is no run of this config: its tables ask for no such model") from None
 
     def _outputs(self, kind: str) -> list[str]:
         return [t.paths(self.layout, name)[kind] for t, _, name in self.targets() if kind in t.outputs]

@@ -117,11 +117,6 @@ class Run:
     def wildcards(self) -> tuple[str, str, str, str, str]:
         return self.dataset, self.method, self.mode, scale_label(self.sigma), replicate_label(self.replicate)
 
-    @classmethod
-    def from_wildcards(cls, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> Run:
-        """The run a path's wildcards spell (:attr:`wildcards` read back)."""
-        return cls(dataset, method, mode, float(sigma), int(replicate.removeprefix("_r") or 0))
-
 
 @dataclass(frozen=True)
 class KGridGroup:
