@@ -9,6 +9,7 @@ import torch
 from killed_job import FailsAfter
 from torch import nn
 
+from ddrs.core.device import prepare_certification
 from ddrs.core.seeds import KEY_SCHEME
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
 from ddrs.jobs.certification import certify_dataset
@@ -42,14 +43,18 @@ SPEED = dict(batch_size=64)
 def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=None, device="cpu", **changes):
     speed = {**SPEED, **{f.name: changes.pop(f.name) for f in fields(DeviceSettings) if f.name in changes}}
     settings = CertifySettings(**{**SETTINGS, **changes})
+    classifier, device_settings = prepare_certification(
+        model.to(device), torch.device(device), DeviceSettings(**speed), sample_shape=(1, 4, 4),
+        precision=settings.precision, cap=max(settings.n0, settings.n),
+    )  # fmt: skip
     return certify_dataset(
-        model.to(device),
+        classifier,
         tiny_dataset(),
         list(indices),
         scales,
         out,
         settings,
-        device_settings=DeviceSettings(**speed),
+        device_settings=device_settings,
         num_classes=3,
         extra_columns=extra_columns,
         device=device,
@@ -203,3 +208,14 @@ def test_the_fixed_mode_keeps_its_resume_settings(tmp_path):
     certify(tiny_model(), tmp_path / "log.tsv")
     assert "mode" not in CertifySettings(**SETTINGS).resume_settings()
     assert CertifySettings(**SETTINGS, **SEQUENTIAL).resume_settings()["sequential"]["radii"] == (0.0, 0.25, 0.5)
+
+
+def test_certify_dataset_takes_device_settings_resolved_at_the_jobs_entry(tmp_path):
+    """The batch and memory format are resolved once per job (prepare_certification), not per log."""
+    settings = CertifySettings(**SETTINGS)
+    with pytest.raises(ValueError, match="is not resolved: see ddrs.core.device.prepare_certification"):
+        certify_dataset(
+            nn.Flatten(), tiny_dataset(), [0], 0.5, tmp_path / "log.tsv", settings,
+            device_settings=DeviceSettings(batch_size=None), num_classes=3, progress=False,
+        )  # fmt: skip
+    assert not (tmp_path / "log.tsv").exists() and not list(tmp_path.iterdir())

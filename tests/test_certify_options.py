@@ -120,9 +120,12 @@ def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
     def run(name, **options):
         settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3)
         with kept_partials():  # the settings stay beside the kept partial log until the block ends
+            classifier, resolved = prepare_certification(
+                conv_model(), CPU, DeviceSettings(**options), sample_shape=(3, 8, 8), precision="fp32", cap=150
+            )
             out = certify_dataset(
-                conv_model(), dataset, range(4), 0.25, tmp_path / name, settings,
-                device_settings=DeviceSettings(**options), num_classes=4, progress=False,
+                classifier, dataset, range(4), 0.25, tmp_path / name, settings,
+                device_settings=resolved, num_classes=4, progress=False,
             )  # fmt: skip
             recorded = json.loads(partial_path(out).with_name(partial_path(out).name + ".json").read_text())
         return read_log(out).drop(columns="time"), recorded

@@ -13,6 +13,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -20,7 +21,7 @@ from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.core.device import copy_to, prepare_certification
+from ddrs.core.device import copy_to
 from ddrs.core.noise import get_noise
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential_pool import certify_sequentially
@@ -53,59 +54,41 @@ def _sigma_lookup(sigmas: float | Mapping[int, float], indices: Sequence[int]) -
 
 
 def certify_dataset(
-    model: nn.Module,
+    classifier: nn.Module,
     dataset: Dataset,
     indices: Sequence[int],
     sigmas: float | Mapping[int, float],
     out_path: str | os.PathLike,
     settings: CertifySettings,
     *,
-    device_settings: DeviceSettings | None = None,
+    device_settings: DeviceSettings,
     num_classes: int,
     device: str | torch.device = "cpu",
     extra_columns: Mapping[str, object] | None = None,
     provenance: Mapping[str, object] | None = None,
     progress: bool = True,
 ) -> Path:
-    """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` and write the log ``out_path``.
+    """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` at ``sigmas`` (one σ, λ for uniform
+    noise, or idx → σ from :func:`ddrs.logs.sigma_log.read_sigma_log`) and write the log ``out_path``.
 
-    ``sigmas`` is one σ (λ for uniform noise) for all inputs or a mapping idx → σ (data-dependent certification,
-    e.g. :func:`ddrs.logs.sigma_log.read_sigma_log`); ``settings`` are CERTIFY's. Rows are in
-    increasing ``idx``; columns are Cohen's (``time`` = seconds per input, amortised over each
-    call) then ``scale p_a_lower noise precision`` and the constant ``extra_columns`` (e.g.
-    ``{"k": 100}``). In ``settings.mode == "sequential"`` each input draws until its radii are decided
-    (:func:`ddrs.core.sequential_pool.certify_sequentially`), ``time`` is the wall time between rows and
-    :data:`SEQUENTIAL_COLUMNS` come last. ``model`` must already be on ``device``. ``device_settings``
-    (default: :class:`~ddrs.core.settings.DeviceSettings`'s) say how fast CERTIFY runs there: when not
-    yet resolved, they are resolved here for this log (:func:`ddrs.core.device.prepare_certification`
-    lays out and compiles ``model``, and probes the batch); resolved ones (a job's, for all its logs)
-    come with the model that function returned, run as given. The log's settings record the
-    precision, memory format and compilation used. The settings and ``provenance``
-    (e.g. the checkpoint's digest) decide whether a partial log resumes. Returns the finished
-    log's path; after a failure only ``<out_path>.partial`` exists (inside
-    :func:`ddrs.logs.certification_log.kept_partials`, after success too).
+    ``classifier`` and ``device_settings`` are what :func:`ddrs.core.device.prepare_certification`
+    returned at the job's entry. Rows are in increasing ``idx``: Cohen's columns (``time`` = seconds
+    per input), then ``scale p_a_lower noise precision`` and the constant ``extra_columns``, and in
+    sequential mode (:func:`ddrs.core.sequential_pool.certify_sequentially`) :data:`SEQUENTIAL_COLUMNS`.
+    The settings and ``provenance`` (the checkpoint's digest) decide whether a partial log resumes;
+    after a failure only ``<out_path>.partial`` exists (:func:`~ddrs.logs.certification_log.kept_partials`).
     """
-    noise = get_noise(settings.noise).name
-    device = torch.device(device)
+    if not device_settings.resolved:
+        raise ValueError(f"{device_settings} is not resolved: see ddrs.core.device.prepare_certification")
     if len(set(indices)) != len(indices):
         raise ValueError("indices contain duplicates")
-    indices = sorted(int(i) for i in indices)
+    device, indices = torch.device(device), sorted(int(i) for i in indices)
     sigma_of = _sigma_lookup(sigmas, indices)
     extra_columns = dict(extra_columns or {})
     clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS)
     if clash:
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
-    model.eval()
-    classifier, device_settings = model, device_settings or DeviceSettings()
-    if not device_settings.resolved:
-        sample_shape = tuple(dataset[indices[0]][0].shape) if indices else None
-        classifier, device_settings = prepare_certification(
-            model, device, device_settings, sample_shape=sample_shape, precision=settings.precision,
-            cap=max(settings.n0, settings.n),
-        )  # fmt: skip
-    batch_size = device_settings.batch_size
-    inputs_per_call = device_settings.inputs_per_call or max(1, math.ceil(batch_size / min(settings.n0, settings.n)))
-
+    noise = get_noise(settings.noise).name
     resume_settings = {
         **settings.resume_settings(),
         "memory_format": device_settings.memory_format,
@@ -120,61 +103,63 @@ def certify_dataset(
     columns = COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns) + (SEQUENTIAL_COLUMNS if sequential else ())
     writer = LogWriter(out_path, columns, resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
-
-    def row(i: int, label, predict: int, radius: float, p_a_lower: float, seconds: float) -> dict[str, object]:
-        return {
-            "idx": i,
-            "label": int(label),
-            "predict": predict,
-            "radius": radius,
-            "correct": int(predict == int(label)),
-            "time": seconds,
-            "scale": sigma_of[i],
-            "p_a_lower": p_a_lower,
-            "noise": noise,
-            "precision": settings.precision,
-            **extra_columns,
-        }
-
+    constant = {"noise": noise, "precision": settings.precision, **extra_columns}
+    rows = _Rows(sigma_of, constant, writer)
+    certify = _certify_in_pool if sequential else _certify_in_groups
+    classifier.eval()
     with tqdm(
-        total=len(indices),
-        initial=len(indices) - len(todo),
-        disable=not progress,
-        desc=f"certify {Path(out_path).name}",
-        unit="input",
-    ) as bar:
-        if sequential:
-            _certify_in_pool(
-                classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, writer, row, bar
-            )
-            return writer.finish()
-        for start in range(0, len(todo), inputs_per_call):
-            group = todo[start : start + inputs_per_call]
-            images, labels = zip(*(dataset[i] for i in group), strict=True)
-            x = copy_to(torch.stack(images), device)
-            sigma = torch.tensor([sigma_of[i] for i in group], dtype=x.dtype)
-            streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
-            started = time.perf_counter()
-            result = certify_batch(
-                classifier, x, sigma, settings, device_settings=device_settings, num_classes=num_classes,
-                generator=streams,
-            )  # fmt: skip
-            seconds = (time.perf_counter() - started) / len(group)
-            for i, label, predict, radius, p_a_lower in zip(
-                group,
-                labels,
-                result.predict.tolist(),
-                result.radius.tolist(),
-                result.p_a_lower.tolist(),
-                strict=True,
-            ):
-                writer.write(row(i, label, predict, radius, p_a_lower, seconds))
-            bar.update(len(group))
+        total=len(indices), initial=len(indices) - len(todo), disable=not progress,
+        desc=f"certify {Path(out_path).name}", unit="input",
+    ) as bar:  # fmt: skip
+        certify(classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar)
     return writer.finish()
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """Writes a certified input's row: its idx, label, prediction, radius and time, with its σ and the
+    log's constant columns."""
+
+    sigma_of: Mapping[int, float]
+    constant: Mapping[str, object]
+    writer: LogWriter
+
+    def write(self, i: int, label, predict: int, radius: float, p_a_lower: float, seconds: float, **more) -> None:
+        correct = int(predict == int(label))
+        cohen = {"idx": i, "label": int(label), "predict": predict, "radius": radius, "correct": correct}
+        self.writer.write(
+            {**cohen, "time": seconds, "scale": self.sigma_of[i], "p_a_lower": p_a_lower, **self.constant, **more}
+        )
+
+
+def _certify_in_groups(
+    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar
+) -> None:
+    """Fixed-n CERTIFY of the ``todo`` inputs, ``device_settings.inputs_per_call`` at a time (default:
+    as many as fill a batch of the smaller of n0 and n), each from its own stream."""
+    per_call = device_settings.inputs_per_call or max(
+        1, math.ceil(device_settings.batch_size / min(settings.n0, settings.n))
+    )
+    for start in range(0, len(todo), per_call):
+        group = todo[start : start + per_call]
+        images, labels = zip(*(dataset[i] for i in group), strict=True)
+        x = copy_to(torch.stack(images), device)
+        sigma = torch.tensor([sigma_of[i] for i in group], dtype=x.dtype)
+        streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
+        started = time.perf_counter()
+        result = certify_batch(
+            classifier, x, sigma, settings, device_settings=device_settings, num_classes=num_classes,
+            generator=streams,
+        )  # fmt: skip
+        seconds = (time.perf_counter() - started) / len(group)
+        found = zip(result.predict.tolist(), result.radius.tolist(), result.p_a_lower.tolist(), strict=True)
+        for i, label, (predict, radius, p_a_lower) in zip(group, labels, found, strict=True):
+            rows.write(i, label, predict, radius, p_a_lower, seconds)
+        bar.update(len(group))
+
+
 def _certify_in_pool(
-    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, writer, row, bar
+    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar
 ) -> None:
     """Sequential CERTIFY of the ``todo`` inputs through one pool, rows written in ``idx`` order.
 
@@ -208,7 +193,9 @@ def _certify_in_pool(
             now = time.perf_counter()
             seconds, written = now - written, now
             i = todo[next_row]
-            fields = row(i, labels[next_row], done.predict, done.radius, done.p_a_lower, seconds)
-            writer.write({**fields, "draws": done.draws, "decided": int(done.decided)})
+            rows.write(
+                i, labels[next_row], done.predict, done.radius, done.p_a_lower, seconds,
+                draws=done.draws, decided=int(done.decided),
+            )  # fmt: skip
             next_row += 1
             bar.update(1)
