@@ -63,7 +63,7 @@ def test_each_quick_start_command_is_what_its_make_target_runs(target, command):
 
 def test_ci_runs_the_readmes_test_command():
     run = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
-    assert run[-1] == "make test" and ("test", "python -m pytest") in QUICK_START
+    assert run[-1] == "make test" and dict(QUICK_START)["test"].startswith("python -m pytest")
 
 
 @pytest.mark.parametrize("target", MAKE_TARGETS)
