@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment
