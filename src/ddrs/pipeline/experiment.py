@@ -47,16 +47,21 @@ class Experiment:
     def runs(self) -> list[Run]:
         """Every base classifier the grid trains or imports: the DDRS grid's and the studies' (matched
         variants included), in order of first use."""
+        return list(self._runs)
+
+    @functools.cached_property
+    def _runs(self) -> tuple[Run, ...]:
+        """:meth:`runs`, gathered once from every target's query (the workflow asks at start-up and per job)."""
         runs = dict.fromkeys(self.records.runs())
         for target, wildcards, _ in self.targets():
             for r in target.query(self, wildcards):
                 if not self.grid.is_logs(r.dataset):
                     runs[Run(r.dataset, r.method, r.train_mode, r.sigma0, r.replicate)] = None
-        return list(runs)
+        return tuple(runs)
 
     @functools.cached_property
     def _runs_by_wildcards(self) -> dict[tuple[str, ...], Run]:
-        return {run.wildcards: run for run in self.runs()}
+        return {run.wildcards: run for run in self._runs}
 
     def run_at(self, dataset: str, method: str, mode: str, sigma: str, replicate: str = "") -> Run:
         """The run whose directory a job's wildcards name (:meth:`Layout.run_dir`), looked up among
