@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torchvision.models.resnet import BasicBlock
 
 from ddrs.core.device import at_least_float32
 from ddrs.models.pieces import Piece, compose
@@ -41,6 +40,10 @@ class DDRSResNet(nn.Module):
     layer and a softmax."""
 
     def __init__(self, num_classes: int, in_channels: int = 3, blocks: tuple[int, ...] = (2, 2, 2, 2)):
+        # here, not at the top: importing torchvision loads torch._dynamo, seconds of CPU that every
+        # job importing the model registry paid, whichever network it builds
+        from torchvision.models.resnet import BasicBlock
+
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
