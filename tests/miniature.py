@@ -9,15 +9,16 @@ overlay (tests/configs/<name>_miniature.yaml) and the ``--overlay`` files, print
 statistics and wall time, and exits with Snakemake's status.
 
 * CIFAR-10: torchvision's ``cifar-10-batches-py`` archive (:func:`fixtures_archives.write_cifar10`);
-* ImageNet: an ``ImageFolder`` of two classes, one tiny PNG each per split (the loader resizes to
-  256 and crops 224, so the networks see ImageNet's size);
+* ImageNet: an ``ImageFolder`` of two classes, one tiny PNG each per split, which the loader resizes
+  and crops to :data:`IMAGENET_SIZE` (an input side is a size: ResNet-50 at 224 px made ImageNet's
+  certifications two fifths of the paper miniature's CPU time);
 * the published ImageNet ResNet-50 checkpoints a config names, each in its source's layout
   (:mod:`ddrs.models.published`): Cohen's and SmoothAdv's ``{'arch', 'state_dict', 'optimizer',
   'epoch'}`` of ``Sequential(normaliser, DataParallel(net))``, rs4a's bare ``state_dict`` of its
   ``norm`` / ``model`` wrapper.
 
-The files need two attributes patched in every process (torchvision's CIFAR-10 md5 sums, ImageNet's
-class count): ``tests/miniature_site/sitecustomize.py`` does it from the JSON file :func:`write`
+The files need attributes patched in every process (torchvision's CIFAR-10 md5 sums, ImageNet's
+class count and input side): ``tests/miniature_site/sitecustomize.py`` does it from the JSON file :func:`write`
 leaves, named by ``DDRS_MINIATURE_DATA``.
 """
 
@@ -44,6 +45,7 @@ MINIATURES = {
 
 SITE = REPO / "tests" / "miniature_site"
 IMAGENET_CLASSES = ("n01440764", "n01443537")  # ImageNet's first two synsets, as folder names
+IMAGENET_SIZE = 32  # the crop the networks see (ImageNet's is 224; ResNet-50 pools adaptively)
 #: the published layout of each ImageNet method of config/paper.yaml (ddrs.models.published.SOURCES)
 SOURCE_OF = {"cohen": "cohen", "smoothadv": "smoothadv", "uniform": "rs4a"}
 
@@ -92,7 +94,7 @@ def write(workdir: Path, config: dict, cifar10_per_batch: int = 2) -> dict[str, 
     imagenet = config["datasets"].get("imagenet")
     if imagenet is not None:
         write_image_folder(data / "imagenet", classes=IMAGENET_CLASSES, per_class=1, size=(8, 8))
-        patches["imagenet_classes"] = len(IMAGENET_CLASSES)
+        patches["imagenet"] = {"classes": len(IMAGENET_CLASSES), "size": IMAGENET_SIZE}
         _write_published(Path(workdir), imagenet["checkpoints"])
     path = Path(workdir) / "miniature_data.json"
     path.write_text(json.dumps(patches))

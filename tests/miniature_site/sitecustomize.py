@@ -7,8 +7,9 @@ tests/fixtures_archives.py patch them:
 
 * ``torchvision.datasets.cifar.CIFAR10``'s ``train_list``, ``test_list`` and ``meta``: the md5 sums of
   the CIFAR-10 archive written in torchvision's format (no file can match the real sums);
-* ``ddrs.data.torchvision_sets.IMAGENET_CLASSES``: the class folders of the ImageNet ``ImageFolder``
-  written, which the dataset registry reads as ImageNet's class count when it is built.
+* ``ddrs.data.torchvision_sets.IMAGENET_CLASSES`` and ``IMAGENET_SIZE``: the class folders of the
+  ImageNet ``ImageFolder`` written, and the side of the crop the networks see, which the dataset
+  registry reads as ImageNet's class count and input shape when it is built.
 
 Nothing is imported early: a process that never reads the data never imports torchvision.
 """
@@ -28,14 +29,15 @@ def _cifar10(module, data):
         setattr(module.CIFAR10, attribute, data["cifar10"][attribute])
 
 
-def _imagenet_classes(module, data):
-    module.IMAGENET_CLASSES = data["imagenet_classes"]
+def _imagenet(module, data):
+    module.IMAGENET_CLASSES = data["imagenet"]["classes"]
+    module.IMAGENET_SIZE = data["imagenet"]["size"]
 
 
 #: module → (the patch, the key of the data file it needs: no patch where the miniature wrote no such data)
 _PATCHES = {
     "torchvision.datasets.cifar": (_cifar10, "cifar10"),
-    "ddrs.data.torchvision_sets": (_imagenet_classes, "imagenet_classes"),
+    "ddrs.data.torchvision_sets": (_imagenet, "imagenet"),
 }
 
 

@@ -66,4 +66,3 @@ class ResizedCropFlip:
 
 #: Cohen et al.'s code (locuslab/smoothing ``code/datasets.py``)
 CIFAR10 = CropFlip(size=32, padding=4)
-IMAGENET = ResizedCropFlip(size=224)

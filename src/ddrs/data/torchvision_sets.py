@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 SHOWN = 5
 #: ImageNet's classes: the class folders ``imagenet`` expects in each split
 IMAGENET_CLASSES = 1000
+#: the side of ImageNet's square input: the crop the networks see (Cohen et al.'s code,
+#: locuslab/smoothing ``code/datasets.py``: test images resized to 256 = 224·8/7, then centre-cropped)
+IMAGENET_SIZE = 224
 
 
 def mnist(split: str, root: Path, augment: bool) -> Dataset:
@@ -61,7 +64,8 @@ def cifar10(split: str, root: Path, augment: bool) -> Dataset:
 
 
 def imagenet(split: str, root: Path, augment: bool) -> Dataset:
-    """``root/imagenet/{train,val}/<class>/``; training: random resized crop and flip, else resize 256, crop 224.
+    """``root/imagenet/{train,val}/<class>/``; training: random resized crop and flip, else resize 256, crop 224
+    (:data:`IMAGENET_SIZE`).
 
     Each split must hold the dataset's ``num_classes`` class folders, the same in both splits:
     ImageFolder numbers the classes by their sorted folder names.
@@ -76,9 +80,9 @@ def imagenet(split: str, root: Path, augment: bool) -> Dataset:
         )
     _check_class_folders(folder, imagenet_folder(root, "test" if split == "train" else "train"))
     if augment:
-        steps = augmentation.IMAGENET.transforms()
+        steps = augmentation.ResizedCropFlip(IMAGENET_SIZE).transforms()
     else:
-        steps = [transforms.Resize(256), transforms.CenterCrop(224)]
+        steps = [transforms.Resize(IMAGENET_SIZE * 8 // 7), transforms.CenterCrop(IMAGENET_SIZE)]
     return datasets.ImageFolder(str(folder), transform=transforms.Compose([*steps, transforms.ToTensor()]))
 
 
