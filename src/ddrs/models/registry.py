@@ -71,7 +71,8 @@ ARCHS: dict[str, ArchInfo] = {
             ddrs_resnet.DDRSResNet.pieces,
             ddrs_resnet.ReleasedLogProbabilities,
         ),
-        ArchInfo("resnet50", (3, 224, 224), _torchvision_resnet50, _torchvision_resnet_pieces),
+        # ImageNet's network, sized for ImageNet's input (ddrs.data.torchvision_sets.IMAGENET_SIZE)
+        ArchInfo("resnet50", get_info("imagenet").input_shape, _torchvision_resnet50, _torchvision_resnet_pieces),
     )
 }
 
