@@ -46,7 +46,8 @@ class Experiment:
 
     def runs(self) -> list[Run]:
         """Every base classifier the grid trains or imports: the DDRS grid's and the studies' (matched
-        variants included), in order of first use."""
+        variants included), and those a table reads directly (Sun et al.'s gradient norms), in order
+        of first use."""
         return list(self._runs)
 
     @functools.cached_property
@@ -57,6 +58,7 @@ class Experiment:
             for r in target.query(self, wildcards):
                 if not self.grid.is_logs(r.dataset):
                     runs[Run(r.dataset, r.method, r.train_mode, r.sigma0, r.replicate)] = None
+            runs.update(dict.fromkeys(target.models(self, target, **wildcards)))
         return tuple(runs)
 
     @functools.cached_property

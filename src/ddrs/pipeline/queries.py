@@ -218,8 +218,12 @@ def showcase_file(exp: Experiment, dataset: str, name: str) -> str:
     )
 
 
+def gradient_norm_runs(exp: Experiment, target: Target, dataset: str) -> list[Run]:
+    return exp.records.gradient_norm_runs(target.methods, dataset)
+
+
 def gradient_norm_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    runs = exp.records.gradient_norm_runs(target.methods, dataset)
+    runs = gradient_norm_runs(exp, target, dataset)
     return {"paths": [run_file(exp.grid.run_dir(r), "gradient_norms") for r in runs]}
 
 

@@ -14,7 +14,7 @@ from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.table_settings import TableStatistics
 from ddrs.pipeline.figure_records import FigureRecords
 from ddrs.pipeline.grid import RunGrid
-from ddrs.pipeline.layout import Layout
+from ddrs.pipeline.layout import Layout, Run
 from ddrs.pipeline.records import Records
 from ddrs.pipeline.training_plan import TrainingPlan
 
@@ -54,6 +54,10 @@ def _nothing(exp: Experiment, target: Target, **wildcards: str) -> dict[str, Any
     return {}
 
 
+def _no_models(exp: Experiment, target: Target, **wildcards: str) -> list[Run]:
+    return []
+
+
 @dataclass(frozen=True)
 class Target:
     """One paper table or figure family; its fields are the callables ``(exp, target, **wildcards)``."""
@@ -75,6 +79,9 @@ class Target:
     records: Callable[..., list[LogRecord]] | None = None
     #: further input files, by the builder's keyword (a path, a list or a mapping of paths)
     files: Callable[..., dict[str, Any]] = _nothing
+    #: the models whose own files it reads (beyond its records' logs): runs of the grid even where
+    #: no certification asks for them (:meth:`ddrs.pipeline.experiment.Experiment.runs`)
+    models: Callable[..., list[Run]] = _no_models
     #: the builder's other keywords
     params: Callable[..., dict[str, Any]] = _nothing
     #: the Markdown/LaTeX caption, from the experiment and the records
