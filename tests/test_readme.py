@@ -33,7 +33,9 @@ def shell_commands(text: str) -> list[str]:
 
 def make_dry_run(*targets: str) -> str:
     """What ``make -n <targets>`` would run, as the Makefile spells it."""
-    result = subprocess.run(["make", "-n", *targets], cwd=REPO, capture_output=True, text=True, timeout=60)
+    # --no-print-directory: under `make test` (MAKELEVEL set) make would add "Entering/Leaving directory" lines
+    command = ["make", "--no-print-directory", "-n", *targets]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
