@@ -233,7 +233,7 @@ ENTRIES = (
         "gradient_norms",
         "Seed papers",
         methods=SUN2024_METHODS,
-        instances=q.computed_datasets(lambda exp, t, d: exp.records.gradient_norm_runs(t.methods, d)),
+        instances=q.computed_datasets(q.gradient_norm_runs),
         models=q.gradient_norm_runs,
         files=q.gradient_norm_files,
         # mean gradient norms and their ratio to 4 decimals (estimates from a few thousand inputs)
