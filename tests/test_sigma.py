@@ -22,7 +22,7 @@ from ddrs.core.sigma import (
     smoothed_top_class,
 )
 from ddrs.core.smoothing import lower_confidence_bound
-from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
+from ddrs.jobs.sigma_search import sigma_log_dataset
 
 GAUSSIAN = get_noise("gaussian")
 
@@ -342,7 +342,7 @@ def test_objectives_choose_e_a_and_e_b_as_documented():
 
 
 def test_labels_are_never_an_argument():
-    for function in (smoothed_top_class, optimize_sigma, grid_search_sigma, optimize_dataset, grid_search_dataset):
+    for function in (smoothed_top_class, optimize_sigma, grid_search_sigma, sigma_log_dataset):
         names = set(inspect.signature(function).parameters)
         assert not names & {"label", "labels", "y", "target", "targets"}, function.__name__
 

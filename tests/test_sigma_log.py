@@ -20,7 +20,7 @@ from ddrs.core.sigma import smoothed_top_class
 from ddrs.core.streams import input_streams
 from ddrs.data import TensorImages
 from ddrs.errors import LogFormatError
-from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
+from ddrs.jobs.sigma_search import sigma_log_dataset
 from ddrs.logs.certification_log import partial_path
 from ddrs.logs.sigma_log import read_sigma_log
 
@@ -41,7 +41,7 @@ def test_sigma_log_uses_the_smoothed_prediction_not_the_label(digits_model, digi
     images = torch.stack([test[i][0] for i in indices]).double()
     wrong = TensorImages(images, torch.tensor([(test[i][1] + 1) % 10 for i in indices]))
     settings = Algorithm1Settings(sigma0=0.25, steps=[0, 5], n0=50, lr=0.01)
-    path = optimize_dataset(digits_model, wrong, indices, tmp_path / "sigma.tsv", settings, batch=3, num_classes=10)
+    path = sigma_log_dataset(digits_model, wrong, indices, tmp_path / "sigma.tsv", settings, batch=3, num_classes=10)
     log = read_scales(path)
     assert list(log.columns) == ["idx", "c_a", "sigma_K0", "sigma_K5"]
     assert log["idx"].tolist() == indices
@@ -70,26 +70,28 @@ def test_sigma_log_resumes_to_the_uninterrupted_result(digits_model, digits_data
     indices = list(range(0, 12, 2))
     digits_model = copy.deepcopy(digits_model).double()
     test = TensorImages(digits_data["test"].images.double(), digits_data["test"].targets)
-    whole = optimize_dataset(digits_model, test, indices, tmp_path / "whole.tsv", settings, batch=4, num_classes=10)
+    whole = sigma_log_dataset(digits_model, test, indices, tmp_path / "whole.tsv", settings, batch=4, num_classes=10)
     # an interrupted run: killed after two batches of two, in the middle of writing the next row
     with pytest.raises(RuntimeError, match="simulated crash"):
-        optimize_dataset(
+        sigma_log_dataset(
             FailsAfter(digits_model, 12), test, indices, tmp_path / "resumed.tsv", settings, batch=2, num_classes=10
         )
     partial = tmp_path / "resumed.tsv.partial"
     assert len(partial.read_text().splitlines()) == 1 + 4
     partial.write_text(partial.read_text()[:-9])
     # rerun with another batch size
-    resumed = optimize_dataset(digits_model, test, indices, tmp_path / "resumed.tsv", settings, batch=3, num_classes=10)
+    resumed = sigma_log_dataset(
+        digits_model, test, indices, tmp_path / "resumed.tsv", settings, batch=3, num_classes=10
+    )
     a, b = read_scales(whole), read_scales(resumed)
     assert a["idx"].tolist() == b["idx"].tolist() == indices
     pd.testing.assert_frame_equal(a, b, rtol=1e-5)
     # a rerun asking for fewer inputs publishes only those
     killed = tmp_path / "other_skip.tsv"
     with pytest.raises(RuntimeError, match="simulated crash"):
-        optimize_dataset(FailsAfter(digits_model, 12), test, indices, killed, settings, batch=2, num_classes=10)
+        sigma_log_dataset(FailsAfter(digits_model, 12), test, indices, killed, settings, batch=2, num_classes=10)
     with pytest.warns(UserWarning, match="dropping .* rows of inputs this run does not certify"):
-        fewer = optimize_dataset(digits_model, test, indices[::2], killed, settings, batch=2, num_classes=10)
+        fewer = sigma_log_dataset(digits_model, test, indices[::2], killed, settings, batch=2, num_classes=10)
     pd.testing.assert_frame_equal(read_scales(fewer), a.iloc[::2].reset_index(drop=True), rtol=1e-5)
 
 
@@ -98,14 +100,14 @@ def test_a_partial_sigma_log_of_another_objective_or_clamp_starts_over(digits_mo
     out = tmp_path / "sigma.tsv"
     first = Algorithm1Settings(sigma0=0.25, steps=[2], n0=20, lr=0.01)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        optimize_dataset(
+        sigma_log_dataset(
             FailsAfter(digits_model, 6), digits_data["test"], range(6), out, first, batch=2, num_classes=10
         )
     recorded = json.loads(partial_path(out).with_name("sigma.tsv.partial.json").read_text())
     assert (recorded["objective"], recorded["clamp"]) == ("released", 0.02)
     other = Algorithm1Settings(sigma0=0.25, steps=[2], n0=20, lr=0.01, **changed)
     with pytest.warns(UserWarning, match="other settings"):
-        optimize_dataset(digits_model, digits_data["test"], range(6), out, other, batch=2, num_classes=10)
+        sigma_log_dataset(digits_model, digits_data["test"], range(6), out, other, batch=2, num_classes=10)
 
 
 def test_grid_search_log_scores_with_the_chosen_objective(digits_model, digits_data, tmp_path):
@@ -113,7 +115,7 @@ def test_grid_search_log_scores_with_the_chosen_objective(digits_model, digits_d
     logs = {}
     for objective in ("released", "fixed_class"):
         settings = GridSearchSettings(sigma0=0.25, grid=grid, n=4, n0=20, objective=objective)
-        path = grid_search_dataset(
+        path = sigma_log_dataset(
             digits_model, digits_data["test"], range(40), tmp_path / f"{objective}.tsv", settings, num_classes=10
         )
         logs[objective] = read_scales(path)
@@ -193,7 +195,7 @@ def test_read_sigma_log_reads_any_named_column(tmp_path):
 
 def test_the_reader_reads_what_the_writer_wrote(digits_model, digits_data, tmp_path):
     settings = Algorithm1Settings(sigma0=0.25, steps=[0, 3], n0=20, lr=0.01)
-    path = optimize_dataset(digits_model, digits_data["test"], [4, 1, 7], tmp_path / "s.tsv", settings, num_classes=10)
+    path = sigma_log_dataset(digits_model, digits_data["test"], [4, 1, 7], tmp_path / "s.tsv", settings, num_classes=10)
     log = pd.read_csv(path, sep="\t")
     assert read_sigma_log(path, 3) == dict(zip(log["idx"], log["sigma_K3"], strict=True))
     assert read_sigma_log(path, 0) == {1: 0.25, 4: 0.25, 7: 0.25}
@@ -230,7 +232,7 @@ def test_cli_objective_and_clamp_flags_equal_the_library(digits_checkpoint, digi
     flags += ["--device", "cpu"]  # the library call below runs on the CPU; CUDA draws other noise
     assert main(optimize_args(digits_checkpoint, out, *flags, "--objective", "fixed_class", "--clamp", "0.001")) == 0
     settings = Algorithm1Settings(sigma0=0.25, steps=[5], n0=20, lr=0.01, objective="fixed_class", clamp=1e-3)
-    expected = optimize_dataset(
+    expected = sigma_log_dataset(
         digits_model, digits_data["test"], range(5), tmp_path / "lib.tsv", settings, batch=5, num_classes=10
     )
     pd.testing.assert_frame_equal(read_scales(out), read_scales(expected))

@@ -138,16 +138,14 @@ def write_sigma_log(
 ) -> None:
     """σ per input by Algorithm 1 or, for grid-search settings, the Appendix-B grid search → the σ log
     ``out``, ``batch`` inputs solved together (speed only)."""
-    from ddrs.jobs.sigma_search import grid_search_dataset, optimize_dataset
+    from ddrs.jobs.sigma_search import sigma_log_dataset
 
     if isinstance(settings, GridSearchSettings):
-        write = grid_search_dataset
         interval = f"[{settings.grid[0]}, {settings.grid[-1]}]"
         what = f"grid search over {len(settings.grid)} scales in {interval} with n={settings.n}"
     else:
-        write = optimize_dataset
         what = f"Algorithm 1 with K in {list(settings.steps)}, n={settings.n}, lr={settings.lr}"
-    path = write(
+    path = sigma_log_dataset(
         inputs.model,
         inputs.dataset,
         inputs.indices,

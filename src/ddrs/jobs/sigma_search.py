@@ -88,67 +88,43 @@ def _held_class(settings: SigmaSettings, c_a: Tensor) -> Tensor | None:
     return c_a if settings.objective == "fixed_class" else None
 
 
-def optimize_dataset(
+def sigma_log_dataset(
     model: nn.Module,
     dataset,
     indices: Sequence[int],
     out_path: str | os.PathLike,
-    settings: Algorithm1Settings,
+    settings: Algorithm1Settings | GridSearchSettings,
     *,
     batch: int = SIGMA_BATCH,
     num_classes: int,
     device: torch.device | str = "cpu",
     provenance: Mapping[str, object] | None = None,
 ) -> Path:
-    """Run Algorithm 1 on ``dataset[idx]`` for every idx and write the σ log (a ``sigma_K{K}`` column per K).
+    """σ*ₓ of ``dataset[idx]`` for every idx → the σ log: by Algorithm 1 (a ``sigma_K{K}`` column per
+    K) for :class:`Algorithm1Settings`, by the Appendix B grid search (one ``sigma_grid_n{n}``
+    column) for :class:`GridSearchSettings`.
 
     ``batch`` inputs are solved together (speed only). ``provenance`` (e.g. the checkpoint's digest)
     joins the settings that decide whether a partial σ log resumes.
     """
+    if isinstance(settings, GridSearchSettings):
+        columns = [grid_column(settings.n)]
 
-    def solve(x, c_a, generators):
-        return optimize_sigma(model, x, settings, _held_class(settings, c_a), generator=generators)
+        def solve(x, c_a, generators):
+            return grid_search_sigma(model, x, settings, _held_class(settings, c_a), generator=generators).unsqueeze(0)
 
-    columns = [sigma_column(k) for k in settings.steps]
+    else:
+        columns = [sigma_column(k) for k in settings.steps]
+
+        def solve(x, c_a, generators):
+            return optimize_sigma(model, x, settings, _held_class(settings, c_a), generator=generators)
+
     return _run_dataset(
         model,
         dataset,
         indices,
         out_path,
         columns,
-        solve,
-        settings,
-        batch=batch,
-        num_classes=num_classes,
-        device=device,
-        provenance=provenance,
-    )
-
-
-def grid_search_dataset(
-    model: nn.Module,
-    dataset,
-    indices: Sequence[int],
-    out_path: str | os.PathLike,
-    settings: GridSearchSettings,
-    *,
-    batch: int = SIGMA_BATCH,
-    num_classes: int,
-    device: torch.device | str = "cpu",
-    provenance: Mapping[str, object] | None = None,
-) -> Path:
-    """Run the Appendix B grid search on every idx and write the σ log (one ``sigma_grid_n{n}`` column),
-    ``batch`` inputs solved together (speed only)."""
-
-    def solve(x, c_a, generators):
-        return grid_search_sigma(model, x, settings, _held_class(settings, c_a), generator=generators).unsqueeze(0)
-
-    return _run_dataset(
-        model,
-        dataset,
-        indices,
-        out_path,
-        [grid_column(settings.n)],
         solve,
         settings,
         batch=batch,
