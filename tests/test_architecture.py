@@ -5,6 +5,8 @@ imports included."""
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -107,3 +109,27 @@ def test_the_runtime_package_never_imports_the_maintainers_tools():
             names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
             found += [f"{module} -> {name}" for name in names if name.split(".")[0] in tools]
     assert not found, f"the runtime package imports the maintainers' tools: {found}"
+
+
+def test_the_road_of_sigma_counts_what_the_files_hold():
+    """docs/architecture.md's count of σ's names on its road, from config to the noise draw, is the
+    files' own: rerunning its grep gives its numbers."""
+    doc = (SRC.parent / "docs" / "architecture.md").read_text()
+    road = doc[doc.index("## The road of σ") :]
+    command = road[road.index("grep -ohwE") : road.index("| sort")]
+    pattern, *globs = command.replace("\\\n", " ").split()[2:]
+    paths = [SRC.parent / expanded for spelled in globs for expanded in _brace_expansion(spelled)]
+    text = "\n".join(path.read_text() for path in paths)
+    counted = Counter(re.findall(rf"\b(?:{pattern.strip(chr(39))})\b", text))
+    stated = dict(re.findall(r"`(\w+)` (\d+)", road[road.index("gives ") : road.index("1. `config")]))
+    assert counted == {name: int(count) for name, count in stated.items()}
+    assert f"the {len(paths)} files below" in road
+
+
+def _brace_expansion(spelled: str) -> list[str]:
+    """The shell's ``a/{b,c}.py`` (the doc's command has no other glob)."""
+    match = re.fullmatch(r"(.*)\{(.*)\}(.*)", spelled)
+    if not match:
+        return [spelled]
+    head, options, tail = match.groups()
+    return [f"{head}{option}{tail}" for option in options.split(",")]

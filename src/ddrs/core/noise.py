@@ -42,7 +42,7 @@ class SmoothingNoise(ABC):
 
     @abstractmethod
     def unit(self, shape: torch.Size, *, generator: torch.Generator | None, device, dtype) -> Tensor:
-        """Draw ε̂ from the scale-1 member (N(0, I) or U[-1, 1]^d); ε = scale · ε̂ (DDRS Eq. 3/4)."""
+        """Draw ε̂ from the scale-1 member (N(0, I) or U[-1, 1]^d); ε = σ · ε̂ (DDRS Eq. 3/4)."""
 
     @abstractmethod
     def from_words(self, words: Tensor) -> Tensor:
@@ -54,16 +54,16 @@ class SmoothingNoise(ABC):
         return add_noise(x, sigma, self.unit(x.shape, generator=generator, device=x.device, dtype=x.dtype))
 
     @abstractmethod
-    def radius(self, p_a_lower: Tensor, scale: Tensor | float) -> Tensor:
+    def radius(self, p_a_lower: Tensor, sigma: Tensor | float) -> Tensor:
         """Certified radius from a lower confidence bound on p_A, with p_B ≤ 1 − p_A."""
 
     @abstractmethod
-    def threshold(self, radius: Tensor | float, scale: Tensor | float) -> Tensor:
+    def threshold(self, radius: Tensor | float, sigma: Tensor | float) -> Tensor:
         """The least p̲_A whose :meth:`radius` reaches ``radius`` (its inverse in p̲_A; above 1 where
         no p̲_A reaches it): what sequential certification compares its bounds against."""
 
     @abstractmethod
-    def objective(self, e_a: Tensor, e_b: Tensor, scale: Tensor, clamp: float = 0.0) -> Tensor:
+    def objective(self, e_a: Tensor, e_b: Tensor, sigma: Tensor, clamp: float = 0.0) -> Tensor:
         """The differentiable radius surrogate maximised by Algorithm 1 (DDRS Eq. 3 / Eq. 4), with
         E_A, E_B clamped to [clamp, 1 − clamp] where the surrogate needs them inside (0, 1)."""
 
@@ -85,26 +85,26 @@ class Gaussian(SmoothingNoise):
         angle = (2.0 * math.pi) * open_unit_interval(words[..., 1::2])
         return torch.stack((radius * torch.cos(angle), radius * torch.sin(angle)), dim=-1).flatten(-2)
 
-    def radius(self, p_a_lower, scale):
+    def radius(self, p_a_lower, sigma):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
-        return torch.as_tensor(scale, dtype=torch.float64) * torch.special.ndtri(p)
+        return torch.as_tensor(sigma, dtype=torch.float64) * torch.special.ndtri(p)
 
-    def threshold(self, radius, scale):
+    def threshold(self, radius, sigma):
         """Φ(r/σ) (Voráček 2024's target, written ``norm.ppf(r/σ)`` in RS_conf_seq, where Φ is meant)."""
         r = torch.as_tensor(radius, dtype=torch.float64)
-        return torch.special.ndtr(r / torch.as_tensor(scale, dtype=torch.float64))
+        return torch.special.ndtr(r / torch.as_tensor(sigma, dtype=torch.float64))
 
-    def objective(self, e_a, e_b, scale, clamp=0.0):
+    def objective(self, e_a, e_b, sigma, clamp=0.0):
         """R(σ) = σ/2 · (Φ⁻¹(E_A) − Φ⁻¹(E_B)) (DDRS Eq. 1 and Eq. 3), E_A and E_B clamped so that Φ⁻¹
         stays finite (the clamp passes no gradient beyond its bounds)."""
         gap = torch.special.ndtri(e_a.clamp(clamp, 1 - clamp)) - torch.special.ndtri(e_b.clamp(clamp, 1 - clamp))
-        return scale / 2 * gap
+        return sigma / 2 * gap
 
 
 class Uniform(SmoothingNoise):
     """U[−λ, λ]^d: ℓ1 radius 2λ(p̲_A − ½) = λ(p̲_A − p̄_B) (Yang et al. 2020; DDRS §4.4).
 
-    The scale here is always the half-width λ. Yang et al.'s public code names a uniform
+    Its σ is always the half-width λ. Yang et al.'s public code names a uniform
     distribution by its standard deviation σ = λ/√3; convert with :func:`ddrs.core.settings.uniform_half_width`.
     """
 
@@ -117,20 +117,20 @@ class Uniform(SmoothingNoise):
     def from_words(self, words):
         return open_unit_interval(words) * 2 - 1
 
-    def radius(self, p_a_lower, scale):
+    def radius(self, p_a_lower, sigma):
         p = torch.as_tensor(p_a_lower, dtype=torch.float64)
-        return torch.as_tensor(scale, dtype=torch.float64) * 2 * (p - 0.5)
+        return torch.as_tensor(sigma, dtype=torch.float64) * 2 * (p - 0.5)
 
-    def threshold(self, radius, scale):
+    def threshold(self, radius, sigma):
         """½ + r/(2λ)."""
         r = torch.as_tensor(radius, dtype=torch.float64)
-        return 0.5 + r / (2 * torch.as_tensor(scale, dtype=torch.float64))
+        return 0.5 + r / (2 * torch.as_tensor(sigma, dtype=torch.float64))
 
-    def objective(self, e_a, e_b, scale, clamp=0.0):
+    def objective(self, e_a, e_b, sigma, clamp=0.0):
         """R(λ) = λ · (E_A − E_B) (DDRS Eq. 4), never clamped: it has no Φ⁻¹ to keep finite, and the
         public data-dependent smoothing code for ℓ1 (``ddsmoothing``'s ``L1Certificate.compute_proxy_gap``)
         takes the gap as it is. A clamp would zero the gradient of E_A − E_B wherever E_A > 1 − clamp."""
-        return scale * (e_a - e_b)
+        return sigma * (e_a - e_b)
 
 
 NOISES: dict[str, SmoothingNoise] = {noise.name: noise for noise in (Gaussian(), Uniform())}

@@ -38,10 +38,11 @@ DEFAULT_CLAMP = {"released": 0.02, "fixed_class": 1e-6}
 UNIFORM_CONVENTIONS = ("yang_std", "half_width")
 
 
-def uniform_half_width(scale: float, convention: str) -> float:
-    """The half-width λ of U[−λ, λ]^d named ``scale`` under ``convention`` (:data:`UNIFORM_CONVENTIONS`)."""
+def uniform_half_width(sigma: float, convention: str) -> float:
+    """The half-width λ of U[−λ, λ]^d that a config's ``sigma`` names under ``convention``
+    (:data:`UNIFORM_CONVENTIONS`)."""
     check_choice("uniform convention", convention, UNIFORM_CONVENTIONS)
-    return float(scale) * math.sqrt(3.0) if convention == "yang_std" else float(scale)
+    return float(sigma) * math.sqrt(3.0) if convention == "yang_std" else float(sigma)
 
 
 def noise_sigma(noise: str, sigma: float, convention: str) -> float:
@@ -299,7 +300,7 @@ class SigmaSettings:
     or per grid point (Appendix B). ``objective`` and ``clamp`` choose E_A, E_B
     (:func:`ddrs.core.sigma.radius_objective`); ``clamp=None`` becomes the objective's default.
     Input ``idx``'s draws are seeded from ``(seed, idx)``. How many inputs are solved together changes
-    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_search.optimize_dataset`).
+    speed only and is the job's (``batch`` of :func:`ddrs.jobs.sigma_search.sigma_log_dataset`).
     """
 
     sigma0: float
@@ -357,8 +358,8 @@ class GridSearchSettings(SigmaSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "grid", tuple(float(scale) for scale in self.grid))
+        object.__setattr__(self, "grid", tuple(float(sigma) for sigma in self.grid))
         if not self.grid:
             raise ValueError("grid must be a non-empty list of scales")
-        for scale in self.grid:
-            _positive("every grid scale", scale)
+        for sigma in self.grid:
+            _positive("every grid scale", sigma)

@@ -38,8 +38,8 @@ EXTRA_COLUMNS = ("scale", "p_a_lower", "noise", "precision")
 SEQUENTIAL_COLUMNS = ("draws", "decided")
 
 
-def _sigma_lookup(sigmas: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
-    """One positive σ per listed input, checked before any work starts."""
+def _per_input(sigmas: float | Mapping[int, float], indices: Sequence[int]) -> dict[int, float]:
+    """idx → σ for every listed input (one σ for all, or a σ log's), each checked positive before any work starts."""
     if isinstance(sigmas, Mapping):
         missing = [i for i in indices if i not in sigmas]
         if missing:
@@ -83,7 +83,8 @@ def certify_dataset(
     if len(set(indices)) != len(indices):
         raise ValueError("indices contain duplicates")
     device, indices = torch.device(device), sorted(int(i) for i in indices)
-    sigma_of = _sigma_lookup(sigmas, indices)
+    one_sigma = None if isinstance(sigmas, Mapping) else float(sigmas)
+    sigmas = _per_input(sigmas, indices)
     extra_columns = dict(extra_columns or {})
     clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS)
     if clash:
@@ -95,7 +96,7 @@ def certify_dataset(
         "compile": device_settings.compile,
         "noise": noise,
         **stream_settings(device),
-        "scales": sorted(sigma_of.items()) if isinstance(sigmas, Mapping) else float(sigmas),
+        "scales": sorted(sigmas.items()) if one_sigma is None else one_sigma,
         **extra_columns,
         **(provenance or {}),
     }
@@ -104,14 +105,14 @@ def certify_dataset(
     writer = LogWriter(out_path, columns, resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
     constant = {"noise": noise, "precision": settings.precision, **extra_columns}
-    rows = _Rows(sigma_of, constant, writer)
+    rows = _Rows(sigmas, constant, writer)
     certify = _certify_in_pool if sequential else _certify_in_groups
     classifier.eval()
     with tqdm(
         total=len(indices), initial=len(indices) - len(todo), disable=not progress,
         desc=f"certify {Path(out_path).name}", unit="input",
     ) as bar:  # fmt: skip
-        certify(classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar)
+        certify(classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar)
     return writer.finish()
 
 
@@ -120,7 +121,7 @@ class _Rows:
     """Writes a certified input's row: its idx, label, prediction, radius and time, with its σ and the
     log's constant columns."""
 
-    sigma_of: Mapping[int, float]
+    sigmas: Mapping[int, float]
     constant: Mapping[str, object]
     writer: LogWriter
 
@@ -128,12 +129,12 @@ class _Rows:
         correct = int(predict == int(label))
         cohen = {"idx": i, "label": int(label), "predict": predict, "radius": radius, "correct": correct}
         self.writer.write(
-            {**cohen, "time": seconds, "scale": self.sigma_of[i], "p_a_lower": p_a_lower, **self.constant, **more}
+            {**cohen, "time": seconds, "scale": self.sigmas[i], "p_a_lower": p_a_lower, **self.constant, **more}
         )
 
 
 def _certify_in_groups(
-    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar
+    classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar
 ) -> None:
     """Fixed-n CERTIFY of the ``todo`` inputs, ``device_settings.inputs_per_call`` at a time (default:
     as many as fill a batch of the smaller of n0 and n), each from its own stream."""
@@ -144,7 +145,7 @@ def _certify_in_groups(
         group = todo[start : start + per_call]
         images, labels = zip(*(dataset[i] for i in group), strict=True)
         x = copy_to(torch.stack(images), device)
-        sigma = torch.tensor([sigma_of[i] for i in group], dtype=x.dtype)
+        sigma = torch.tensor([sigmas[i] for i in group], dtype=x.dtype)
         streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
         started = time.perf_counter()
         result = certify_batch(
@@ -159,7 +160,7 @@ def _certify_in_groups(
 
 
 def _certify_in_pool(
-    classifier, dataset, todo, sigma_of, settings, device_settings, num_classes, device, rows, bar
+    classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar
 ) -> None:
     """Sequential CERTIFY of the ``todo`` inputs through one pool, rows written in ``idx`` order.
 
@@ -172,7 +173,7 @@ def _certify_in_pool(
         return
     images, labels = zip(*(dataset[i] for i in todo), strict=True)
     x = torch.stack(images)
-    sigma = torch.tensor([sigma_of[i] for i in todo], dtype=torch.float64)
+    sigma = torch.tensor([sigmas[i] for i in todo], dtype=torch.float64)
     streams = input_streams(settings.seed, todo, Stream.CERTIFY, device)
     waiting: dict[int, object] = {}
     next_row = 0
