@@ -87,35 +87,6 @@ def per_input_gradient_norms(
     return norms
 
 
-def p_correct(
-    model: nn.Module,
-    dataset: Dataset,
-    indices: Sequence[int],
-    scale: float,
-    *,
-    draws: int,
-    noise: str,
-    seed: int,
-    batch_size: int,
-    device: torch.device,
-    precision: str = "fp32",
-) -> Tensor:
-    """p_A of each listed input's label: the fraction of ``draws`` noisy copies labelled correctly."""
-    counts = correct_counts(
-        model,
-        dataset,
-        indices,
-        torch.full((len(indices),), float(scale)),
-        draws,
-        noise=noise,
-        generator=_generators(seed, indices, StudyStream.P_CORRECT, device),
-        batch_size=batch_size,
-        device=device,
-        precision=precision,
-    )
-    return counts.double() / draws
-
-
 def summarize(p_a: Tensor, norms: Tensor) -> dict[str, float | int]:
     """Counts and mean gradient norms of easy (p_A > 0.5) and hard (p_A < 0.5) inputs, and their ratio
     (NaN where a group is empty)."""
@@ -152,9 +123,31 @@ def gradient_norm_table(
     precision: str = "fp32",
 ) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """Per-input ``idx, label, p_correct, grad_norm`` and the :func:`summarize` row of those inputs."""
-    inputs, run = (model, dataset, indices, scale), {"seed": seed, "device": device, "precision": precision}
-    p_a = p_correct(*inputs, draws=draws, noise=noise, batch_size=batch_size, **run)
-    norms = per_input_gradient_norms(*inputs, loss=loss, params=params, epoch=epoch, **run)
+    counts = correct_counts(
+        model,
+        dataset,
+        indices,
+        torch.full((len(indices),), float(scale)),
+        draws,
+        noise=noise,
+        generator=_generators(seed, indices, StudyStream.P_CORRECT, device),
+        batch_size=batch_size,
+        device=device,
+        precision=precision,
+    )
+    p_a = counts.double() / draws  # p_A of each input's label: the fraction of noisy copies labelled correctly
+    norms = per_input_gradient_norms(
+        model,
+        dataset,
+        indices,
+        scale,
+        loss=loss,
+        params=params,
+        epoch=epoch,
+        seed=seed,
+        device=device,
+        precision=precision,
+    )
     per_input = pd.DataFrame(
         {
             "idx": list(indices),
