@@ -95,3 +95,16 @@ def test_refinements_do_not_depend_on_how_draws_are_grouped():
     raw = torch.randn(40, 768, generator=torch.Generator().manual_seed(5))
     assert not torch.equal(one.flatten(1), raw)  # some draws were refined
     assert torch.equal(one, parts)
+
+
+def test_refined_pairs_take_the_tail_uniforms_in_the_order_of_the_values():
+    """Pair k of the refined ones, counted along ``values``, sits at u₁ = (m − v_k)·2⁻²⁴ with v_k the
+    tail generator's k-th uniform (read back to 0.05 of a cell: float32 rounds a pair by < 0.02)."""
+    raw = randn(SEED_AT_CUT, 2**20)
+    drawn = refine_tail(raw.clone(), torch.Generator().manual_seed(3))
+    cell = torch.round(torch.exp(-squared_radii(raw) / 2) / CELL)
+    refined = cell <= REFINED_CELLS  # (blocks, 8): row-major is the order of the values
+    within = torch.rand(int(refined.sum()), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    read_back = cell[refined] - torch.exp(-squared_radii(drawn)[refined] / 2) / CELL
+    assert refined.sum() > 100
+    assert (read_back - within).abs().max().item() < 0.05
