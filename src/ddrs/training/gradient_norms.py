@@ -123,30 +123,15 @@ def gradient_norm_table(
     precision: str = "fp32",
 ) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """Per-input ``idx, label, p_correct, grad_norm`` and the :func:`summarize` row of those inputs."""
+    run = {"device": device, "precision": precision}
+    sigmas = torch.full((len(indices),), float(scale))
+    generators = _generators(seed, indices, StudyStream.P_CORRECT, device)
     counts = correct_counts(
-        model,
-        dataset,
-        indices,
-        torch.full((len(indices),), float(scale)),
-        draws,
-        noise=noise,
-        generator=_generators(seed, indices, StudyStream.P_CORRECT, device),
-        batch_size=batch_size,
-        device=device,
-        precision=precision,
+        model, dataset, indices, sigmas, draws, noise=noise, generator=generators, batch_size=batch_size, **run
     )
     p_a = counts.double() / draws  # p_A of each input's label: the fraction of noisy copies labelled correctly
     norms = per_input_gradient_norms(
-        model,
-        dataset,
-        indices,
-        scale,
-        loss=loss,
-        params=params,
-        epoch=epoch,
-        seed=seed,
-        device=device,
-        precision=precision,
+        model, dataset, indices, scale, loss=loss, params=params, epoch=epoch, seed=seed, **run
     )
     per_input = pd.DataFrame(
         {
