@@ -95,9 +95,7 @@ for group in EXP.grid.k_grid_groups():
             document=job_document("data_dependent_certification"),
             speed=job_speed,
         shell:
-            "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
-            "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
-            "--memory-out {output.memory} 2> {log}"
+            SIGMA_LOG_SHELL
 
 
 rule certify_grid_search:
@@ -125,6 +123,4 @@ rule certify_grid_search:
         document=job_document("grid_search_certification", n="n"),
         speed=job_speed,
     shell:
-        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
-        "--checkpoint {input.model} "
-        "--sigma-log {output.sigmas} --out {output.certified} --memory-out {output.memory} 2> {log}"
+        SIGMA_LOG_SHELL

@@ -149,6 +149,15 @@ def job_speed(wildcards, resources):
     return json.dumps(PLAN.speed(run_of(wildcards)), sort_keys=True)
 
 
+#: The shell of a job that writes a σ log (Algorithm 1's or the grid search's), certifies at it and
+#: makes each certificate sound with Algorithm 3: the data-dependent and grid-search rules.
+SIGMA_LOG_SHELL = (
+    "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+    "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
+    "--memory-out {output.memory} 2> {log}"
+)
+
+
 def certify_runtime(wildcards, passes=1):
     return job_minutes(EXP.grid, "certify", wildcards.dataset, passes)
 
