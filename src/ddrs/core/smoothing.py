@@ -217,7 +217,7 @@ def certify_batch(
     """CERTIFY (Cohen et al. 2019, §3.2.2) for a batch of inputs, each with its own scale.
 
     c_A is the top class of ``n0`` selection draws; p̲_A comes from ``n`` fresh estimation
-    draws; abstain when p̲_A < ½, else certify ``noise.radius(p̲_A, scale)`` (Theorem 1 with
+    draws; abstain when p̲_A < ½, else certify ``noise.radius(p̲_A, σ)`` (Theorem 1 with
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
     ``settings`` (:class:`~ddrs.core.settings.CertifySettings`, checked when built) give the noise,
