@@ -4,6 +4,7 @@ variance_budget, claims; the replicates of the run grid and the trainer)."""
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ from ddrs.analysis.replication import (
     run_level_p,
 )
 from ddrs.analysis.stats import Inference, bootstrap_means, percentile_interval, pigeonhole_means
-from ddrs.analysis.variance_budget import variance_budget
+from ddrs.analysis.variance_budget import runs_needed, variance_budget
 from ddrs.models import load_checkpoint
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
@@ -206,6 +207,22 @@ def test_the_variance_budget_recovers_planted_run_input_and_monte_carlo_parts(tm
     # a paired t-test of differences of SD √2 · 0.1 needs ≥ 30 runs to detect 0.05 at power 0.8
     assert 20 <= acr["runs_needed"] <= 60
     assert figure.axes
+
+
+@pytest.mark.parametrize(("effect_in_run_sds", "expected"), [(0.5, 65), (3.0, 5), (8.0, 3), (20.0, 2), (100.0, 2)])
+def test_runs_needed_is_the_least_run_count_with_the_power_even_where_the_solver_fails(effect_in_run_sds, expected):
+    """Large effects (the default's DS-against-FS ACR) once crashed variance_budget: statsmodels' solver
+    gives NaN from an effect size of about 8 (here 20 and 100 run SDs). The count is the least n >= 2
+    whose paired t-test over n runs has power 0.8."""
+    from statsmodels.stats.power import TTestPower
+
+    needed = runs_needed(effect_in_run_sds * 0.1, 0.01, 0.05)  # run SD 0.1
+    assert needed == expected
+    size = effect_in_run_sds / math.sqrt(2)
+    power = [
+        TTestPower().power(effect_size=size, nobs=n, alpha=0.05, alternative="two-sided") for n in (needed - 1, needed)
+    ]
+    assert power[1] >= 0.8 and not power[0] >= 0.8  # NaN (not evaluable) counts as not reached
 
 
 # --- the claims ---------------------------------------------------------------------------------------

@@ -52,15 +52,29 @@ def metric_values(log: pd.DataFrame, radii: Sequence[float]) -> tuple[list[str],
 def runs_needed(effect: float, run_variance: float, alpha: float) -> float:
     """Runs per method for a paired t-test over runs to detect ``effect`` with power :data:`POWER`
     at ``alpha`` when each run's metric varies by ``run_variance`` (module docstring); NaN where the
-    runs do not vary (any two runs detect it)."""
+    runs do not vary (any two runs detect it).
+
+    statsmodels' root finder returns NaN where the answer is two or three runs (effect sizes from
+    about 8: the noncentral t at 1 degree of freedom); there the least run count from 2 up whose
+    power reaches :data:`POWER` is taken, a power it cannot evaluate counting as not reached.
+    """
+    import warnings
+
     from statsmodels.stats.power import TTestPower
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
     if run_variance <= 0:
         return math.nan
-    size = effect / math.sqrt(2 * run_variance)
-    return float(
-        math.ceil(TTestPower().solve_power(effect_size=size, alpha=alpha, power=POWER, alternative="two-sided"))
-    )
+    size, test = effect / math.sqrt(2 * run_variance), TTestPower()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        solved = test.solve_power(effect_size=size, alpha=alpha, power=POWER, alternative="two-sided")
+    if math.isfinite(solved):
+        return float(math.ceil(solved))
+    runs = 2
+    while not test.power(effect_size=size, nobs=runs, alpha=alpha, alternative="two-sided") >= POWER:
+        runs += 1
+    return float(runs)
 
 
 def budget_rows(runs: np.ndarray, monte_carlo: np.ndarray, columns: Sequence[str]) -> list[dict]:
