@@ -39,6 +39,8 @@ from ddrs.analysis.tables import Radii, radii_for
 PARTS = ("runs", "inputs", "monte_carlo")
 PART_NAMES = {"runs": "training runs", "inputs": "test inputs", "monte_carlo": "Monte Carlo"}
 POWER = 0.8
+#: where statsmodels' solver fails, :func:`runs_needed` scans run counts up to this many (NaN beyond)
+MAX_RUNS_SCANNED = 1000
 
 
 def metric_values(log: pd.DataFrame, radii: Sequence[float]) -> tuple[list[str], np.ndarray]:
@@ -56,7 +58,8 @@ def runs_needed(effect: float, run_variance: float, alpha: float) -> float:
 
     statsmodels' root finder returns NaN where the answer is two or three runs (effect sizes from
     about 8: the noncentral t at 1 degree of freedom); there the least run count from 2 up whose
-    power reaches :data:`POWER` is taken, a power it cannot evaluate counting as not reached.
+    power reaches :data:`POWER` is taken, a power it cannot evaluate counting as not reached (NaN if
+    none up to :data:`MAX_RUNS_SCANNED` does, rather than scan without end).
     """
     import warnings
 
@@ -71,10 +74,10 @@ def runs_needed(effect: float, run_variance: float, alpha: float) -> float:
         solved = test.solve_power(effect_size=size, alpha=alpha, power=POWER, alternative="two-sided")
     if math.isfinite(solved):
         return float(math.ceil(solved))
-    runs = 2
-    while not test.power(effect_size=size, nobs=runs, alpha=alpha, alternative="two-sided") >= POWER:
-        runs += 1
-    return float(runs)
+    for runs in range(2, MAX_RUNS_SCANNED + 1):
+        if test.power(effect_size=size, nobs=runs, alpha=alpha, alternative="two-sided") >= POWER:
+            return float(runs)
+    return math.nan
 
 
 def budget_rows(runs: np.ndarray, monte_carlo: np.ndarray, columns: Sequence[str]) -> list[dict]:
