@@ -25,31 +25,26 @@ def run(points, predict, radius, norm=2):
     )
 
 
-# Figure 2 in 2-D: x1 = (0, 0) certified for class 0 with r1 = 1; x2 at distance d = 0.6 (ℓ2 and ℓ1:
-# the second point lies on an axis, so both norms agree).
-@pytest.mark.parametrize("norm", [2, 1])
-def test_figure2_left_same_prediction_is_kept(norm):
-    result = run([[0, 0], [0.6, 0]], [0, 0], [1.0, 0.8], norm)
-    assert result.action == ["kept", "kept"]
-    assert result.predict.tolist() == [0, 0]
-    assert result.radius.tolist() == [1.0, 0.8]
+# Figure 2 in 2-D: x1 = (0, 0) certified for class 0 with r1 = 1, then x2 with its own prediction and
+# radius 0.8; on an axis, so ℓ2 and ℓ1 agree. Left: x2 at d = 0.6 with the same prediction is kept.
+# Middle: x2 at d = 0.6 inside x1's region takes its prediction, with the radius left to the border.
+# Right: x2 at d = 1.5 with another prediction, its ball crossing x1's region, shrinks to the border.
+FIGURE2 = {
+    "left": ([0.6, 0], 0, ["kept", "kept"], [0, 0], 0.8),
+    "middle": ([0.6, 0], 1, ["kept", "moved_in"], [0, 0], 1.0 - 0.6),
+    "right": ([1.5, 0], 1, ["kept", "shrunk"], [0, 1], 1.5 - 1.0),
+}
 
 
 @pytest.mark.parametrize("norm", [2, 1])
-def test_figure2_middle_inside_a_region_takes_its_prediction(norm):
-    result = run([[0, 0], [0.6, 0]], [0, 1], [1.0, 0.8], norm)
-    assert result.action == ["kept", "moved_in"]
-    assert result.predict.tolist() == [0, 0]
-    assert result.radius[1].item() == pytest.approx(1.0 - 0.6)
+@pytest.mark.parametrize("panel", FIGURE2)
+def test_figure2_panels(panel, norm):
+    x2, predict2, actions, predict, radius2 = FIGURE2[panel]
+    result = run([[0, 0], x2], [0, predict2], [1.0, 0.8], norm)
+    assert result.action == actions
+    assert result.predict.tolist() == predict
+    assert result.radius.tolist() == pytest.approx([1.0, radius2])
     assert result.radius_before.tolist() == [1.0, 0.8]
-
-
-@pytest.mark.parametrize("norm", [2, 1])
-def test_figure2_right_intersecting_region_shrinks_away(norm):
-    result = run([[0, 0], [1.5, 0]], [0, 1], [1.0, 0.8], norm)
-    assert result.action == ["kept", "shrunk"]
-    assert result.predict.tolist() == [0, 1]
-    assert result.radius[1].item() == pytest.approx(1.5 - 1.0)
 
 
 def test_l1_and_l2_balls_differ_off_axis():
