@@ -228,14 +228,18 @@ def test_runs_needed_is_the_least_run_count_with_the_power_even_where_the_solver
 # --- the claims ---------------------------------------------------------------------------------------
 
 
-def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test():
+def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test_and_the_interval():
     rng = np.random.default_rng(10)
-    base = rng.uniform(0, 1.5, 150)
+    base = rng.uniform(5, 6.5, 150)  # no radius reaches 0, so shifts and patterns are not clipped
     gaussian = _runs(rng, [0.0, 0.03, -0.03, 0.01, -0.01], base=base)
     better = _runs(rng, [0.2, 0.22, 0.18, 0.21, 0.19], base=base)
     worse = _runs(rng, [-0.2, -0.22, -0.18, -0.21, -0.19], base=base)
+    # every run 0.1 above Gaussian's on average, but by a pattern over inputs (the same in every run)
+    # with a spread of 1.5: across runs a sure difference, on new inputs not shown
+    pattern = rng.normal(0, 1.5, len(base))
+    these_inputs = _runs(rng, [0.1, 0.11, 0.09, 0.1, 0.1], base=base + pattern - pattern.mean())
     records = _records(gaussian, name="Gaussian") + _records(better, name="Better") + _records(worse, name="Worse")
-    records += _records(_runs(rng, [0.0], base=base), name="Single")
+    records += _records(these_inputs, name="TheseInputs") + _records(_runs(rng, [0.0], base=base), name="Single")
     claims = [
         {
             "paper": "P",
@@ -246,12 +250,24 @@ def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test():
             "metric": "ACR",
             "direction": d,
         }
-        for c, v, d in (("better", "Better", "greater"), ("worse", "Worse", "greater"), ("single", "Single", "greater"))
+        for c, v, d in (
+            ("better", "Better", "greater"),
+            ("worse", "Worse", "greater"),
+            ("these_inputs", "TheseInputs", "greater"),
+            ("single", "Single", "greater"),
+        )
     ]
-    table = claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE)
-    verdicts = dict(zip(table["claim"], table["verdict"], strict=True))
-    assert verdicts == {"better": "holds", "worse": "contradicted", "single": "not testable (1 run)"}
-    assert table.loc[table["claim"] == "better", "runs"].item() == 5
+    table = claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE).set_index("claim")
+    assert table["verdict"].to_dict() == {
+        "better": "holds",
+        "worse": "contradicted",
+        "these_inputs": "holds on these inputs only",
+        "single": "not testable (1 run)",
+    }
+    assert table.loc["these_inputs", "p_holm"] < INFERENCE.alpha < table.loc["these_inputs", "high"]
+    assert table.loc["these_inputs", "low"] < 0
+    assert table.loc["better", "low"] > 0 and table.loc["worse", "high"] < 0
+    assert table.loc["better", "runs"] == 5
 
 
 # --- replicates in the run grid and the trainer ---------------------------------------------------------

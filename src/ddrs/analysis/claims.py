@@ -6,9 +6,14 @@ same test inputs), its interval the pigeonhole bootstrap over runs and inputs, i
 t-test of the per-run differences. The table's tests are Holm-adjusted together, and each claim
 gets a verdict at the statistics' α:
 
-- ``holds``: significant in the claimed direction;
-- ``contradicted``: significant against it;
-- ``not shown``: neither (the runs do not separate the methods);
+- ``holds``: significant in the claimed direction, and the interval excludes 0 on its side;
+- ``contradicted``: the same against it;
+- ``holds on these inputs only`` (``contradicted on these inputs only``): the test is significant but
+  the interval reaches 0. The two answer different questions: the t-test treats the test inputs as
+  fixed (do the methods differ across training runs on these inputs?), the interval resamples them
+  too (would they on new inputs?). A claim about a method on a dataset asks the second, so it holds
+  only where both agree;
+- ``not shown``: the test is not significant (the runs do not separate the methods);
 - ``not testable (1 run)``: a row has fewer than two runs, so no claim about a method can be made.
 
 A claim's ``kind`` says which rows it compares: ``best``, two rows of a DDRS table, each the
@@ -64,12 +69,16 @@ def _difference(
     return {"runs": runs, "effect": float(values.mean()), "low": float(low[0]), "high": float(high[0]), "p": float(p)}
 
 
-def _verdict(direction: int, effect: float, p_holm: float, runs: int, alpha: float) -> str:
+def _verdict(
+    direction: int, effect: float, interval: tuple[float, float], p_holm: float, runs: int, alpha: float
+) -> str:
     if runs < MIN_RUNS:
         return "not testable (1 run)"
     if not p_holm < alpha:
         return "not shown"
-    return "holds" if np.sign(effect) == direction else "contradicted"
+    verdict = "holds" if np.sign(effect) == direction else "contradicted"
+    low, high = interval
+    return verdict if low > 0 or high < 0 else f"{verdict} on these inputs only"
 
 
 def claims_table(
@@ -123,8 +132,16 @@ def claims_table(
         return frame
     frame["p_holm"] = holm(frame["p"].to_numpy(float), frame["p"].to_numpy(float) < 1)
     frame["verdict"] = [
-        _verdict(DIRECTIONS[d], e, p, n, inference.alpha)
-        for d, e, p, n in zip(frame["direction"], frame["effect"], frame["p_holm"], frame["runs"], strict=True)
+        _verdict(DIRECTIONS[d], e, (low, high), p, n, inference.alpha)
+        for d, e, low, high, p, n in zip(
+            frame["direction"],
+            frame["effect"],
+            frame["low"],
+            frame["high"],
+            frame["p_holm"],
+            frame["runs"],
+            strict=True,
+        )
     ]
     frame = frame[[*LEADING, "direction", "effect", "low", "high", "p", "p_holm", "verdict"]]
     frame.attrs[BOLD_ATTR] = frozenset()
