@@ -22,6 +22,7 @@ from ddrs.training import cohen_loss
 from ddrs.training.gradient_norms import (
     ROW_COLUMNS,
     SUMMARY_COLUMNS,
+    LossAt,
     gradient_norm_table,
     per_input_gradient_norms,
     summarize,
@@ -45,9 +46,7 @@ def test_per_input_norm_is_the_cross_entropy_gradient_of_a_linear_model():
         dataset,
         [0, 1, 2],
         1e-9,
-        loss=cohen_loss,
-        params=get_method("cohen").make_params(),
-        epoch=0,
+        loss=LossAt(cohen_loss, get_method("cohen").make_params(), epoch=0),
         seed=0,
         device=torch.device("cpu"),
     )
@@ -80,9 +79,7 @@ def test_an_input_gets_the_same_values_whatever_else_is_measured(digits_data, di
 
     model, _ = load_checkpoint(digits_checkpoint)
     common = dict(
-        loss=cohen_loss,
-        params=get_method("cohen").make_params(),
-        epoch=0,
+        loss=LossAt(cohen_loss, get_method("cohen").make_params(), epoch=0),
         draws=50,
         noise="gaussian",
         seed=3,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -49,6 +50,19 @@ SUMMARY_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class LossAt:
+    """A training method's loss at its hyper-parameters and epoch: what Sun et al. take the gradient of,
+    "the relative weight ... indicated by each training algorithm" (§4.3)."""
+
+    loss: TrainingLoss
+    params: Any
+    epoch: int
+
+    def __call__(self, model: nn.Module, x: Tensor, y: Tensor, sigma: Tensor, generator: torch.Generator) -> Tensor:
+        return self.loss(model, x, y, sigma, generator, self.params, self.epoch)
+
+
 def _generators(seed: int, indices: Sequence[int], stream: StudyStream, device: torch.device) -> list[torch.Generator]:
     return [make_generator(derived_seed(seed, stream, idx), device) for idx in indices]
 
@@ -57,11 +71,9 @@ def per_input_gradient_norms(
     model: nn.Module,
     dataset: Dataset,
     indices: Sequence[int],
-    scale: float,
+    sigma: float,
     *,
-    loss: TrainingLoss,
-    params: Any,
-    epoch: int,
+    loss: LossAt,
     seed: int,
     device: torch.device,
     precision: str = "fp32",
@@ -79,7 +91,7 @@ def per_input_gradient_norms(
             x, y = dataset[idx]
             x, y = x.unsqueeze(0).to(device), torch.tensor([int(y)], device=device)
             with autocast(device, precision):
-                value = loss(model, x, y, torch.full((1,), float(scale), device=device), generators[k], params, epoch)
+                value = loss(model, x, y, torch.full((1,), float(sigma), device=device), generators[k])
             grads = torch.autograd.grad(value, weights, allow_unused=True)
             norms[k] = torch.stack([g.double().pow(2).sum() for g in grads if g is not None]).sum().sqrt().item()
     finally:
@@ -110,29 +122,25 @@ def gradient_norm_table(
     model: nn.Module,
     dataset: Dataset,
     indices: Sequence[int],
-    scale: float,
+    sigma: float,
     *,
+    loss: LossAt,
     draws: int,
     noise: str,
     batch_size: int,
-    loss: TrainingLoss,
-    params: Any,
-    epoch: int,
     seed: int,
     device: torch.device,
     precision: str = "fp32",
 ) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """Per-input ``idx, label, p_correct, grad_norm`` and the :func:`summarize` row of those inputs."""
     run = {"device": device, "precision": precision}
-    sigmas = torch.full((len(indices),), float(scale))
+    sigmas = torch.full((len(indices),), float(sigma))
     generators = _generators(seed, indices, StudyStream.P_CORRECT, device)
     counts = correct_counts(
         model, dataset, indices, sigmas, draws, noise=noise, generator=generators, batch_size=batch_size, **run
     )
     p_a = counts.double() / draws  # p_A of each input's label: the fraction of noisy copies labelled correctly
-    norms = per_input_gradient_norms(
-        model, dataset, indices, scale, loss=loss, params=params, epoch=epoch, seed=seed, **run
-    )
+    norms = per_input_gradient_norms(model, dataset, indices, sigma, loss=loss, seed=seed, **run)
     per_input = pd.DataFrame(
         {
             "idx": list(indices),
@@ -185,9 +193,7 @@ def write_gradient_norms(
         examples,
         indices,
         sigma,
-        loss=trained_method.load_loss(),
-        params=params,
-        epoch=epoch,
+        loss=LossAt(trained_method.load_loss(), params, epoch),
         draws=draws,
         noise=trained_method.noise,
         seed=seed,
