@@ -219,3 +219,18 @@ def test_certify_dataset_takes_device_settings_resolved_at_the_jobs_entry(tmp_pa
             device_settings=DeviceSettings(batch_size=None), num_classes=3, progress=False,
         )  # fmt: skip
     assert not (tmp_path / "log.tsv").exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("indices", "extra_columns", "message"),
+    [
+        ([0, 2, 0], None, "indices contain duplicates"),
+        ([0, 1], {"radius": 1, "k": 3}, r"extra_columns \['radius'\] would overwrite standard log columns"),
+    ],
+)
+def test_certify_dataset_refuses_duplicate_inputs_and_columns_over_the_logs_own(
+    tmp_path, indices, extra_columns, message
+):
+    with pytest.raises(ValueError, match=message):
+        certify(tiny_model(), tmp_path / "log.tsv", indices=indices, extra_columns=extra_columns)
+    assert not list(tmp_path.iterdir())

@@ -86,8 +86,7 @@ def certify_dataset(
     one_sigma = None if isinstance(sigmas, Mapping) else float(sigmas)
     sigmas = _per_input(sigmas, indices)
     extra_columns = dict(extra_columns or {})
-    clash = set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS)
-    if clash:
+    if clash := set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS):
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
     noise = get_noise(settings.noise).name
     resume_settings = {
