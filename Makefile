@@ -44,7 +44,7 @@ all: setup
 
 # The tests include a real SLURM run on a one-node cluster started here (needs root). Where it
 # cannot start, the SLURM test is skipped, except in CI (CI=true), where it must run. The seed
-# papers' miniature run (an hour of 2 CPU cores: it would take CI past its 90 minutes) has a target
+# papers' miniature run (31 min of 2 CPU cores: it would take CI past its 90 minutes) has a target
 # of its own; make test still checks its overlay and its DAG's job counts.
 test: setup slurm
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not seed_miniature"
