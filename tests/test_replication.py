@@ -264,8 +264,8 @@ def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test_and_the
         "these_inputs": "holds on these inputs only",
         "single": "not testable (1 run)",
     }
-    assert table.loc["these_inputs", "p_holm"] < INFERENCE.alpha < table.loc["these_inputs", "high"]
-    assert table.loc["these_inputs", "low"] < 0
+    assert table.loc["these_inputs", "p_holm"] < INFERENCE.alpha
+    assert table.loc["these_inputs", "low"] < 0 < table.loc["these_inputs", "high"]
     assert table.loc["better", "low"] > 0 and table.loc["worse", "high"] < 0
     assert table.loc["better", "runs"] == 5
 

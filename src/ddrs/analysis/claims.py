@@ -132,16 +132,8 @@ def claims_table(
         return frame
     frame["p_holm"] = holm(frame["p"].to_numpy(float), frame["p"].to_numpy(float) < 1)
     frame["verdict"] = [
-        _verdict(DIRECTIONS[d], e, (low, high), p, n, inference.alpha)
-        for d, e, low, high, p, n in zip(
-            frame["direction"],
-            frame["effect"],
-            frame["low"],
-            frame["high"],
-            frame["p_holm"],
-            frame["runs"],
-            strict=True,
-        )
+        _verdict(DIRECTIONS[row.direction], row.effect, (row.low, row.high), row.p_holm, row.runs, inference.alpha)
+        for row in frame.itertuples()
     ]
     frame = frame[[*LEADING, "direction", "effect", "low", "high", "p", "p_holm", "verdict"]]
     frame.attrs[BOLD_ATTR] = frozenset()
