@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -50,17 +51,23 @@ def refine_tail(values: Tensor, generator: torch.Generator) -> Tensor:
     coarse = (first * first).addcmul_(second, second)  # float32: only to find the candidates
     candidates = coarse >= _FIRST_SQUARED_RADIUS
     # a block's 8 flags are one int64: scan 1/8 of the flags for the (about 1 in 130) blocks holding one
-    blocks = candidates.view(torch.int64).view(-1).nonzero().squeeze(1)
+    blocks = candidates.view(torch.int64).view(-1).nonzero().squeeze(1).numpy()
     if not len(blocks):
         return values
-    within_block, columns = candidates[blocks].nonzero(as_tuple=True)
+    # the rest on about 1 value in 1,000, in numpy, whose calls on small arrays cost a fraction of torch's
+    within_block, columns = np.nonzero(candidates.numpy()[blocks])
     blocks = blocks[within_block]
-    pair = pairs[blocks, :, columns].double()
-    squared_radius = pair.square().sum(dim=1)
-    cell = torch.round(torch.exp(-squared_radius / 2) / CELL)
+    array = values.numpy().reshape(pairs.shape)
+    pair = array[blocks, :, columns].astype(np.float64)
+    squared_radius = np.square(pair).sum(axis=1)
+    cell = np.round(np.exp(-squared_radius / 2) / CELL)
     refined = cell <= REFINED_CELLS
-    blocks, columns, pair, squared_radius, cell = (t[refined] for t in (blocks, columns, pair, squared_radius, cell))
+    if not refined.any():
+        return values
+    blocks, columns = blocks[refined], columns[refined]
+    pair, squared_radius, cell = (torch.from_numpy(a[refined]) for a in (pair, squared_radius, cell))
+    # the new radius by torch's log and sqrt on the refined pairs alone, as the streams have always drawn it
     within = torch.rand(len(cell), generator=generator, dtype=torch.float64)
     radius = torch.sqrt(-2.0 * torch.log((cell - within) * CELL))
-    pairs[blocks, :, columns] = (pair * (radius / squared_radius.sqrt())[:, None]).to(values.dtype)
+    array[blocks, :, columns] = (pair * (radius / squared_radius.sqrt())[:, None]).to(values.dtype).numpy()
     return values
