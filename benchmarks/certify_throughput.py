@@ -11,13 +11,17 @@ not depend on training) this prints noisy samples per second of
   (c') cohen+ the same loop counting with ``np.bincount`` instead of the Python loop,
 
 and the ratios (b)/(a), (b)/(c), (b)/(c'). Every method draws B·(n0 + n) samples in forward
-batches of ``--batch``; each is timed ``--repeats`` times, interleaved, and the best is kept
-(the CPU is shared). Run:  .venv/bin/python benchmarks/certify_throughput.py [--threads 1] [--json PATH]
+batches of ``--batch``. Each round times every method once, in turn; the table shows each method's
+best round and the ratios as the median over rounds of each round's own ratio, with their range: a
+shared CPU's speed drifts between rounds (best-of-round ratios moved 0.87–1.63× for the same code),
+within one round much less. Run:
+.venv/bin/python benchmarks/certify_throughput.py [--threads 1] [--repeats 9] [--cases mlp] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -48,7 +52,8 @@ def ours(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int
     certify_batch(model, x, SIGMA, settings, device_settings=on_cpu, num_classes=num_classes, generator=generators)
 
 
-def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: int) -> dict[str, float]:
+def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: int) -> dict[str, list[float]]:
+    """Samples per second of every method, one entry per round."""
     torch.manual_seed(0)
     model = build_model(arch, dataset).eval()
     num_classes = model(torch.zeros(1, *_shape(model, dataset))).shape[1]
@@ -62,13 +67,19 @@ def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: i
         "cohen": lambda: cohen_certify(model, x, SIGMA, N0, n, ALPHA, batch, num_classes, python_count=True),
         "cohen+": lambda: cohen_certify(model, x, SIGMA, N0, n, ALPHA, batch, num_classes, python_count=False),
     }
-    best = dict.fromkeys(methods, 0.0)
+    rates = {name: [] for name in methods}
     for _ in range(repeats):
         for name, method in methods.items():
             start = time.perf_counter()
             method()
-            best[name] = max(best[name], total / (time.perf_counter() - start))
-    return best
+            rates[name].append(total / (time.perf_counter() - start))
+    return rates
+
+
+def paired_ratio(rates: dict[str, list[float]], over: str) -> tuple[float, float, float]:
+    """Median, least and largest over rounds of ours over ``over`` within each round."""
+    ratios = [ours / other for ours, other in zip(rates["ours"], rates[over], strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
 
 
 def _shape(model: nn.Module, dataset: str) -> tuple[int, ...]:
@@ -80,24 +91,28 @@ def _shape(model: nn.Module, dataset: str) -> tuple[int, ...]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (same for every method)")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5, help="rounds")
+    architectures = [arch for arch, *_ in CASES]
+    parser.add_argument("--cases", nargs="+", choices=architectures, default=architectures)
     add_json_option(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
     figures = {}
-    for arch, dataset, inputs, n, batch in CASES:
-        rate = measure(arch, dataset, inputs, n, batch, args.repeats)
-        figures[f"{arch}_{dataset}"] = {"inputs": inputs, "n0": N0, "n": n, "batch": batch, "samples_per_second": rate}
+    for arch, dataset, inputs, n, batch in (case for case in CASES if case[0] in args.cases):
+        rates = measure(arch, dataset, inputs, n, batch, args.repeats)
+        ratios = {over: paired_ratio(rates, over) for over in ("raw", "cohen", "cohen+")}
+        ours_over = {over: dict(zip(("median", "least", "largest"), r, strict=True)) for over, r in ratios.items()}
+        figures[f"{arch}_{dataset}"] = {
+            "inputs": inputs, "n0": N0, "n": n, "batch": batch, "samples_per_second": rates, "ours_over": ours_over,
+        }  # fmt: skip
         rows.append(
             [
                 f"{arch} ({dataset})",
                 f"{inputs}×({N0}+{n})",
                 batch,
-                *(f"{rate[k]:,.0f}" for k in rate),
-                f"{rate['ours'] / rate['raw']:.2f}",
-                f"{rate['ours'] / rate['cohen']:.2f}",
-                f"{rate['ours'] / rate['cohen+']:.2f}",
+                *(f"{max(rate):,.0f}" for rate in rates.values()),
+                *(f"{median:.2f} ({least:.2f}–{largest:.2f})" for median, least, largest in ratios.values()),
             ]
         )
         print(f"done: {arch}", flush=True)
@@ -109,7 +124,7 @@ def main() -> None:
         "(b) ours/s",
         "(c) cohen/s",
         "(c') cohen+/s",
-        "(b)/(a)",
+        "(b)/(a), median of rounds (range)",
         "(b)/(c)",
         "(b)/(c')",
     ]
