@@ -4,11 +4,12 @@ Issue 58 asks that a refactoring change no output byte. Re-running two whole DAG
 training and certification too (their own figures: ``make all``'s rows in ``benchmarks/measured/``);
 this isolates the last layer. One finished results tree (logs, models, records) is copied once per
 checkout, and in each copy every rule of that checkout's catalogue (:mod:`ddrs.pipeline.catalogue`)
-is forced and nothing else may run (``--forcerun`` and ``--allowed-rules`` with the catalogue's rule
-names). Then every file under ``results/tables`` and ``results/figures`` is compared byte by byte:
-the same, differing (with the first differing line of a text file), or built by one side only (an
-entry the other commit does not have). Provenance records (``*.provenance.json``, issue 56) name the
-code that wrote them and so differ by design; they are counted apart.
+is forced and nothing else may run (``--forceall`` with ``--allowed-rules``: the catalogue's rule names
+and ``all``, the default target; every other job's outputs count as given). Then every file under
+``results/tables`` and ``results/figures`` is compared byte by byte: the same, differing (with the first
+difference of a text file), or built by one side only (an entry the other commit does not have).
+Provenance records (``*.provenance.json``, issue 56) name the code that wrote them and so differ by
+design; they are counted apart.
 
     PYTHONPATH=src .venv/bin/python benchmarks/catalogue_identity.py --old CHECKOUT --new CHECKOUT \\
         --tree FINISHED_RUN --scratch DIR [--configfile config/digits.yaml] [--cores 2]
