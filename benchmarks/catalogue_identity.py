@@ -20,6 +20,7 @@ Each checkout's own ``src`` is put first on ``PYTHONPATH``; both use this interp
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import shutil
 import subprocess
@@ -102,23 +103,23 @@ def first_difference(old: Path, new: Path) -> str:
     return f"{len(old_lines)} against {len(new_lines)} lines"
 
 
-def _same_bytes(old: Path, new: Path) -> bool:
-    return old.read_bytes() == new.read_bytes()
-
-
 def compare(old: dict[str, Path], new: dict[str, Path]) -> dict:
     """Byte comparison of the files both sides built; provenance records apart."""
-    shared = sorted(name for name in old.keys() & new.keys() if not name.endswith(PROVENANCE))
+    provenance_records = sum(name.endswith(PROVENANCE) for name in new)
+    old, new = ({name: path for name, path in files.items() if not name.endswith(PROVENANCE)} for files in (old, new))
+    shared = sorted(old.keys() & new.keys())
     differing = {
-        name: first_difference(old[name], new[name]) for name in shared if not _same_bytes(old[name], new[name])
+        name: first_difference(old[name], new[name])
+        for name in shared
+        if not filecmp.cmp(old[name], new[name], shallow=False)
     }
     return {
         "compared": len(shared),
         "identical": len(shared) - len(differing),
         "differing": differing,
-        "old_only": sorted(name for name in old.keys() - new.keys() if not name.endswith(PROVENANCE)),
-        "new_only": sorted(name for name in new.keys() - old.keys() if not name.endswith(PROVENANCE)),
-        "provenance_records": sum(name.endswith(PROVENANCE) for name in new),
+        "old_only": sorted(old.keys() - new.keys()),
+        "new_only": sorted(new.keys() - old.keys()),
+        "provenance_records": provenance_records,
     }
 
 
@@ -138,11 +139,8 @@ def main() -> None:
         checkout = getattr(args, side).resolve()
         run = runs[side] = force_catalogue(checkout, args.tree.resolve(), workdir, args.configfile, args.cores)
         files[side] = built_files(workdir)
-        print(
-            f"{side}: {run['rules']} rules forced, exit {run['returncode']}, {run['seconds']} s,",
-            len(files[side]),
-            "built",
-        )
+        built = len(files[side])
+        print(f"{side}: {run['rules']} rules forced, exit {run['returncode']}, {run['seconds']} s, {built} built")
     result = compare(files["old"], files["new"])
     counts = [
         result["compared"],
