@@ -12,6 +12,7 @@ stopping rule the pool runs; the pool itself is checked end to end on the linear
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from ddrs.core.sequential import (
     decide,
     look_schedule,
     miss_prefixes,
+    mixture_log_evidence,
 )
 from ddrs.core.sequential_pool import certify_sequentially
 from ddrs.core.settings import (
@@ -160,12 +162,14 @@ def test_futility_stops_no_later_and_never_raises_a_radius_on_the_same_streams(s
     assert_at_most_alpha(*unsound_share(on, right_class, radius))
 
 
-def certifies_at_looks(p: float, futility: float, streams: int, seed: int, n: int = 100_000, alpha: float = 0.001):
-    """Whether ``grid`` certifies r = 1 (σ = 1, grid {0, 1}) on each of ``streams`` Bernoulli(p) streams
-    at the default's looks, n and α, checked at the looks (where the futility rule is judged); the
-    counts at the looks are drawn as binomial increments, the same for every ``futility``."""
+def certifies_at_looks(
+    p: float, futility: float, streams: int, seed: int, n: int = 100_000, alpha: float = 0.001, test=None
+):
+    """Whether ``test`` (default ``grid``) certifies r = 1 (σ = 1, grid {0, 1}) on each of ``streams``
+    Bernoulli(p) streams at the default's looks, n and α, checked at the looks (where the futility rule
+    is judged); the counts at the looks are drawn as binomial increments, the same for every test."""
     schedule = look_schedule(SequentialSettings.first_look, SequentialSettings.growth, n)
-    test = confidence_sequence("grid", alpha, n)
+    test = test or confidence_sequence("grid", alpha, n)
     rng = np.random.default_rng(seed)
     counts = rng.binomial(np.diff(schedule, prepend=0), p, size=(streams, len(schedule))).cumsum(axis=1)
     thresholds = np.broadcast_to(norm.cdf([0.0, 1.0]), (streams, 2))
@@ -194,6 +198,30 @@ def test_futility_costs_an_input_just_above_a_threshold_at_most_the_stated_power
     assert not (on & ~off).any()
     assert 0.5 < off.mean() < 0.661  # the point is where power is moderate
     assert 0.005 < (off & ~on).mean() <= 0.05, f"futility lost {(off & ~on).mean():.3f} of the power"
+
+
+def test_the_grid_test_spends_three_quarters_of_alpha_at_the_cap_and_a_quarter_before():
+    """``docs/protocol.md``, "The split of α": 99 wrong of 100,000 at σ = 0.5 are the most with which
+    Clopper–Pearson certifies r = 1.5 at 3α/4 (fixed n at α allows 100, α/2 only 97); the default
+    grid test certifies 1.5 there as fixed n does, the ½/½ split of earlier versions only 1.25. Before
+    the cap a threshold falls once its mixture reaches 4/α, where ½/½ needed 2/α."""
+    cap, alpha, sigma = 100_000, 0.001, 0.5
+    thresholds = norm.cdf(np.array([[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]]) / sigma)
+    default, halves = GridTest(alpha, cap), GridTest(alpha, cap, cap_share=0.5)
+    correct = np.array([cap - 99])
+    assert sigma * norm.ppf(clopper_pearson_lower(correct, cap, alpha)) >= 1.5
+    assert default.bounds(correct, np.array([cap]), 90, thresholds)[0] == thresholds[0, 6]  # r = 1.5
+    assert halves.bounds(correct, np.array([cap]), 90, thresholds)[0] == thresholds[0, 5]  # r = 1.25
+    draws = np.arange(1, 20_000)  # every draw correct: E_r grows draw by draw
+    evidence = mixture_log_evidence(draws, draws, np.broadcast_to(thresholds[:, 6:7], (len(draws), 1)))[:, 0]
+    for test, level in ((default, 4 / alpha), (halves, 2 / alpha)):
+        first = np.argmax(evidence >= math.log(level))  # the first draw whose mixture reaches the level
+        assert 0 < first < len(draws) - 1
+        pair = draws[first - 1 : first + 1]
+        lower = test.bounds(pair, pair, 1, thresholds[[0, 0]])[0]
+        assert lower[0] < thresholds[0, 6] <= lower[1]
+    with pytest.raises(ValueError, match="cap_share must lie in"):
+        GridTest(alpha, cap, cap_share=1.0)
 
 
 class PerLookClopperPearsonGrid(GridTest):

@@ -23,8 +23,8 @@ certification", has the formulas):
   raised to fixed-n Clopper–Pearson's at α/2, so an input that needs every draw loses little
   against Cohen's CERTIFY;
 - :class:`GridTest` (the default): no interval for p_A but one test per radius of the grid, a
-  mixture of likelihood ratios against its threshold p_r at α/2 with fixed-n Clopper–Pearson at
-  α/2 at the cap, combined by closed testing over the nested hypotheses p < p_r, so each radius
+  mixture of likelihood ratios against its threshold p_r at α/4 with fixed-n Clopper–Pearson at
+  3α/4 at the cap, combined by closed testing over the nested hypotheses p < p_r, so each radius
   gets the whole α; its bound, and so the certificate, takes the grid's values.
 """
 
@@ -249,10 +249,14 @@ def mixture_log_evidence(
 class GridTest(ConfidenceSequence):
     """One sequential test per threshold p_r of the grid, combined by closed testing (no union bound).
 
-    H_r: p < p_r is tested by the mixture :func:`mixture_log_evidence` at level α/2 at every look, and
-    at the cap also by fixed-n Clopper–Pearson at level α/2: rejected when E_r ≥ 2/α or, at n draws,
-    CP_lower(A, n, α/2) ≥ p_r. Each H_r's test has level α (union of the two, as in
-    :class:`BettingWithFixedCap`). The hypotheses are nested (p < p_1 implies p < p_2 for p_1 < p_2),
+    H_r: p < p_r is tested by the mixture :func:`mixture_log_evidence` at level (1 − s)α at every
+    look, and at the cap also by fixed-n Clopper–Pearson at level sα, s = ``cap_share``: rejected
+    when E_r ≥ 1/((1 − s)α) or, at n draws, CP_lower(A, n, sα) ≥ p_r. Each H_r's test has level α
+    (union of the two, as in :class:`BettingWithFixedCap`). The default s = ¾ (α/2 each until issue
+    60) spends most of α where the inputs that fixed n certifies near a threshold are decided: at the
+    cap, whose critical value moves from z_{α/2} = 3.29 to z_{3α/4} = 3.17 (fixed n: 3.09), while the
+    mixture's level moves from log(2/α) to log(4/α), 9 % more evidence (``docs/protocol.md``, "The
+    split of α"). The hypotheses are nested (p < p_1 implies p < p_2 for p_1 < p_2),
     so closed testing (Marcus, Peritz & Gabriel 1976) needs no correction: the lower bound is the
     largest p_j whose H_j and every lower H_k are rejected (0 when H at ½ is not). It exceeds the true
     p only if the lowest true null, at the least p_r > p, is rejected: probability ≤ α, at every look
@@ -264,6 +268,15 @@ class GridTest(ConfidenceSequence):
 
     name = "grid"
     grid_valued = True
+
+    def __init__(self, alpha: float, cap: int, cap_share: float = 0.75):
+        super().__init__(alpha, cap)
+        if not 0 < cap_share < 1:
+            raise ValueError(f"cap_share must lie in (0, 1), got {cap_share}")
+        #: the share of α spent by the fixed-n Clopper–Pearson test at the cap, the rest by the mixture
+        self.cap_share = cap_share
+        #: the evidence E_r at which the mixture rejects H_r, 1/((1 − s)α)
+        self.mixture_level = 1 / ((1 - cap_share) * alpha)
 
     def bounds(self, correct, draws, look, thresholds=None):
         if thresholds is None:
@@ -283,14 +296,14 @@ class GridTest(ConfidenceSequence):
         """Exactly where the bounds beat ``lower`` or ``upper``. Each factor of E_r, q_i/p_r = (1 − ρ_i)/p_r
         + ρ_i, falls as p_r grows and each mirrored one rises, so a lower threshold is rejected whenever
         a higher one is, and a higher one is out of reach whenever a lower one is: L > ``lower`` iff the
-        least reachable p_r above it has E_r ≥ 2/α, U < ``upper`` iff the largest p_r ≤ it has the mirrored
-        E_r ≥ 1/α. Every mixture is at most exp(N·KL(Â ‖ p_r)) (:func:`log_likelihood_ratio_ceiling`),
+        least reachable p_r above it has E_r ≥ :attr:`mixture_level`, U < ``upper`` iff the largest p_r ≤ it
+        has the mirrored E_r ≥ 1/α. Every mixture is at most exp(N·KL(Â ‖ p_r)) (:func:`log_likelihood_ratio_ceiling`),
         which screens the counts before those two E_r are computed."""
         correct, draws = np.asarray(correct, dtype=float), np.asarray(draws, dtype=float)
         reachable = thresholds < 1
         next_certified = np.where(reachable & (thresholds > lower[:, None]), thresholds, np.inf).min(axis=1)
         next_out_of_reach = np.where(reachable & (thresholds <= upper[:, None]), thresholds, -np.inf).max(axis=1)
-        certifies = self._reaches(correct, draws, next_certified, 2 / self.alpha, below=False)
+        certifies = self._reaches(correct, draws, next_certified, self.mixture_level, below=False)
         rules_out = self._reaches(correct, draws, next_out_of_reach, 1 / self.alpha, below=True)
         return certifies | rules_out | (draws >= self.cap)
 
@@ -309,10 +322,10 @@ class GridTest(ConfidenceSequence):
 
     def rejected(self, correct: np.ndarray, draws: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
         """``(B, R)``: each H_r's local test (level α) rejects after ``correct`` of ``draws``."""
-        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(2 / self.alpha)
+        rejected = mixture_log_evidence(correct, draws, thresholds) >= math.log(self.mixture_level)
         at_cap = draws >= self.cap
         if at_cap.any():
-            fixed_n = clopper_pearson_lower(correct, draws, self.alpha / 2)
+            fixed_n = clopper_pearson_lower(correct, draws, self.cap_share * self.alpha)
             rejected |= at_cap[:, None] & (fixed_n[:, None] >= thresholds)
         return rejected
 
