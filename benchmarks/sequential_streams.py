@@ -35,7 +35,7 @@ from scipy.special import betaln
 from scipy.stats import norm
 from tabulate import tabulate
 
-from ddrs.core.sequential import confidence_sequence, decide, look_schedule
+from ddrs.core.sequential import ConfidenceSequence, confidence_sequence, decide, look_schedule
 from ddrs.core.settings import SequentialSettings
 
 ALPHA, CAP, BETA = 0.001, 100_000, 0.01
@@ -78,7 +78,19 @@ def decide_draws(
 ) -> np.ndarray:
     """Draws until :func:`decide` stops on the grid {0, r}, to the end of the look's block (the futility
     rule at β′ = ``futility``, 0: off)."""
-    sequence = confidence_sequence(name, ALPHA, CAP)
+    return run_decide(confidence_sequence(name, ALPHA, CAP), counts, threshold, growth, checks, futility)[0]
+
+
+def run_decide(
+    sequence: ConfidenceSequence,
+    counts: np.ndarray,
+    threshold: float,
+    growth: float,
+    checks: str = "draw",
+    futility: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(draws, lower)`` of each stream: the draws until :func:`decide` stops on the grid {0, r}, to the end
+    of the look's block, and the running lower bound there (r is certified where it is ≥ ``threshold``)."""
     schedule = look_schedule(32, growth, CAP)
     thresholds = np.broadcast_to([0.5, threshold], (len(counts), 2))
     lower, upper = np.zeros(len(counts)), np.ones(len(counts))
@@ -98,7 +110,7 @@ def decide_draws(
         lower[rows], upper[rows] = decision.lower, decision.upper
         spent[rows] = end
         active[rows[decision.stop]] = False
-    return spent
+    return spent, lower
 
 
 def main() -> None:
