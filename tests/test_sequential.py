@@ -162,14 +162,12 @@ def test_futility_stops_no_later_and_never_raises_a_radius_on_the_same_streams(s
     assert_at_most_alpha(*unsound_share(on, right_class, radius))
 
 
-def certifies_at_looks(
-    p: float, futility: float, streams: int, seed: int, n: int = 100_000, alpha: float = 0.001, test=None
-):
-    """Whether ``test`` (default ``grid``) certifies r = 1 (σ = 1, grid {0, 1}) on each of ``streams``
-    Bernoulli(p) streams at the default's looks, n and α, checked at the looks (where the futility rule
-    is judged); the counts at the looks are drawn as binomial increments, the same for every test."""
+def certifies_at_looks(p: float, futility: float, streams: int, seed: int, n: int = 100_000, alpha: float = 0.001):
+    """Whether ``grid`` certifies r = 1 (σ = 1, grid {0, 1}) on each of ``streams`` Bernoulli(p) streams
+    at the default's looks, n and α, checked at the looks (where the futility rule is judged); the
+    counts at the looks are drawn as binomial increments, the same for every ``futility``."""
     schedule = look_schedule(SequentialSettings.first_look, SequentialSettings.growth, n)
-    test = test or confidence_sequence("grid", alpha, n)
+    test = confidence_sequence("grid", alpha, n)
     rng = np.random.default_rng(seed)
     counts = rng.binomial(np.diff(schedule, prepend=0), p, size=(streams, len(schedule))).cumsum(axis=1)
     thresholds = np.broadcast_to(norm.cdf([0.0, 1.0]), (streams, 2))
