@@ -1,52 +1,29 @@
-"""The default workflow for real: table1 from scratch (interrupted and resumed), everything else,
-the report, and nothing rescheduled on a finished tree. Minutes of CPU: marked slow."""
+"""config/digits.yaml's workflow for real at its own size, with its three training runs: table1 from
+scratch (interrupted and resumed), everything else, the report, and nothing rescheduled on a
+finished tree. Tens of minutes of CPU: ``make test-slow`` (marked slow). ``make test`` runs the same
+on the tiny overlay (tests/test_tiny_digits.py)."""
 
-import base64
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
 import pytest
-from workflow_helpers import SNAKEFILE, job_counts, load_config, snakemake, write_config
+from workflow_helpers import (
+    certified_rows,
+    completed,
+    job_counts,
+    load_config,
+    snakemake,
+    start_snakemake,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
 TABLE1 = "results/tables/table1.csv"
-
-
-def start_snakemake(workdir, config, *args):
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(SNAKEFILE),
-            "-d",
-            str(workdir),
-            "--configfile",
-            str(config),
-            *args,
-        ],
-        cwd=workdir,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def completed(workdir, path) -> bool:
-    """Did Snakemake record the job that wrote ``path`` as finished (metadata, no incomplete marker)?"""
-    key = base64.urlsafe_b64encode(str(path.relative_to(workdir)).encode()).decode()
-    state = workdir / ".snakemake"
-    return (state / "metadata" / key).exists() and not (state / "incomplete" / key).exists()
 
 
 class Run(NamedTuple):
@@ -58,16 +35,9 @@ class Run(NamedTuple):
     resumed_rows: list[str]  # the same rows of its finished log
 
 
-def certified_rows(partial) -> list[str]:
-    """The complete rows of a certification log being written (a killed job may tear the last)."""
-    lines = partial.read_text().split("\n")
-    width = len(lines[0].split("\t"))
-    return [line for line in lines[1:-1] if len(line.split("\t")) == width]
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """table1 on the embedded default: killed mid-certification after its first models, then resumed."""
+    """table1 of config/digits.yaml: killed mid-certification after its first models, then resumed."""
     workdir = tmp_path_factory.mktemp("default")
     config = write_config(workdir, load_config())
     process = start_snakemake(workdir, config, "--cores", "2", TABLE1)
