@@ -379,7 +379,7 @@ def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_th
         ),
         (
             lambda c: c["optimize_sigma"].update(min_sigma=0.3),
-            "optimize_sigma for results/mnist5k/cohen/fs/sigma0.25: sigma0=0.25 lies outside [min_scale, max_scale]",
+            "optimize_sigma for results/mnist5k/cohen/fs/sigma0.25: sigma0=0.25 lies outside [min_sigma, max_sigma]",
         ),
         (
             lambda c: c["grid_search"].update(n=[3]),

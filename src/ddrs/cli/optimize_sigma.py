@@ -67,9 +67,7 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
         return settings_from(GridSearchSettings, vars(args), noise=noise, grid=grid.tolist(), n=args.grid_n)
-    return settings_from(
-        Algorithm1Settings, vars(args), noise=noise, steps=args.k, min_scale=args.min_sigma, max_scale=args.max_sigma
-    )
+    return settings_from(Algorithm1Settings, vars(args), noise=noise, steps=args.k)
 
 
 def run(args: argparse.Namespace) -> None:

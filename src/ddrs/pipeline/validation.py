@@ -352,7 +352,7 @@ def check_algorithm1_options(exp) -> None:
     for run in exp.runs():
         try:
             sigma0 = exp.grid.noise_sigma(run.dataset, run.method, run.sigma)
-            Algorithm1Settings(sigma0=sigma0, min_scale=exp.config["optimize_sigma"]["min_sigma"])
+            Algorithm1Settings(sigma0=sigma0, min_sigma=exp.config["optimize_sigma"]["min_sigma"])
         except ValueError as error:
             raise ValueError(f"optimize_sigma for {exp.grid.run_dir(run)}: {error}") from None
 
