@@ -299,27 +299,31 @@ class Trainer:
             total += loss.detach() * len(y)
             count += len(y)
         mean = float(total) / count
-        if not math.isfinite(mean):
-            raise FloatingPointError(
-                f"training diverged in epoch {epoch + 1}: the mean {config.method} loss is {mean}; "
-                f"lower the learning rate (lr = {config.lr})"
-            )
-        # a non-finite gradient in a step after the last forward pass leaves the loss finite and the
-        # weights not: a checkpoint of them would certify garbage in every later job
-        broken = [
-            name
-            for name, value in model.state_dict().items()
-            if value.is_floating_point() and not value.isfinite().all()
-        ]
-        if broken:
-            raise FloatingPointError(
-                f"training diverged in epoch {epoch + 1}: {len(broken)} weight tensors are no longer finite "
-                f"(first {broken[0]}) though the mean {config.method} loss is {mean}; lower the learning rate "
-                f"(lr = {config.lr})"
-            )
+        check_finite(model, mean, config, epoch)
         return mean
 
     # -- outputs ------------------------------------------------------------------------------
+
+
+def check_finite(model: nn.Module, mean: float, config: TrainConfig, epoch: int) -> None:
+    """Raise :class:`FloatingPointError` naming the learning rate when 0-based ``epoch`` diverged: its
+    mean loss ``mean`` or a weight of ``model`` is not finite. A non-finite gradient in a step after
+    the last forward pass leaves the loss finite and the weights not: a checkpoint of them would
+    certify garbage in every later job."""
+    if not math.isfinite(mean):
+        raise FloatingPointError(
+            f"training diverged in epoch {epoch + 1}: the mean {config.method} loss is {mean}; "
+            f"lower the learning rate (lr = {config.lr})"
+        )
+    broken = [
+        name for name, value in model.state_dict().items() if value.is_floating_point() and not value.isfinite().all()
+    ]
+    if broken:
+        raise FloatingPointError(
+            f"training diverged in epoch {epoch + 1}: {len(broken)} weight tensors are no longer finite "
+            f"(first {broken[0]}) though the mean {config.method} loss is {mean}; lower the learning rate "
+            f"(lr = {config.lr})"
+        )
 
 
 def write_history(history: Iterable[dict[str, Any]], path: Path) -> None:
