@@ -271,8 +271,7 @@ def check_references(config: Mapping[str, Any]) -> None:
     grid-search interval, a grid-search n that does not divide its budget, and more of CERTIFY's
     selection draws than estimation draws (``certify.n0 > certify.n``). Each refusal is a
     :class:`ConfigError` naming its key."""
-    methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
-    datasets = config.get("datasets") or {}
+    methods, datasets = list(config.get("methods") or []), config.get("datasets") or {}
     for method in methods:
         key = SIGMA_KEY[get_method(method).noise]
         if datasets and not any(spec.get(key) for spec in datasets.values()):
@@ -282,39 +281,9 @@ def check_references(config: Mapping[str, Any]) -> None:
                 f"(e.g. [0.25, 0.5, 1.0]) or leave {method} out of methods",
             )
     for dataset, spec in datasets.items():
-        for key in SIGMA_KEY.values():
-            for sigma in spec.get(key, []):
-                if float(scale_label(sigma)) != sigma:
-                    raise ConfigError(
-                        ("datasets", dataset, key),
-                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, "
-                        f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits",
-                    )
-                if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
-                    raise ConfigError(
-                        ("datasets", dataset, key),
-                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, which "
-                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999",
-                    )
-        labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
-        every = list(dict.fromkeys(sum(labels.values(), [])))
-        _require_in(spec.get("train_by_sigma", {}), every, ("datasets", dataset, "train_by_sigma"))
-        _require_in(spec.get("train_by_method", {}), methods, ("datasets", dataset, "train_by_method"))
-        for method, paths in spec.get("checkpoints", {}).items():
-            noise = get_method(method).noise
-            _require_in(paths, labels[noise], ("datasets", dataset, "checkpoints", method))
-    _require_in(grid.get("datasets") or [], list(datasets), ("grid_search", "datasets"))
-    if grid["enabled"]:
-        if not grid["low"] < grid["high"]:
-            raise ConfigError(("grid_search",), f"grid_search: low {grid['low']} must be below high {grid['high']}")
-        budget = grid["budget"]
-        for n in grid["n"]:
-            if budget % n:
-                raise ConfigError(
-                    ("grid_search",),
-                    f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
-                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)",
-                )
+        _check_sigma_spellings(dataset, spec)
+        _check_dataset_keys(dataset, spec, methods)
+    _check_grid_search(config.get("grid_search", {"enabled": False}), list(datasets))
     certify = config.get("certify") or {}
     if "n0" in certify and "n" in certify and certify["n0"] > certify["n"]:
         raise ConfigError(
@@ -327,6 +296,55 @@ def check_references(config: Mapping[str, Any]) -> None:
     for key in ("ablation_sigmas", "gradient_norm_sigma"):
         given = studies.get(key, [])
         _require_in(given if isinstance(given, list) else [given], sorted(sigmas), ("sun2024", key))
+
+
+def _check_sigma_spellings(dataset: str, spec: Mapping[str, Any]) -> None:
+    """Refuse a σ of the dataset's grids that its path spelling (:func:`scale_label`) would change or
+    that the workflow's ``{sigma}`` wildcard would miss."""
+    for key in SIGMA_KEY.values():
+        for sigma in spec.get(key, []):
+            shown = f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths"
+            if float(scale_label(sigma)) != sigma:
+                raise ConfigError(
+                    ("datasets", dataset, key),
+                    f"{shown}, which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant "
+                    "digits",
+                )
+            if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
+                raise ConfigError(
+                    ("datasets", dataset, key),
+                    f"{shown}, which the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 "
+                    "to 999999",
+                )
+
+
+def _check_dataset_keys(dataset: str, spec: Mapping[str, Any], methods: list[str]) -> None:
+    """Refuse ``train_by_sigma`` and ``checkpoints`` keys outside the dataset's σ grids and
+    ``train_by_method`` keys of methods the config does not run."""
+    labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
+    every = list(dict.fromkeys(sum(labels.values(), [])))
+    _require_in(spec.get("train_by_sigma", {}), every, ("datasets", dataset, "train_by_sigma"))
+    _require_in(spec.get("train_by_method", {}), methods, ("datasets", dataset, "train_by_method"))
+    for method, paths in spec.get("checkpoints", {}).items():
+        _require_in(paths, labels[get_method(method).noise], ("datasets", dataset, "checkpoints", method))
+
+
+def _check_grid_search(grid: Mapping[str, Any], datasets: list[str]) -> None:
+    """Refuse ``grid_search.datasets`` not configured and, when the grid search runs, an empty
+    interval or an n that does not divide the budget."""
+    _require_in(grid.get("datasets") or [], datasets, ("grid_search", "datasets"))
+    if not grid["enabled"]:
+        return
+    if not grid["low"] < grid["high"]:
+        raise ConfigError(("grid_search",), f"grid_search: low {grid['low']} must be below high {grid['high']}")
+    budget = grid["budget"]
+    for n in grid["n"]:
+        if budget % n:
+            raise ConfigError(
+                ("grid_search",),
+                f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
+                f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)",
+            )
 
 
 def check_training_options(exp) -> None:
