@@ -14,8 +14,8 @@ would otherwise surface only inside a job, after others have run, or never:
 - values a job's own settings refuse together (a σ floor above a σ₀): the training and Algorithm 1
   settings of every run are built here, so their checks name the run before any job.
 
-:func:`configfile_problem` catches a target given after ``--configfile`` where Snakemake read it as
-a config file.
+What Snakemake must read before any of this, the config files themselves, is checked by
+:mod:`ddrs.pipeline.config_files`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from ddrs.methods import get_method
+from ddrs.pipeline.config_files import shown
 from ddrs.pipeline.grid import SIGMA_KEY
 from ddrs.pipeline.layout import SCALE_PATTERN, scale_label
 
@@ -74,7 +75,7 @@ class ConfigSources:
     @classmethod
     def read(cls, configfiles: Sequence[str | Path], overrides: Mapping[str, Any] | None = None) -> ConfigSources:
         """The sources of a run given ``configfiles`` (already read once by Snakemake) and ``--config``'s values."""
-        layers = [(_shown(Path(path)), yaml.safe_load(Path(path).read_text()) or {}) for path in configfiles]
+        layers = [(shown(path), yaml.safe_load(Path(path).read_text()) or {}) for path in configfiles]
         return cls(tuple(layers + ([("--config", dict(overrides))] if overrides else [])))
 
     def holding(self, key: Sequence[str | int]) -> str:
@@ -87,12 +88,6 @@ class ConfigSources:
     def named(self, key: Sequence[str | int], line: str) -> str:
         """``line`` after the name of the source that set ``key``."""
         return f"{self.holding(key)}: {line}"
-
-
-def _shown(path: Path) -> str:
-    """``path`` as the user gave it: relative to the working directory when it lies under it
-    (Snakemake makes every config file's path absolute)."""
-    return str(path.relative_to(Path.cwd()) if path.is_absolute() and path.is_relative_to(Path.cwd()) else path)
 
 
 def _sets(mapping: Mapping[str, Any], keys: Sequence[str]) -> bool:
@@ -172,6 +167,10 @@ def _problem_line(error: ValidationError, stale_schema: str | None) -> str:
         hint = f" (did you mean {close[0]}?)" if close else ""
         hint += f" ({stale_schema})" if stale_schema else ""
         return f"{where}: {_quoted(error.instance)} is not one of: {', '.join(names)}{hint}"
+    if error.validator == "pattern" and "x-allowed" in error.schema:  # what it allows, not its regular expression
+        *others, last = error.schema["x-allowed"]
+        allowed = " or ".join(filter(None, [", ".join(others), last]))
+        return f"{where}: {_quoted(error.instance)} is not allowed; it takes {allowed}"
     if error.validator == "type":
         expected = error.validator_value
         decimal = expected == "integer" and isinstance(error.instance, float)
@@ -216,35 +215,6 @@ def schema_problems(
         for key, line in _problem(error, stale_schema, resolver)
     ]
     return list(dict.fromkeys(lines))
-
-
-#: the endings of the config files Snakemake reads (YAML, or JSON, which YAML reads)
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def configfile_problem(configfiles: Sequence[str | Path], results: Any) -> str | None:
-    """Why a ``--configfile`` looks like a target, or None: Snakemake's ``--configfile`` takes every
-    word after it, so ``--configfile config/digits.yaml results/tables/table1.csv`` reads the table as
-    one more config file. Seen here are the files Snakemake could read as a mapping: one not named
-    .yaml, .yml or .json, or one of the workflow's outputs (under the config's ``results``, unless that
-    holds the working directory). A target that is no mapping, or no file yet, stops Snakemake itself
-    before the Snakefile is read."""
-    outputs = Path(results).resolve() if isinstance(results, str) and results else None
-    if outputs is not None and Path.cwd().is_relative_to(outputs):
-        outputs = None  # a results folder around the working directory holds the config files too
-    for path in map(Path, configfiles):
-        output = outputs is not None and path.resolve().is_relative_to(outputs)
-        if path.suffix in CONFIG_SUFFIXES and not output:
-            continue
-        shown = _shown(path)
-        given = " ".join(_shown(Path(file)) for file in configfiles if Path(file) != path) or "CONFIG"
-        reason = f"a file under {results}/ (a workflow output)" if output else "not a .yaml, .yml or .json file"
-        return (
-            f"--configfile {shown}: {reason}, read as a config file since --configfile takes every word after it; "
-            f"name a target before --configfile (snakemake {shown} --configfile {given}) or end the config files "
-            f"with -- (snakemake --configfile {given} -- {shown})"
-        )
-    return None
 
 
 def _require_in(given, allowed: list, key: tuple[str, ...]) -> None:
