@@ -80,6 +80,16 @@ def test_a_target_read_as_a_config_file_is_named_with_both_fixes(tmp_path, monke
     assert configfile_problem(["config.yaml"], "") is None
 
 
+def test_keys_that_disagree_are_blamed_on_the_one_the_latest_source_sets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = sources(tmp_path, base="grid_search: {budget: 200}\noptimize_sigma: {k: [50]}\n", overlay="seed: 1\n")
+    error = ConfigError(("grid_search", "budget"), "budget first", others={("optimize_sigma", "k"): "k first"})
+    assert ConfigSources.read(files).refusal(error) == "base.yaml: budget first"  # one file sets both: the first
+    (tmp_path / "overlay.yaml").write_text("optimize_sigma: {k: [200, 50]}\n")
+    assert ConfigSources.read(files).refusal(error) == "overlay.yaml: k first"
+    assert ConfigSources.read(files, {"grid_search": {"budget": 300}}).refusal(error) == "--config: budget first"
+
+
 def test_the_config_files_of_a_command_line_are_the_words_configfile_takes():
     argv = ["-n", "--configfile", "a.yaml", "b.yml", "t.csv", "--cores", "1", "x.csv", "--configfile=c.json", "--"]
     assert configfiles_given([*argv, "d.yaml"]) == ["a.yaml", "b.yml", "t.csv", "c.json"]

@@ -267,6 +267,30 @@ def test_a_config_error_names_the_file_that_set_the_key_in_a_few_lines(tmp_path)
     assert line.endswith("(did you mean cohen?)"), line
 
 
+@pytest.mark.parametrize(
+    "overlay,line",
+    [
+        (
+            "optimize_sigma: {k: [200, 50]}\n",
+            "overlay.yaml: optimize_sigma.k [50, 200]: lacks K = 100, where Algorithm 1 spends grid_search.budget 200",
+        ),
+        (
+            "grid_search: {budget: 300}\n",
+            "overlay.yaml: grid_search.budget 300: Algorithm 1 spends it at K = 150 (2·n·K = budget), which "
+            "optimize_sigma.k [50, 100, 200] lacks",
+        ),
+    ],
+    ids=["k-grid-edited", "budget-edited"],
+)
+def test_keys_that_disagree_are_refused_naming_the_one_the_user_edited(tmp_path, overlay, line):
+    """Appendix B's budget must fall on the K grid: the refusal leads with whichever key the overlay
+    (the file a user edits over the shipped config) sets, not always with the budget."""
+    (tmp_path / "overlay.yaml").write_text(overlay)
+    base = write_config(tmp_path, load_config())
+    (refused,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(base), str(tmp_path / "overlay.yaml")))
+    assert refused.startswith(line), refused
+
+
 def test_more_selection_than_estimation_draws_is_refused_naming_both_keys_and_the_file(tmp_path):
     overlay = tmp_path / "draws.yaml"
     overlay.write_text("certify: {n0: 5000, n: 1000}\n")

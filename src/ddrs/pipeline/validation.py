@@ -57,11 +57,14 @@ _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusi
 
 class ConfigError(ValueError):
     """A config the library refuses, raised with the config path of the key at fault (``("certify",
-    "n0")``), so that the message can name the file that set it (:meth:`ConfigSources.named`)."""
+    "n0")``), so that the message can name the file that set it (:meth:`ConfigSources.refusal`).
+    Where keys disagree, ``others`` holds the message that leads with each other key: the one shown
+    is that of the key the last source sets, the one a user edited."""
 
-    def __init__(self, key: Sequence[str], message: str) -> None:
+    def __init__(self, key: Sequence[str], message: str, others: Mapping[tuple[str, ...], str] | None = None) -> None:
         super().__init__(message)
         self.key = tuple(key)
+        self.messages = {self.key: message, **{tuple(other): line for other, line in (others or {}).items()}}
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,16 @@ class ConfigSources:
     def named(self, key: Sequence[str | int], line: str) -> str:
         """``line`` after the name of the source that set ``key``."""
         return f"{self.holding(key)}: {line}"
+
+    def refusal(self, error: ConfigError) -> str:
+        """``error``'s message that leads with the key the latest source sets (the first key where no
+        source sets one later), after that source's name."""
+        latest = {
+            key: max((i for i, (_, mapping) in enumerate(self.layers) if _sets(mapping, key)), default=-1)
+            for key in error.messages
+        }
+        key = max(latest, key=latest.get)
+        return self.named(key, error.messages[key])
 
 
 def _sets(mapping: Mapping[str, Any], keys: Sequence[str]) -> bool:
