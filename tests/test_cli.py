@@ -65,19 +65,24 @@ def test_help_lists_the_users_commands_and_the_internal_ones_still_run(capsys):
 SPHINX_MARKUP = re.compile(r"``|:[a-z]+(?::[a-z]+)?:`")
 
 
-def every_help() -> dict[str, str]:
-    """``ddrs --help`` and each command's, sub-commands (``ddrs logs fetch``) included, by command line."""
-    helps = {}
+def every_parser() -> dict[str, argparse.ArgumentParser]:
+    """The parser of ``ddrs`` and of each command, sub-commands (``ddrs logs fetch``) included, by command line."""
+    parsers = {}
 
     def walk(parser, words):
-        helps[" ".join(words)] = parser.format_help()
+        parsers[" ".join(words)] = parser
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, subparser in action.choices.items():
                     walk(subparser, [*words, name])
 
     walk(build_parser(command_modules()), ["ddrs"])
-    return helps
+    return parsers
+
+
+def every_help() -> dict[str, str]:
+    """``ddrs --help`` and each command's, every option group shown, by command line."""
+    return {words: parser.format_help() for words, parser in every_parser().items()}
 
 
 def test_help_texts_are_plain_text():
@@ -96,23 +101,15 @@ MODULE_PATH = re.compile(r"\bddrs(?:\.\w+)+")
 
 
 def every_option() -> dict[str, list[argparse.Action]]:
-    """The options of ``ddrs`` and of each command, sub-commands included, by command line (help and
-    sub-command actions left out)."""
-    options = {}
-
-    def walk(parser, words):
-        options[" ".join(words)] = [
+    """The options of ``ddrs`` and of each command (help and sub-command actions left out), by command line."""
+    return {
+        words: [
             action
             for action in parser._actions
             if not isinstance(action, (argparse._SubParsersAction, argparse._HelpAction)) and action.option_strings
         ]
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, subparser in action.choices.items():
-                    walk(subparser, [*words, name])
-
-    walk(build_parser(command_modules()), ["ddrs"])
-    return options
+        for words, parser in every_parser().items()
+    }
 
 
 def test_every_option_of_every_command_has_a_help_line_and_no_help_names_a_module_path():
