@@ -36,7 +36,7 @@ try:
     check_training_options(EXP)
     check_algorithm1_options(EXP)
 except ConfigError as error:
-    stop(SOURCES.named(error.key, str(error)))
+    stop(SOURCES.refusal(error))
 except ValueError as error:
     stop(SOURCES.named((), str(error)))
 PLAN = JobPlan(EXP.grid)

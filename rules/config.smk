@@ -6,7 +6,8 @@ from pathlib import Path
 from snakemake.logging import logger
 from snakemake.utils import validate
 
-from ddrs.pipeline.validation import ConfigSources, configfile_problem, schema_problems
+from ddrs.pipeline.config_files import configfile_problem
+from ddrs.pipeline.validation import ConfigSources, schema_problems
 
 SCHEMA = Path(workflow.basedir) / "config/schema/config.schema.yaml"
 
@@ -18,7 +19,8 @@ def stop(message):
     sys.exit(1)
 
 
-# A target after --configfile is read as a config file: name it and the fix.
+# A target after --configfile is read as a config file: name it and the fix. (The workflow profile
+# names it before Snakemake reads the config files; this holds where --workflow-profile replaces it.)
 CONFIGFILE_PROBLEM = configfile_problem(
     workflow.overwrite_configfiles, config.get("results", "results")
 )

@@ -14,7 +14,7 @@ from snakemake.utils import update_config
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
-from ddrs.pipeline.validation import methods_left_out
+from ddrs.pipeline.validation import ConfigError, methods_left_out
 from ddrs.training import TrainConfig
 from ddrs.training.config import ALGORITHM2_FIELDS
 
@@ -126,8 +126,12 @@ def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_dat
     assert off.records.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
     cfg = digits_config()
     cfg["grid_search"]["budget"] = 20  # Algorithm 1 at K = 10, outside the K grid: no row, refused
-    with pytest.raises(ValueError, match=r"budget 20: Algorithm 1 spends it at K = 10, which digits's K grid"):
+    with pytest.raises(
+        ConfigError, match=r"budget 20: Algorithm 1 spends it at K = 10 \(2·n·K = budget\), which "
+    ) as refused:
         Experiment(cfg).records.appendix_b_records()
+    assert "optimize_sigma.k [50, 100, 200] lacks" in str(refused.value)
+    assert set(refused.value.messages) == {("grid_search", "budget"), ("optimize_sigma", "k")}
 
 
 def _renamed(mapping: dict, old: str, new: str) -> None:

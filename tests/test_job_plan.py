@@ -130,7 +130,7 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
         steps=tuple(options["k"]),
         lr=options["lr"],
         n0=options["n0"],
-        min_scale=options["min_sigma"],
+        min_sigma=options["min_sigma"],
         objective=options["objective"],
     )
     assert "sigma" not in document and certify_of(edited, run, document)[0].n == config["certify"]["n"]

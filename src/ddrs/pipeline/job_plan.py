@@ -116,7 +116,7 @@ class JobPlan:
             n=self.grid.algorithm1_n(run.method),
             steps=tuple(self.grid.k_grid(run.dataset, run.method, run.mode)),
             lr=options["lr"],
-            min_scale=options["min_sigma"],
+            min_sigma=options["min_sigma"],
         )
 
     def speed(self, run: Run) -> dict[str, Any]:

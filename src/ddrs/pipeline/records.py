@@ -16,6 +16,7 @@ from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, run_file
 from ddrs.pipeline.training_plan import TrainingPlan
+from ddrs.pipeline.validation import ConfigError
 
 
 class Records:
@@ -107,14 +108,26 @@ class Records:
         records = []
         for dataset in datasets:
             if k not in (grid := self.grid.k_grid(dataset, method, "fs")):
-                raise ValueError(
-                    f"grid_search.budget {self.grid.grid_search['budget']}: Algorithm 1 spends it at K = {k}, "
-                    f"which {dataset}'s K grid {grid} lacks: Appendix B would have no {method}-DS row"
-                )
+                raise self._budget_off_the_k_grid(dataset, method, k, grid)
             records += self.fixed_records(dataset, method)
             records += self.grid_records(dataset, method)
             records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
         return records
+
+    def _budget_off_the_k_grid(self, dataset: str, method: str, k: int, grid: list[int]) -> ConfigError:
+        """Appendix B's refusal of a budget Algorithm 1 spends at a K the K grid lacks, leading with
+        whichever of the two keys the user set last (:meth:`~ddrs.pipeline.validation.ConfigSources.refusal`)."""
+        budget, key = self.grid.grid_search["budget"], self.grid.k_grid_key(dataset, method, "fs")
+        grid_key, row = ".".join(key), f"Appendix B would have no {method}-DS row on {dataset}"
+        return ConfigError(
+            ("grid_search", "budget"),
+            f"grid_search.budget {budget}: Algorithm 1 spends it at K = {k} (2·n·K = budget), which {grid_key} "
+            f"{grid} lacks: {row}; change grid_search.budget or add {k} to {grid_key}",
+            others={
+                key: f"{grid_key} {grid}: lacks K = {k}, where Algorithm 1 spends grid_search.budget {budget} "
+                f"(2·n·K = budget): {row}; add {k} to {grid_key} or change grid_search.budget"
+            },
+        )
 
     def all_records(self) -> list[LogRecord]:
         """Every certification log of the configured experiment grid."""
