@@ -13,7 +13,7 @@ Distances are computed in float64 from the inputs as the base classifier sees th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -76,10 +76,16 @@ class DistanceSigma:
         return self.rate
 
     def distances(self, points: np.ndarray) -> np.ndarray:
+        """d̄_k of each of ``points``."""
         return mean_knn_distance(points, self.reference, self.k)
 
+    def log_sigma_at(self, distances: np.ndarray) -> np.ndarray:
+        """log σ at inputs whose d̄_k are ``distances``."""
+        return np.log(self.sigma_base) + self.rate * (np.asarray(distances) - self.offset)
+
     def log_sigmas(self, points: np.ndarray) -> np.ndarray:
-        return np.log(self.sigma_base) + self.rate * (self.distances(points) - self.offset)
+        """log σ(x) of each of ``points``."""
+        return self.log_sigma_at(self.distances(points))
 
     @classmethod
     def fit(cls, reference: np.ndarray, k: int, rate: float, sigma_base: float, calibration: np.ndarray):
@@ -88,3 +94,26 @@ class DistanceSigma:
         leave_out = np.asarray(calibration, dtype=np.int64)
         offset = float(np.median(mean_knn_distance(reference[leave_out], reference, k, exclude=leave_out)))
         return cls(reference, k, rate, sigma_base, offset)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistanceSigmaSettings:
+    """What decides the design and its certificate (config ``semi_elastic``): the semi-elasticity
+    ``rate``, ``k`` neighbours, a seeded subsample of ``reference`` training inputs (None: all) and
+    the ``calibration`` reference inputs whose median d̄_k is the offset."""
+
+    rate: float
+    k: int = 20
+    reference: int | None = None
+    calibration: int = 200
+
+    def __post_init__(self):
+        if not (np.isfinite(self.rate) and self.rate >= 0):
+            raise ValueError(f"semi-elasticity rate must be ≥ 0, got {self.rate}")
+        for name in ("k", "calibration") + (("reference",) if self.reference is not None else ()):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer ≥ 1, got {getattr(self, name)}")
+
+    def resume_settings(self) -> dict[str, object]:
+        """Every field: the job re-runs when one changes."""
+        return asdict(self)
