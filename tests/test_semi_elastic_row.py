@@ -1,9 +1,8 @@
 """Table 1's soundly certified data-dependent row (Cohen-IDRS): the job that certifies a model with
-Súkeník et al.'s semi-elastic σ(x), its document, its records, its row and its paired comparisons."""
+Súkeník et al.'s semi-elastic σ(x), and the row's logs and caption in table1 (its document is tested
+in test_job_plan.py, the row and its comparisons in test_table_statistics.py)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
@@ -11,17 +10,14 @@ import pytest
 from snakemake.utils import validate
 from workflow_helpers import REPO, load_config
 
-from ddrs.analysis import LogRecord, best_table
-from ddrs.analysis.comparisons import comparisons_table
 from ddrs.core.distance_sigma import DistanceSigmaSettings, mean_knn_distance
 from ddrs.core.semi_elastic import semi_elastic_radius
 from ddrs.data import load_images
 from ddrs.jobs.runner import run_certification
 from ddrs.jobs.semi_elastic_log import SIGMA_COLUMN, semi_elastic_certify_log
 from ddrs.logs.certification_log import read_log
-from ddrs.pipeline import Experiment, Run
+from ddrs.pipeline import Experiment
 from ddrs.pipeline.catalogue import CATALOGUE
-from ddrs.pipeline.job_plan import JobPlan
 
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 #: a handful of digits test inputs, few draws: the job's contract, not its statistics
@@ -103,26 +99,6 @@ def test_a_document_with_a_sequential_certify_section_is_refused(digits_checkpoi
         run_certification(sequential, {}, checkpoint=str(digits_checkpoint), outs=["a", "b"], sigma_log="s")
 
 
-def plan(edit=None) -> JobPlan:
-    config = load_config()
-    if edit is not None:
-        edit(config)
-    validate(config, str(SCHEMA), set_default=True)
-    return JobPlan(Experiment(config).grid)
-
-
-def test_the_document_hands_the_training_sigma_the_design_and_a_fixed_n_certify_section():
-    config = load_config()
-    sequential = plan(lambda c: c["certify"].update(mode="sequential"))
-    found = json.loads(json.dumps(sequential.semi_elastic_certification(Run("digits", "cohen", "fs", 0.5))))
-    assert found["kind"] == "semi_elastic_certification" and found["sigma"] == 0.5
-    assert DistanceSigmaSettings(**found["semi_elastic"]) == DistanceSigmaSettings(
-        rate=config["semi_elastic"]["rate"], k=20, reference=None, calibration=200
-    )
-    assert found["certify"] == plan().fixed_certification(Run("digits", "cohen", "fs", 0.5))["certify"]
-    assert "mode" not in found["certify"]  # fixed n, whatever certify.mode says
-
-
 def test_table1_of_the_digits_config_reads_the_row_and_says_what_it_is():
     config = load_config()
     validate(config, str(SCHEMA), set_default=True)
@@ -138,37 +114,3 @@ def test_table1_of_the_digits_config_reads_the_row_and_says_what_it_is():
     config["semi_elastic"]["enabled"] = False
     records = CATALOGUE["best_table"].arguments(Experiment(config), {"table": "table1"})["builder"]["records"]
     assert "Cohen-IDRS" not in {record.name for record in records}
-
-
-def make_log(radii) -> pd.DataFrame:
-    radii = np.asarray(radii, dtype=float)
-    correct = (radii > 0).astype(int)
-    return pd.DataFrame(
-        {
-            "idx": np.arange(len(radii)),
-            "label": 1,
-            "predict": np.where(correct, 1, 2),
-            "radius": radii,
-            "correct": correct,
-        }
-    )
-
-
-def test_table1_shows_the_row_beside_cohen_and_cohen_ds_and_tests_it_against_both():
-    rng = np.random.default_rng(0)
-    radius = lambda p: np.where(rng.random(80) < p, rng.uniform(0.1, 1.2, 80), 0.0)  # noqa: E731
-    records = [
-        LogRecord(make_log(radius(0.5)), "digits", "cohen", "fs", "fs", 0.25),
-        LogRecord(make_log(radius(0.7)), "digits", "cohen", "fs", "ds", 0.25, K=10),
-        LogRecord(make_log(radius(0.45)), "digits", "cohen", "fs", "idrs", 0.25),
-        LogRecord(make_log(radius(0.4)), "digits", "cohen", "fs", "idrs", 0.5),
-    ]
-    table = best_table(records, radii=[0.0, 0.5]).table
-    assert table[["variant", "train", "certify"]].values.tolist() == [
-        ["Cohen", "FS", "FS"],
-        ["Cohen-DS", "FS", "DS"],
-        ["Cohen-IDRS", "FS", "IDRS"],
-    ]
-    assert {"0.50_low", "0.50_high", "ACR_per_log_low"} <= set(table.columns)
-    pairs = comparisons_table(records, radii=[0.0, 0.5])[["variant", "baseline"]].values.tolist()
-    assert pairs == [["Cohen-DS", "Cohen"], ["Cohen-IDRS", "Cohen"], ["Cohen-IDRS", "Cohen-DS"]]
