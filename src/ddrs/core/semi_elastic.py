@@ -18,12 +18,16 @@ reached by a likelihood-ratio set, a ball. With σ₀ = 1 (everything scales wit
 
 R is certified when ξ < ½ for every x₁ within R, that is for every R′ ≤ R and every σ₁ with
 |log σ₁| ≤ rR′. Two facts make that a one-dimensional check at R′ = R (docs/protocol.md, "A soundly
-certified data-dependent row"): for a fixed σ₁, ξ grows with R (the optimal ball keeps more of
-N(x₁, σ₁²I) as x₁ moves toward its centre, or away from the outside's, Anderson's theorem), so the
-worst case sits on the edge R′ = R; and ξ is L-Lipschitz in u = log σ₁ with L = E(χ²_d − d)₊ =
-2d·f_{χ²_d}(d) (d/du of P₁(B) is E[1_B(‖w‖² − d)]), which bounds it between the points where it is
-evaluated. The edge's two ends σ₀e^{±rR} do not suffice: ξ is not monotone in σ₁ between them
-(it dips just below σ₀), so :func:`edge_certified` bounds the whole edge by branch and bound.
+certified data-dependent row"). For a fixed σ₁, ξ grows with R, so the worst case sits on the edge
+R′ = R: for σ₁ < σ₀ the optimal set at R is a ball centred at c = R/(1 − σ₁²) > R along x₁ − x₀;
+moving x₁ to any R′ in [R, c] brings N(x₁, σ₁²I) toward the ball's centre, which by Anderson's
+theorem does not lower the ball's mass, so ξ(R′) ≥ ξ(R), and steps of ratio 1/(1 − σ₁²) reach any
+R′ > R; for σ₁ > σ₀ the set is the outside of a ball centred behind x₀, from which x₁ moves away.
+And ξ is L-Lipschitz in u = log σ₁ with L = E(χ²_d − d)₊ = 2d·f_{χ²_d}(d) (d/du of P₁(B) is
+E[1_B(‖w‖² − d)] for any set B, so the supremum ξ moves no faster), which bounds it between the
+points where it is evaluated. The edge's two ends σ₀e^{±rR} do not suffice: ξ is not monotone in
+σ₁ between them (it dips just below σ₀), so :func:`edge_certified` bounds the whole edge by branch
+and bound.
 Every probability is the noncentral chi-squared of ``scipy.special.chndtr`` (Boost's, as
 ``scipy.stats.ncx2``, without its overhead), in float64; a quantile that does not give back its
 probability, or a value that is not finite, counts as ξ = 1 (no certificate).
