@@ -102,7 +102,7 @@ class DistanceSigmaSettings:
     ``rate``, ``k`` neighbours, a seeded subsample of ``reference`` training inputs (None: all) and
     the ``calibration`` reference inputs whose median d̄_k is the offset."""
 
-    rate: float
+    rate: float = 0.01
     k: int = 20
     reference: int | None = None
     calibration: int = 200
