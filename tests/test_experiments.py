@@ -38,13 +38,15 @@ def test_table1_reads_cohen_fixed_ds_and_ds2_logs_at_every_sigma_and_k():
     exp = Experiment(digits_config())
     records = exp.records.table_records("table1")
     sigmas, ks = [0.12, 0.25, 0.5], [50, 100, 200]
-    assert names(records) == ["Cohen"] * 3 + ["Cohen-DS"] * 9 + ["Cohen-DS²"] * 9
-    assert [r.sigma0 for r in records[:3]] == sigmas
+    assert names(records) == ["Cohen"] * 3 + ["Cohen-DS"] * 9 + ["Cohen-DS²"] * 9 + ["Cohen-IDRS"] * 3
+    assert [r.sigma0 for r in records[:3]] == [r.sigma0 for r in records[-3:]] == sigmas
     assert [(r.sigma0, r.K) for r in records[3:12]] == [(s, k) for s in sigmas for k in ks]
     assert records[0].log == "results/digits/cohen/fs/sigma0.12/certify_fixed.tsv"
-    assert records[-1].log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
+    assert records[20].log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
+    assert records[-1].log == "results/digits/cohen/fs/sigma0.5/semi_elastic.tsv"
     # Appendix F charges Algorithm 1 (its σ log's time) to the -DS rows
-    assert records[-1].sigma_log == "results/digits/cohen/ds/sigma0.5/sigma_opt.tsv"
+    assert records[20].sigma_log == "results/digits/cohen/ds/sigma0.5/sigma_opt.tsv"
+    assert records[-1].sigma_log == "results/digits/cohen/fs/sigma0.5/sigma_semi_elastic.tsv"
     assert records[0].sigma_log is None
 
 

@@ -39,6 +39,8 @@ MODEL = "results/digits/cohen/fs/sigma0.25/model.pt"
 FIXED = "results/digits/cohen/fs/sigma0.25/certify_fixed.tsv"
 OTHER = "results/digits/cohen/fs/sigma0.5/certify_fixed.tsv"
 FINE_TUNED = "results/digits/cohen/ds/sigma0.25/model.pt"
+#: Súkeník et al.'s semi-elastic certification of the same model (its σ log, CERTIFY's log and this)
+SEMI_ELASTIC = "results/digits/cohen/fs/sigma0.25/semi_elastic.tsv"
 #: a table built from a catalogue entry's ``files`` (each σ's fixed and sequential log), not from records
 SEQUENTIAL = "results/tables/sequential_digits.csv"
 SPLIT = "data/digits/split_seed0.npz"
@@ -55,7 +57,8 @@ def tree(tmp_path_factory):
     """Two trained models and their fixed-σ logs, made by the workflow."""
     workdir = tmp_path_factory.mktemp("provenance")
     configs = (write_config(workdir, load_config()), write_config(workdir, OVERLAY, "overlay.yaml"))
-    made = snakemake(workdir, "--cores", "2", FIXED, OTHER, FINE_TUNED, SEQUENTIAL, "--configfile", *map(str, configs))
+    targets = (FIXED, OTHER, FINE_TUNED, SEQUENTIAL, SEMI_ELASTIC)
+    made = snakemake(workdir, "--cores", "2", *targets, "--configfile", *map(str, configs))
     assert made.returncode == 0, made.stderr
     return workdir, configs
 
@@ -121,7 +124,7 @@ def test_a_file_is_hashed_again_only_when_its_size_or_time_changes(tmp_path, mon
 @pytest.mark.slow
 def test_a_tree_the_workflow_just_made_is_the_configs(tree):
     workdir, configs = tree
-    for output in (MODEL, FIXED, "results/digits/cohen/fs/sigma0.25/train.csv"):
+    for output in (MODEL, FIXED, "results/digits/cohen/fs/sigma0.25/train.csv", SEMI_ELASTIC):
         assert read_record(workdir / output)["identity"]
     result = provenance(workdir, *configs)
     assert result.returncode == 0, result.stdout + result.stderr

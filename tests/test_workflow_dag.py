@@ -34,8 +34,9 @@ def test_table1_on_the_default_config_schedules_exactly_the_cohen_jobs(tmp_path)
         "certify_fixed": sigmas,  # Cohen rows
         # per model, one process: Algorithm 1 to the largest K, then every K certified with Algorithm 3
         "certify_data_dependent_digits": 2 * sigmas,
+        "certify_semi_elastic": sigmas,  # Cohen-IDRS rows (semi_elastic)
         "best_table": 1,
-        "total": 17,
+        "total": 20,
     }
     assert ks == len(load_config()["optimize_sigma"]["k"])
 

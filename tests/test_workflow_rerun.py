@@ -292,6 +292,7 @@ EDITS = [
     ("grid_search.budget", {"grid_search": {"budget": 100}}, False),
     ("grid_search.low", {"grid_search": {"low": 0.2}}, False),
     ("grid_search.high", {"grid_search": {"high": 0.9}}, False),
+    ("semi_elastic.rate", {"semi_elastic": {"rate": 0.2}}, False),
 ]
 
 

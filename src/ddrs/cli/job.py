@@ -18,6 +18,9 @@ change here; ``--speed`` gives the settings that change only how fast it runs
   ``threads`` and ``search_batch`` its σ search sums with: σ per input into
   ``--sigma-log``, then CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3
   (``--memory-out``), the model and data loaded once;
+- ``semi_elastic_certification`` (``inputs``, ``sigma``, ``semi_elastic``, ``certify``): Súkeník et
+  al.'s semi-elastic σ(x) into ``--sigma-log``, CERTIFY at it (the first ``--out``) and their
+  certificate (the second);
 - ``gradient_norms`` (``inputs``, ``sigma``, ``method``, ``precision``): the gradient norms of
   ``ddrs gradient-norms`` (``--out``).
 """
@@ -33,8 +36,15 @@ from typing import Any
 
 #: the kinds of job a document names (its ``kind``), each the :class:`~ddrs.pipeline.job_plan.JobPlan`
 #: method that makes it: CERTIFY with one σ, σ per input by Algorithm 1 or by the Appendix-B grid and
-#: then CERTIFY with it, and Sun et al.'s gradient norms
-KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
+#: then CERTIFY with it, Súkeník et al.'s semi-elastic σ(x) certified by their theorem, and Sun et
+#: al.'s gradient norms
+KINDS = (
+    "fixed_certification",
+    "data_dependent_certification",
+    "grid_search_certification",
+    "semi_elastic_certification",
+    "gradient_norms",
+)
 
 #: the command's line in ``ddrs --help``
 COMMAND_HELP = "run one workflow job (certification, σ search, gradient norms) from its JSON document"

@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ddrs.core.distance_sigma import DistanceSigma, DistanceSigmaSettings
 from ddrs.core.settings import (
     SIGMA_BATCH,
     Algorithm1Settings,
@@ -201,6 +204,43 @@ def sigma_certification(
         certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
 
 
+def semi_elastic_certification(
+    inputs: LoadedTestSet,
+    design: DistanceSigma,
+    settings: CertifySettings,
+    device_settings: DeviceSettings,
+    files: tuple[str, str, str],
+) -> None:
+    """Súkeník et al.'s semi-elastic σ(x) (``design``) of every input into the σ log, CERTIFY at it,
+    then their certificate: ``files`` = (σ log, CERTIFY's log, the certified log); the
+    ``semi_elastic_certification`` kind (docs/protocol.md, "A soundly certified data-dependent row")."""
+    from ddrs.jobs.semi_elastic_log import semi_elastic_certify_log, write_semi_elastic_sigmas
+    from ddrs.logs.certification_log import kept_partials
+
+    sigma_log, certified, sound = files
+    points = np.stack([np.asarray(inputs.dataset[i][0], dtype=np.float32) for i in inputs.indices])
+    sigmas = write_semi_elastic_sigmas(design, points, inputs.indices, sigma_log, seed=settings.seed)
+    with kept_partials():
+        certify_logs(settings, device_settings, [(f"σ(x) of {sigma_log}", sigmas, certified)], inputs)
+    kept = semi_elastic_certify_log(certified, sound, design.rate, int(points[0].size))
+    print(f"semi-elastic: r={design.rate:g}, {kept} of {len(points)} inputs certified -> {sound}")
+
+
+def _semi_elastic_job(document, settings, device_settings, checkpoint, files) -> None:
+    """The ``semi_elastic_certification`` kind from its document: the design over the training split."""
+    from ddrs.data import load_images
+    from ddrs.jobs.semi_elastic_log import distance_design
+
+    data = document["inputs"]
+    if settings.mode != "fixed":
+        raise ValueError("the semi-elastic certification is Cohen's fixed-n CERTIFY: its document's certify mode")
+    training = load_images(data["dataset"], "train", root=data["data_root"], seed=data["seed"])
+    options = DistanceSigmaSettings(**document["semi_elastic"])
+    design = distance_design(training, float(document["sigma"]), options, seed=data["seed"])
+    loaded = load_test_inputs(checkpoint, **data)
+    semi_elastic_certification(loaded, design, settings, device_settings, files)
+
+
 def sigma_search_settings(document: Mapping[str, Any]):
     """The document's σ search (Algorithm 1 or the Appendix-B grid), or None for a fixed σ."""
     if "algorithm1" in document:
@@ -232,6 +272,11 @@ def run_certification(
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
     settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
+    if document["kind"] == "semi_elastic_certification":
+        if sigma_log is None or len(outs) != 2 or memory_outs:
+            raise ValueError("a semi-elastic job writes --sigma-log and two --out logs: CERTIFY's, then the sound one")
+        _semi_elastic_job(document, settings, device_settings, checkpoint, (sigma_log, *outs))
+        return
     if document["kind"] == "fixed_certification":
         if sigma_log is not None or len(outs) != 1:
             raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")

@@ -14,7 +14,9 @@ job's files on the command line:
   fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
   :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
 - ``certify``: the statistics of :class:`~ddrs.core.settings.CertifySettings` that decide rows, every
-  σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3).
+  σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3);
+- ``semi_elastic``: Súkeník et al.'s σ(x) design and the semi-elasticity its certificate assumes
+  (:class:`~ddrs.core.distance_sigma.DistanceSigmaSettings`).
 
 Each settings section is the ``resume_settings()`` of a settings object built from the config's
 section by field name (:func:`~ddrs.core.settings.settings_from`), so a field added to a settings
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddrs.core.distance_sigma import DistanceSigmaSettings
 from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.core.settings import (
     Algorithm1Settings,
@@ -163,6 +166,18 @@ class JobPlan:
             **self.search_order(),
             "algorithm1": self.algorithm1_settings(run).resume_settings(),
             "certify": self.certify_settings(run).resume_settings(),
+        }
+
+    def semi_elastic_certification(self, run: Run) -> dict[str, Any]:
+        """Súkeník et al.'s σ(x) from the training σ over the training inputs (``semi_elastic``, the
+        fields of :class:`~ddrs.core.distance_sigma.DistanceSigmaSettings`), then Cohen's fixed-n
+        CERTIFY at it and their certificate (docs/protocol.md, "A soundly certified data-dependent row")."""
+        return {
+            "kind": "semi_elastic_certification",
+            "inputs": self.inputs(run),
+            "sigma": self.sigma(run),
+            "semi_elastic": settings_from(DistanceSigmaSettings, self.config["semi_elastic"]).resume_settings(),
+            "certify": self.certify_settings(run, mode="fixed").resume_settings(),
         }
 
     def grid_search_certification(self, run: Run, n: int) -> dict[str, Any]:

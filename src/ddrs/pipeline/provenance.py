@@ -71,6 +71,9 @@ JOB_OF_FILE = {
     "grid_sigma_log": "grid_search_certification",
     "certify_grid": "grid_search_certification",
     "memory_grid": "grid_search_certification",
+    "semi_elastic_sigma_log": "semi_elastic_certification",
+    "certify_semi_elastic": "semi_elastic_certification",
+    "semi_elastic": "semi_elastic_certification",
     "gradient_norms": "gradient_norms",
 }
 

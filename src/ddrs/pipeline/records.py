@@ -74,6 +74,15 @@ class Records:
             for record in self._records([run], "memory_grid", "grid_sigma_log", {"n": n}, certify_mode="gds", samples=n)
         ]
 
+    def semi_elastic_records(self, dataset: str, method: str, replicate: int = 0) -> list[LogRecord]:
+        """Method-IDRS: the fixed-σ models certified with Súkeník et al.'s semi-elastic σ(x) (config
+        ``semi_elastic``; docs/protocol.md, "A soundly certified data-dependent row")."""
+        options = self.grid.config.get("semi_elastic", {})
+        if not options.get("enabled") or method not in options.get("methods", []) or self.grid.is_logs(dataset):
+            return []
+        runs = self._runs(dataset, method, "fs", replicate)
+        return self._records(runs, "semi_elastic", "semi_elastic_sigma_log", certify_mode="idrs")
+
     def method_records(self, method: str, replicate: int = 0) -> list[LogRecord]:
         """Everything a method's table (or its Appendix H) reads, over all configured datasets:
         Method, then Method-DS and Method-DS² for each training mode the method has."""
@@ -158,7 +167,16 @@ class Records:
         return methods
 
     def table_records(self, table: str, replicate: int = 0) -> list[LogRecord]:
-        return [r for m in self.table_methods(table) for r in self.method_records(m, replicate)]
+        """A DDRS-style table's logs: its methods' rows and, where configured, their Method-IDRS rows."""
+        return [
+            record
+            for m in self.table_methods(table)
+            for record in self.method_records(m, replicate) + self._semi_elastic_rows(m, replicate)
+        ]
+
+    def _semi_elastic_rows(self, method: str, replicate: int) -> list[LogRecord]:
+        datasets = [d for d in self.grid.datasets_of(method) if replicate < self.grid.replicates(d, method)]
+        return [record for d in datasets for record in self.semi_elastic_records(d, method, replicate)]
 
     def replicated_table_records(self, table: str) -> list[LogRecord]:
         """A DDRS-style table's records over every training run of its models (:meth:`replicated`)."""

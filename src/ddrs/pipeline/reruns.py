@@ -36,6 +36,7 @@ JOB_KINDS = {
     "grid_search": ("certify_grid_search",),
     "sequential": ("certify_sequential",),
     "monte_carlo": ("certify_monte_carlo",),
+    "semi_elastic": ("certify_semi_elastic",),
     "gradient_norms": ("gradient_norms",),
     "published": ("fetch_published_logs", "published_dataset_logs"),
     "tables": ("*",),  # every other rule: one per catalogue entry (ddrs.pipeline.catalogue)
