@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -208,9 +209,11 @@ def _judged(found: Mapping[str, Any] | None, path: str, kind: str, identity: Cal
     this output made by its ``kind`` of job with ``identity`` by this code, or None when it is."""
     if found is None:
         return f"{UNKNOWN}: no record (made before ddrs recorded provenance, or by hand)"
-    if "path" not in found or "sha256" not in found["output"]:
-        return f"{UNKNOWN}: its record names no output path and digest (written before records bound them)"
-    if found["path"] != path:
+    if not isinstance(found.get("path"), str):
+        return f"{UNKNOWN}: its record names no output path (written before records bound their output's)"
+    if not isinstance(found["output"].get("sha256"), str):
+        return f"{UNKNOWN}: its record holds no digest of its output"
+    if os.path.normpath(found["path"]) != os.path.normpath(path):
         return f"moved: its record was written for {found['path']} (swapped, copied or moved here with its record)"
     if found["identity"] != identity_digest(identity()):
         return f"stale: made with other settings than the config asks of its {kind} job"
