@@ -48,6 +48,7 @@ rule fetch_published_logs:
         runtime=60,
     params:
         job=lambda wc: EXP.published.fetch_identity(PUBLISHED_SLUGS[wc.repository]),
+        step=build_step("fetch_published_logs"),
         config=build_config,
         wildcards=build_wildcards,
     shell:
@@ -77,6 +78,7 @@ rule published_dataset_logs:
         runtime=30,
     params:
         job=lambda wc: EXP.published.entries_identity(wc.leaderboard),
+        step=build_step("published_dataset_logs"),
         config=build_config,
         wildcards=build_wildcards,
     shell:

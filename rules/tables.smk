@@ -6,9 +6,14 @@
 #: code, to Snakemake, is this text; a script's was its file's time, which a checkout moves. A failure's
 #: last line (the error) also reaches the terminal.
 BUILD_SHELL = (
-    "echo {params.config:q} | ddrs --threads {threads} build {rule} --wildcards {params.wildcards:q} "
+    "echo {params.config:q} | ddrs --threads {threads} build {params.step:q} --wildcards {params.wildcards:q} "
     "--config - 2> {log} || {{ tail -n 1 {log} >&2; exit 1; }}"
 )
+
+
+def build_step(name):
+    """The step `ddrs build` runs: the rule's name (a function of threads, so not compared)."""
+    return lambda wildcards, threads: name
 
 
 def build_config(wildcards, threads):
@@ -63,6 +68,7 @@ for target in CATALOGUE.values():
             runtime=10,
         params:
             arguments=lambda wc, target=target: target.arguments(EXP, dict(wc.items())),
+            step=build_step(target.name),
             config=build_config,
             wildcards=build_wildcards,
         shell:
