@@ -32,7 +32,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser(command_modules())._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job", "provenance", "show",
+        "gradient-norms", "logs", "job", "build", "provenance", "show",
     }  # fmt: skip
 
 
@@ -49,7 +49,7 @@ def test_help_lists_the_users_commands_and_the_internal_ones_still_run(capsys):
     listing = capsys.readouterr().out
     for command in ("certify", "train", "table", "plot", "optimize-sigma", "memory", "logs", "provenance"):
         assert f"\n    {command} " in listing, listing
-    assert INTERNAL == {"batch", "job"}
+    assert INTERNAL == {"batch", "build", "job"}
     for command in INTERNAL:
         assert f" {command} " not in listing and f"'{command}'" not in listing, listing
     with pytest.raises(SystemExit):
@@ -163,7 +163,7 @@ def test_certify_has_no_scale_flag(capsys):
     assert "--scale" not in every_help()["ddrs certify"]
 
 
-@pytest.mark.parametrize("command", ["table", "memory", "plot", "show"])
+@pytest.mark.parametrize("command", ["table", "memory", "plot", "show", "build"])
 def test_analysis_commands_start_without_torch(command):
     done = run_ddrs(command, "--help", after="print('torch imported:', 'torch' in sys.modules)")
     assert done.returncode == 0, done.stderr

@@ -176,7 +176,7 @@ def test_a_catalogue_entry_without_its_caption_stops_the_dry_run_naming_the_file
     """Snakemake reads a caption only when the report is built; the dry run names a missing one."""
     workflow = tmp_path / "workflow"
     workflow.mkdir()
-    for part in ("Snakefile", "rules", "report", "config", "workflow"):
+    for part in ("Snakefile", "rules", "report", "config"):
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / part)
     (workflow / "report" / "k_sweep.rst").unlink()

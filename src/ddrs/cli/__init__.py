@@ -36,7 +36,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 #: the commands only the workflow runs (its jobs' documents, chains in one process)
-INTERNAL = frozenset({"batch", "job"})
+INTERNAL = frozenset({"batch", "build", "job"})
 
 #: Sphinx markup in a docstring: ``code`` and :role:`target` (``~`` or not)
 _LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
