@@ -1,5 +1,7 @@
 # The paper's tables and figures: one rule per entry of the target catalogue (ddrs.pipeline.catalogue), which
 # names each one's outputs, inputs, builder, caption and parameters. The adapter runs any of them.
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.target import REPORTED
 
 
 def target_outputs(target):

@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from reruns import kinds_of, schema_classes
 from workflow_helpers import REPO, SNAKEFILE, load_config
-
-from ddrs.pipeline.reruns import kinds_of, schema_classes
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 import yaml
+from reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
 from workflow_helpers import REPO, finished_tree, load_config, scheduled, snakemake, write_config
 
-from ddrs.pipeline.reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
 from ddrs.training.config import SPEED_FIELDS, TrainConfig
 
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
