@@ -139,7 +139,7 @@ def test_the_readmes_figure_is_committed_and_no_row_of_it_is_stamped_with_a_comm
 
 def test_the_readmes_speed_settings_are_the_schemas():
     """The README's list of speed settings names exactly the schema's keys of no job kind
-    (``x-reruns: []``, ddrs.pipeline.reruns): a name stands for the keys it ends (a train
+    (``x-reruns: []``, tests/reruns.py): a name stands for the keys it ends (a train
     section's `num_workers`: every section's) or holds (`published_logs.mirrors`: its keys)."""
     listed = re.search(r"Speed settings re-run nothing: (.*?) \(", " ".join(README.split()))
     assert listed, "the README's list of speed settings"

@@ -199,7 +199,7 @@ def test_under_sequential_mode_the_stopping_rule_and_the_radii_recertify(mode_tr
     assert found <= kinds_of(leaf, mode)
 
 
-# --- the classification of every config key (the schema's x-reruns, ddrs.pipeline.reruns) ---
+# --- the classification of every config key (the schema's x-reruns, tests/reruns.py) ---
 
 #: one edit per config leaf that the digits tree can show (leaf, overlay, whether nothing need run:
 #: the edit only removes outputs, or the tree holds no job of the key's class, as the stopping rule's
