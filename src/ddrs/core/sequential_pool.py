@@ -85,6 +85,7 @@ class _Rule:
 
     @classmethod
     def of(cls, settings: CertifySettings, sigma: Tensor) -> _Rule:
+        """The rule of ``settings`` for inputs at ``sigma``: p_r = the least p̲_A that certifies radius r."""
         rule, noise, sigma = settings.sequential, get_noise(settings.noise), sigma.double()
         thresholds = noise.threshold(torch.tensor(rule.radii, dtype=torch.float64)[None, :], sigma[:, None]).numpy()
         sequence = confidence_sequence(rule.sequence, settings.alpha, settings.n)
