@@ -5,6 +5,14 @@
 # and CUDA start once per chain, not once per step. Each job reads its arguments as one JSON
 # document (ddrs.pipeline.job_plan) and takes its files as flags.
 
+#: The shell of a job that writes a σ log (Algorithm 1's or the grid search's), certifies at it and
+#: makes each certificate sound with Algorithm 3: the data-dependent and grid-search rules.
+SIGMA_LOG_SHELL = (
+    "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+    "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
+    "--memory-out {output.memory} 2> {log}"
+)
+
 
 rule certify_fixed:
     """Cohen et al.'s CERTIFY with the training σ for every input (the Method rows)."""

@@ -1,5 +1,7 @@
 # The paper's tables and figures: one rule per entry of the target catalogue (ddrs.pipeline.catalogue), which
 # names each one's outputs, inputs, builder, caption and parameters; `ddrs build` runs any of them.
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.target import REPORTED
 
 #: The shell of a step that certifies nothing (a table, a figure, a published-logs step): `ddrs build`
 #: recomputes its files and arguments from the config (ddrs.pipeline.build.run_step). A shell rule's

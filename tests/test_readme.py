@@ -15,9 +15,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
+from reruns import kinds_of, schema_classes
 from workflow_helpers import REPO, SNAKEFILE, job_counts, load_config, snakemake
-
-from ddrs.pipeline.reruns import kinds_of, schema_classes
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
@@ -144,7 +143,7 @@ def test_the_readmes_figure_is_committed_and_no_row_of_it_is_stamped_with_a_comm
 
 def test_the_readmes_speed_settings_are_the_schemas():
     """The README's list of speed settings names exactly the schema's keys of no job kind
-    (``x-reruns: []``, ddrs.pipeline.reruns): a name stands for the keys it ends (a train
+    (``x-reruns: []``, tests/reruns.py): a name stands for the keys it ends (a train
     section's `num_workers`: every section's) or holds (`published_logs.mirrors`: its keys)."""
     listed = re.search(r"Speed settings re-run nothing: (.*?) \(", " ".join(README.split()))
     assert listed, "the README's list of speed settings"

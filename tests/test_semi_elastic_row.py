@@ -13,7 +13,7 @@ from workflow_helpers import REPO, load_config
 from ddrs.core.distance_sigma import DistanceSigmaSettings, mean_knn_distance
 from ddrs.core.semi_elastic import semi_elastic_radius
 from ddrs.data import load_images
-from ddrs.jobs.runner import run_certification
+from ddrs.jobs.runner import JobFiles, run_certification
 from ddrs.jobs.semi_elastic_log import SIGMA_COLUMN, semi_elastic_certify_log
 from ddrs.logs.certification_log import read_log
 from ddrs.pipeline import Experiment
@@ -38,9 +38,7 @@ def test_the_job_writes_sigma_x_certifies_at_it_and_shrinks_only_the_radius(digi
     run_certification(
         document("semi_elastic_certification", tmp_path, **semi_elastic(0.3)),
         {},
-        checkpoint=str(digits_checkpoint),
-        outs=files[1:],
-        sigma_log=files[0],
+        JobFiles(str(digits_checkpoint), files[1:], sigma_log=files[0]),
     )
     sigmas, certified, sound = (
         pd.read_csv(files[0], sep="\t", float_precision="round_trip"),
@@ -73,9 +71,7 @@ def test_at_rate_zero_the_row_is_cohens_log(digits_checkpoint, tmp_path):
         ("fixed_certification", {}, files[3:], None),
     )
     for kind, more, outs, sigma_log in kinds:
-        run_certification(
-            document(kind, tmp_path, **more), {}, checkpoint=str(digits_checkpoint), outs=outs, sigma_log=sigma_log
-        )
+        run_certification(document(kind, tmp_path, **more), {}, JobFiles(str(digits_checkpoint), outs, sigma_log))
     sound, fixed = read_log(files[2]), read_log(files[3])
     columns = ["idx", "label", "predict", "correct", "scale", "p_a_lower"]
     assert sound[columns].equals(fixed[columns])
@@ -96,7 +92,7 @@ def test_a_document_with_a_sequential_certify_section_is_refused(digits_checkpoi
     sequential = document("semi_elastic_certification", tmp_path, **semi_elastic(0.1))
     sequential["certify"] = {**CERTIFY, "mode": "sequential", "sequential": {"radii": [0.5]}}
     with pytest.raises(ValueError, match="fixed-n CERTIFY"):
-        run_certification(sequential, {}, checkpoint=str(digits_checkpoint), outs=["a", "b"], sigma_log="s")
+        run_certification(sequential, {}, JobFiles(str(digits_checkpoint), ["a", "b"], sigma_log="s"))
 
 
 def test_table1_of_the_digits_config_reads_the_row_and_says_what_it_is():

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 import yaml
+from reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
 from workflow_helpers import REPO, finished_tree, load_config, refusal, scheduled, snakemake, write_config
 
-from ddrs.pipeline.reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
 from ddrs.training.config import SPEED_FIELDS, TrainConfig
 
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
@@ -211,7 +211,7 @@ def test_under_sequential_mode_the_stopping_rule_and_the_radii_recertify(mode_tr
     assert found <= kinds_of(leaf, mode)
 
 
-# --- the classification of every config key (the schema's x-reruns, ddrs.pipeline.reruns) ---
+# --- the classification of every config key (the schema's x-reruns, tests/reruns.py) ---
 
 #: one edit per config leaf that the digits tree can show (leaf, overlay, whether nothing need run:
 #: the edit only removes outputs, or the tree holds no job of the key's class, as the stopping rule's

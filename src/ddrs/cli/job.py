@@ -104,22 +104,14 @@ def gradient_norm_job(document: Mapping[str, Any], checkpoint: str, outs: Sequen
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import saved_split
     from ddrs.jobs.provenance_record import record
+    from ddrs.jobs.runner import JobFiles, run_certification
 
     document = read_document(args.config)
+    files = JobFiles(args.checkpoint, args.out, args.sigma_log, args.memory_out)
     if kind_of(document) == "gradient_norms":
         gradient_norm_job(document, args.checkpoint, args.out)
     else:
-        from ddrs.jobs.runner import run_certification
-
-        run_certification(
-            document,
-            json.loads(args.speed),
-            checkpoint=args.checkpoint,
-            outs=args.out,
-            sigma_log=args.sigma_log,
-            memory_outs=args.memory_out,
-        )
-    outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
+        run_certification(document, json.loads(args.speed), files)
     data = document["inputs"]
     read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]
-    record(outputs, kind_of(document), document, read)
+    record(files.written, kind_of(document), document, read)

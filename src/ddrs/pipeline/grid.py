@@ -110,6 +110,11 @@ class RunGrid:
             return [s for s in sigmas if scale_label(s) in named]
         return sigmas
 
+    def published_checkpoint(self, run: Run) -> str:
+        """The file of the published checkpoint a run of a published dataset imports (its config path
+        ``datasets.<d>.checkpoints.<method>."<σ₀>"``, keyed by σ₀ as paths spell it)."""
+        return self.datasets[run.dataset]["checkpoints"][run.method][scale_label(run.sigma)]
+
     def replicates(self, dataset: str, method: str) -> int:
         """Training runs of a (dataset, method)'s models: ``replication.runs`` where ``replication.methods``
         names the method (a variant replicates with its method) and the dataset is trained here, else 1."""

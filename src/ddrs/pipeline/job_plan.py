@@ -53,6 +53,7 @@ class JobPlan:
     def __init__(self, grid: RunGrid):
         self.grid = grid
         self.config = grid.config
+        self._certify: dict[tuple[Run, str | None], CertifySettings] = {}
 
     def sigma(self, run: Run) -> float:
         """σ of the run's noise as the library takes it (λ for uniform noise)."""
@@ -80,8 +81,14 @@ class JobPlan:
 
     def certify_settings(self, run: Run, mode: str | None = None) -> CertifySettings:
         """CERTIFY's statistics: the config's ``certify`` section by field name, in ``mode`` where
-        given. The sequential stopping rule is ``certify.sequential`` by field name, deciding the
-        dataset's radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
+        given, built once per run and mode (a job's document and its :meth:`speed` read the one object).
+        The sequential stopping rule is ``certify.sequential`` by field name, deciding the dataset's
+        radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
+        if (run, mode) not in self._certify:
+            self._certify[run, mode] = self._certify_settings(run, mode)
+        return self._certify[run, mode]
+
+    def _certify_settings(self, run: Run, mode: str | None) -> CertifySettings:
         section = self.config["certify"]
         radii = self.grid.radii(get_method(run.method).norm)[run.dataset]
         sequential = settings_from(SequentialSettings, section.get("sequential", {}), radii=tuple(radii))

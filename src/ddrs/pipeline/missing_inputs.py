@@ -34,9 +34,9 @@ def missing_checkpoints(grid: RunGrid) -> list[tuple[Run, str]]:
             continue
         for method in grid.methods:
             for sigma in grid.sigmas(dataset, method):
-                path = grid.datasets[dataset]["checkpoints"][method][scale_label(sigma)]
-                if not Path(path).is_file():
-                    missing.append((Run(dataset, method, "fs", sigma), path))
+                run = Run(dataset, method, "fs", sigma)
+                if not Path(path := grid.published_checkpoint(run)).is_file():
+                    missing.append((run, path))
     return missing
 
 
