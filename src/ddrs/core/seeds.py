@@ -47,11 +47,12 @@ class TrainingStream(IntEnum):
 
 class StudyStream(IntEnum):
     """The streams of the studies: of one training input in Sun et al.'s gradient-norm study, keyed
-    further by its ``idx``; of the variance budget's re-certifications."""
+    further by its ``idx``; of the variance budget's re-certifications; of the semi-elastic σ(x)."""
 
     P_CORRECT = 20  #: the draws that count p_A (easy or hard)
     GRADIENT = 21  #: the draws of the loss whose gradient is measured
     RECERTIFY = 22  #: the CERTIFY seed of a model's Monte Carlo re-certification d (the variance budget), keyed by d
+    SEMI_ELASTIC = 27  #: the semi-elastic σ(x)'s reference and calibration subsamples and its check, keyed by draw
 
 
 def derived_seed(seed: int, *keys: int) -> int:
