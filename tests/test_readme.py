@@ -6,7 +6,6 @@ benchmarks/measured/README.md's with its commit, the layer list docs/architectur
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from reruns import kinds_of, schema_classes
-from workflow_helpers import REPO, SNAKEFILE, job_counts, load_config, snakemake
+from workflow_helpers import REPO, job_counts, load_config, snakemake
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
@@ -97,20 +96,12 @@ def paper_inputs_in_place(workdir: Path) -> None:
 @pytest.mark.parametrize("command", SNAKEMAKE_COMMANDS)
 def test_every_snakemake_command_of_the_readme_builds_its_dag(tmp_path, command):
     """Run from the repository root as the README says, in a scratch working directory: a dry run
-    (the DAG, the config's validation and every check before the jobs), no job."""
+    (the DAG, the config's validation and every check before the jobs), no job; forked from this
+    process (tests/workflow_helpers.py), which imported Snakemake once."""
     for folder in ("config", "profiles"):
         (tmp_path / folder).symlink_to(REPO / folder)
     paper_inputs_in_place(tmp_path)
-    arguments = shlex.split(command)[1:]
-    env_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), *arguments, "--dry-run"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PATH": env_path},
-    )
+    result = snakemake(tmp_path, *shlex.split(command)[1:], "--dry-run", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "This was a dry-run" in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()
