@@ -76,6 +76,14 @@ def test_ci_runs_the_readmes_test_command_then_the_other_tiers():
     assert dict(QUICK_START)["test"].startswith("python -m pytest")
 
 
+def test_make_test_starts_no_cluster_and_installs_no_system_package():
+    """The README's test command changes nothing outside the checkout: the SLURM profile's test, which
+    starts a one-node cluster (apt-get, /etc/slurm: root), is make test-slurm's alone."""
+    ran = make_dry_run("test")
+    assert "slurm_local" not in ran and "apt-get" not in ran and '-m "not slow and not slurm"' in ran
+    assert "scripts/slurm_local.sh start" in make_dry_run("test-slurm")
+
+
 @pytest.mark.parametrize("target", MAKE_TARGETS)
 def test_every_make_target_the_readme_names_exists(target):
     make_dry_run(target)
