@@ -16,6 +16,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -223,3 +224,27 @@ def published_imagenet_in_place(workdir: Path, config: dict) -> None:
             (workdir / path).touch()
     for split in ("train", "test"):
         get_info("imagenet").local_folder(workdir / config.get("data_root", "data"), split).mkdir(parents=True)
+
+
+#: table1's rows on digits (config/digits.yaml and its tiny overlay): variant, then training and certification
+TABLE1_ROWS = [("Cohen", "FS", "FS"), ("Cohen-DS", "FS", "DS"), ("Cohen-DS²", "DS", "DS"), ("Cohen-IDRS", "FS", "IDRS")]
+
+
+def check_table1(table1: Path, radii: list[float], clean_low: float) -> None:
+    """table1.csv of a digits run has the paper's rows and columns, certified accuracies that are
+    percentages falling with the radius, a clean accuracy whose lower bound is above ``clean_low``
+    (percent), and its Markdown and LaTeX renderings."""
+    table = pd.read_csv(table1)
+    labels = [f"{r:.2f}" for r in radii]
+    metrics = [*labels, "ACR_per_log", "ACR_per_input_best"]
+    bounds = [f"{c}_{end}" for c in metrics for end in ("low", "high")]
+    assert list(table.columns) == ["dataset", "variant", "train", "certify", *metrics, *bounds]
+    assert (table["ACR_per_input_best"] >= table["ACR_per_log"]).all()
+    assert [tuple(row) for row in table[["variant", "train", "certify"]].values.tolist()] == TABLE1_ROWS
+    accuracy = table[labels].to_numpy()
+    assert ((accuracy >= 0) & (accuracy <= 100)).all()
+    clean = table[f"{labels[0]}_low"]
+    assert (clean > clean_low).all(), f"clean certified accuracy on digits not above {clean_low}%: {clean.tolist()}"
+    assert (accuracy[:, :-1] >= accuracy[:, 1:]).all(), "certified accuracy cannot grow with the radius"
+    for suffix in ("md", "tex"):
+        assert table1.with_suffix(f".{suffix}").stat().st_size > 0
