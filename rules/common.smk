@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ddrs.pipeline import Experiment
+from ddrs.pipeline.audit_plan import AuditPlan
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import REPLICATE_PATTERN, SCALE_PATTERN, run_file
 from ddrs.pipeline.missing_inputs import (
@@ -40,6 +41,7 @@ except ConfigError as error:
 except ValueError as error:
     stop(SOURCES.named((), str(error)))
 PLAN = JobPlan(EXP.grid)
+AUDIT = AuditPlan(EXP)
 for line in methods_left_out(EXP.grid):
     logger.warning(line)
 # Published checkpoints are downloaded by hand, ImageNet too, given logs put in place by hand,
@@ -156,6 +158,13 @@ SIGMA_LOG_SHELL = (
     "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
     "--memory-out {output.memory} 2> {log}"
 )
+
+
+def audit_document(wildcards):
+    """The JSON document of a certificate audit (``AuditPlan.document``), for `ddrs audit --config -`: of
+    the run's fixed-σ log, or of its log at Algorithm 1's ``{k}``."""
+    k = int(wildcards.k) if "k" in wildcards.keys() else None
+    return json.dumps(AUDIT.document(run_of(wildcards), k))
 
 
 def certify_runtime(wildcards, passes=1):

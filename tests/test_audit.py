@@ -5,11 +5,13 @@ and the command's errors are one line. On the digits MLP of conftest.py, a few i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from scipy.stats import binom
 
 from ddrs.cli import main
@@ -23,6 +25,9 @@ from ddrs.jobs.certification import certify_dataset
 from ddrs.jobs.memory_log import memory_certify_log
 from ddrs.jobs.sigma_search import sigma_log_dataset
 from ddrs.logs.sigma_log import read_sigma_log
+from ddrs.pipeline import Experiment
+from ddrs.pipeline.audit_plan import AuditPlan
+from ddrs.pipeline.job_plan import JobPlan
 
 SIGMA, ALPHA = 0.25, 0.001
 #: the inputs of the audited logs (every 3rd test digit) and the audit's sizes
@@ -119,9 +124,10 @@ def data_dependent(digits_model, digits_data, tmp_path_factory):
 def test_the_data_dependent_audit_answers_through_algorithm_1_and_the_memory(
     digits_model, digits_data, data_dependent, train_inputs, tmp_path
 ):
-    """Without memory each query gets Algorithm 1's σ (a rerun at x moves it by Algorithm 1's own noise,
-    but where the objective saturates and σ climbs by the same step whatever the draws); with the memory every candidate inside a certified ball gets that ball's class, so no memory certificate
-    is ever broken (Algorithm 3's stateful guarantee)."""
+    """Without memory each query gets Algorithm 1's σ (a rerun at x moves it by Algorithm 1's own noise, but
+    where the objective saturates and σ climbs by the same step whatever the draws); with the memory every
+    candidate inside a certified ball gets that ball's class, so no memory certificate is ever broken
+    (Algorithm 3's stateful guarantee)."""
     search, log, memory = data_dependent
     sizes = AuditSettings(inputs=6, steps=3, draws=4, line_points=3, n=300)
     deployed = auditor(digits_model, DataDependentSigma(search, num_classes=10), train_inputs, sizes)
@@ -168,7 +174,8 @@ def test_the_attack_points_stay_in_the_open_ball_and_the_data_domain():
     assert ((projected - x).norm(dim=1).double() <= radius * OPEN_BALL).all()
     assert projected.min() >= 0 and projected.max() <= 1 and torch.equal(projected[1], far[1])
     line = line_points(x[1], torch.tensor([1.0, 1.0, 1.0]), 0.5, 4)
-    assert torch.allclose((line - x[1]).norm(dim=1).double(), 0.5 * OPEN_BALL * torch.arange(1, 5, dtype=torch.float64) / 4)
+    steps = 0.5 * OPEN_BALL * torch.arange(1, 5, dtype=torch.float64) / 4
+    assert torch.allclose((line - x[1]).norm(dim=1).double(), steps)
 
 
 def test_the_audit_commands_errors_are_one_line(digits_checkpoint, fixed_log, tmp_path, capsys):
@@ -188,3 +195,22 @@ def test_the_audit_commands_errors_are_one_line(digits_checkpoint, fixed_log, tm
     (tmp_path / "audit.json").write_text(json.dumps({**document, "algorithm1": {"sigma0": SIGMA}}))
     assert main([*args, "--checkpoint", str(digits_checkpoint), "--log", str(fixed_log)]) == 2
     assert "either sigma" in capsys.readouterr().err
+
+
+def test_the_plan_audits_table1s_logs_with_the_settings_that_certified_them():
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "digits.yaml").read_text())
+    exp = Experiment(config)
+    plan, sigmas = AuditPlan(exp), [0.12, 0.25, 0.5]
+    audited = plan.audited("digits")
+    rows = [("Cohen", None), ("Cohen-DS", 200), ("Cohen-DS²", 200)]
+    assert [(a.record.name, a.k, a.record.sigma0) for a in audited] == [(*row, s) for row in rows for s in sigmas]
+    assert (audited[0].log, audited[0].memory_log) == ("results/digits/cohen/fs/sigma0.12/certify_fixed.tsv", None)
+    assert audited[0].audit == "results/audit/digits/cohen/fs/sigma0.12/audit_fixed.tsv"
+    assert audited[-1].log == "results/digits/cohen/ds/sigma0.5/certify_K200.tsv"
+    assert audited[-1].memory_log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
+    fixed, data_dependent = plan.document(audited[0].run), plan.document(audited[-1].run, 200)
+    assert fixed["sigma"] == 0.12 and "algorithm1" not in fixed and fixed["alpha"] == config["certify"]["alpha"]
+    assert fixed["audit"] == {"inputs": 10, "steps": 4, "draws": 4, "line_points": 4, "n": 500}
+    certified = JobPlan(exp.grid).data_dependent_certification(audited[-1].run)["algorithm1"]
+    assert data_dependent["algorithm1"] == {**certified, "steps": (200,)}
+    assert AuditPlan(Experiment({**config, "audit": {"enabled": False}})).datasets() == []

@@ -37,6 +37,7 @@ JOB_KINDS = {
     "sequential": ("certify_sequential",),
     "monte_carlo": ("certify_monte_carlo",),
     "gradient_norms": ("gradient_norms",),
+    "audit": ("audit_fixed", "audit_data_dependent"),
     "published": ("fetch_published_logs", "published_dataset_logs"),
     "tables": ("*",),  # every other rule: one per catalogue entry (ddrs.pipeline.catalogue)
 }
