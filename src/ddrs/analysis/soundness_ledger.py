@@ -104,9 +104,10 @@ def ledger_figure(table: pd.DataFrame, loaded: Sequence[tuple[LogRecord, pd.Data
     series = table.groupby(["variant", "classifier"], sort=False)
     for offset, ((variant, classifier), rows) in enumerate(series):
         x = rows["sigma0"].to_numpy() * (1 + 0.04 * (offset - len(series) / 2))
-        error = [rows["share"] - rows["share_low"], rows["share_high"] - rows["share"]]
+        share, low, high = (rows[column].to_numpy(dtype=float) for column in ("share", "share_low", "share_high"))
+        error = [share - low, high - share]
         label = variant if classifier in (CLASSIFIERS["fs"], CLASSIFIERS["ds"]) else f"{variant} + memory"
-        shares.errorbar(x, rows["share"], yerr=error, marker="o", linestyle="none", capsize=3, label=label)
+        shares.errorbar(x, share, yerr=error, marker="o", linestyle="none", capsize=3, label=label)
     shares.axhline(table["bound"].iloc[0], linestyle="--", color="grey", label="sound: 2α")
     sigmas = sorted(set(table["sigma0"]))
     shares.set(xscale="log", xlabel="σ₀", ylabel="share of certificates broken")
