@@ -49,6 +49,7 @@ def test_the_ledger_counts_confirmed_violations_per_classifier_with_exact_interv
     )
     assert table.loc[0, "share_high"] == pytest.approx(clopper_pearson(0, 10, 0.05)[1])
     assert (table["by_pgd"].tolist(), table["by_line"].tolist()) == ([0, 3, 0], [0, 0, 0])
+    assert table["abstained"].tolist() == [0, 0, 0]
     assert table.loc[1, ["found_min", "radius_median"]].tolist() == [0.4, 0.5] and np.isnan(table.loc[0, "found_min"])
     assert table.loc[1, "elasticity_max"] == pytest.approx(1.0) and table.loc[1, "sigma_noise"] == pytest.approx(0.01)
     assert (table["bound"] == 0.002).all() and len(figure.axes) == 2

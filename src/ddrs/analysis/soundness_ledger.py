@@ -5,11 +5,13 @@ every query, the attacker's query alone) and DDRS with Algorithm 3's memory afte
 Per (row, σ₀, classifier): the certificates audited, those with a confirmed violation (PREDICT at x returned c,
 at a candidate x′ inside the radius another class at its level), their share with an exact Clopper–Pearson
 interval (:func:`ddrs.core.binomial.clopper_pearson`), the bound a sound certificate keeps (2α: CERTIFY's α and
-the confirmations' α), the violations by attack, the distance ‖x′ − x‖ at which they were found and the radius of
-the certificates they broke. For the data-dependent classifier, the empirical semi-elasticity of σ along the
-attack paths, max over each path's points of |log σ*ₓ′ − log σ*ₓ| / ‖x′ − x‖ (Súkeník et al. 2022's
-semi-elasticity, log σ's Lipschitz constant, measured on the paths), and Algorithm 1's own noise at x: the
-median |log σ̃ₓ − log σ*ₓ| of a rerun at x itself, which the ratio carries too. No torch.
+the confirmations' α), the violations by attack, the certificates not broken where PREDICT abstained at a
+candidate (the attack reached where the smoothed classifier is undecided), the distance ‖x′ − x‖ at which
+violations were found and the radius of the certificates they broke. For the data-dependent classifier, the
+empirical semi-elasticity of σ along the attack paths, max over each path's points of |log σ*ₓ′ − log σ*ₓ| /
+‖x′ − x‖ (Súkeník et al. 2022's semi-elasticity, log σ's Lipschitz constant, measured on the paths), and
+Algorithm 1's own noise at x: the median |log σ̃ₓ − log σ*ₓ| of a rerun at x itself, which the ratio carries
+too. No torch.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ def ledger_row(audit: pd.DataFrame, memory: bool, alpha: float) -> dict:
     low, high = clopper_pearson(violations, count, alpha) if count else (np.nan, np.nan)
     distances = found[[f"{attack}_distance" for attack in ATTACKS]].min(axis=1)[broken]
     radius = audit["memory_radius" if memory else "radius"][broken]
+    answers = audit[[f"{attack}_{'memory' if memory else 'predict'}" for attack in ATTACKS]]
     return {
         "certificates": count, "violations": violations, "share": violations / count if count else np.nan,
         "share_low": float(low), "share_high": float(high),
         **{f"by_{attack}": int(found[attack].sum()) for attack in ATTACKS},
+        "abstained": int(((answers == ABSTAIN).any(axis=1) & ~broken).sum()),
         "found_min": distances.min(), "found_median": distances.median(), "radius_median": radius.median(),
     }  # fmt: skip
 

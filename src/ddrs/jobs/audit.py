@@ -206,15 +206,15 @@ class Auditor:
 
 def _rows(rows: pd.DataFrame, sigma_x: Tensor, audited: Mapping[str, list]) -> list[dict]:
     """One audit row per certificate from the group's columns; a violation where PREDICT returns the certified
-    class at x and another class at the candidate."""
+    class at x and another class at a candidate inside the radius."""
     out = []
     for position, (_, row) in enumerate(rows.iterrows()):
         c = int(row["predict"])
         found = {"idx": int(row["idx"]), "label": int(row["label"]), "predict": c, "radius": float(row["radius"])}
         found |= {"scale": float(sigma_x[position]), **{k: v[position] for k, v in audited.items()}}
         for attack in ATTACKS:
-            predicted = found[f"{attack}_predict"]
-            found[f"{attack}_violation"] = int(found["predict_x"] == c and predicted not in (c, ABSTAIN))
+            predicted, inside = found[f"{attack}_predict"], found[f"{attack}_distance"] < found["radius"]
+            found[f"{attack}_violation"] = int(inside and found["predict_x"] == c and predicted not in (c, ABSTAIN))
         out.append(found)
     return out
 
