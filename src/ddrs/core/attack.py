@@ -103,7 +103,7 @@ def line_points(x: Tensor, toward: Tensor, radius: float, count: int) -> Tensor:
     (R = :data:`OPEN_BALL` · ``radius``), clamped to [0, 1]: ``(count, *x.shape)``."""
     direction = (toward - x).to(torch.float64)
     unit = direction / direction.norm().clamp_min(torch.finfo(torch.float64).tiny)
-    distances = radius * OPEN_BALL * torch.arange(1, count + 1, dtype=torch.float64) / count
+    distances = radius * OPEN_BALL * torch.arange(1, count + 1, dtype=torch.float64, device=x.device) / count
     points = x.to(torch.float64) + distances.view(-1, *([1] * x.ndim)) * unit
     return points.to(x.dtype).clamp(0, 1)
 
