@@ -24,11 +24,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ddrs.analysis.log_record import LogRecord
+from ddrs.core.audit_settings import ATTACKS
 from ddrs.core.binomial import clopper_pearson
 from ddrs.core.certificate import ABSTAIN
 
-#: the attacks of an audit log, as its columns name them (:data:`ddrs.jobs.audit.ATTACKS`)
-ATTACKS = ("pgd", "line")
 CLASSIFIERS = {"fs": "fixed σ", "ds": "Algorithm 1", "memory": "Algorithm 1 + memory"}
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+#: the audit's two attacks, in the order each certificate runs them; an audit log's columns are named after them
+ATTACKS = ("pgd", "line")
+
 
 @dataclass(frozen=True, kw_only=True)
 class AuditSettings:

@@ -40,7 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from ddrs.core.attack import line_points, nearest_of_other_class, smoothed_pgd, soft_classifier
-from ddrs.core.audit_settings import AuditSettings
+from ddrs.core.audit_settings import ATTACKS, AuditSettings
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.memory import NORM_OF_NOISE, memory_answer
 from ddrs.core.seeds import StudyStream
@@ -51,8 +51,6 @@ from ddrs.core.streams import InputStreams, input_streams, stream_settings
 from ddrs.io import file_digest
 from ddrs.logs.certification_log import LogWriter, read_log
 
-#: the two attacks, in the order each certificate runs them
-ATTACKS = ("pgd", "line")
 #: an audit log's columns: the certificate and PREDICT at it, each attack's candidate, then ``time``
 CERTIFICATE_COLUMNS = ("idx", "label", "predict", "radius", "scale", "predict_x", "scale_rerun")
 ATTACK_COLUMNS = tuple(
