@@ -76,7 +76,7 @@ def trainer_epoch(config: TrainConfig, images, labels, batches: Iterable | None 
     trainer = Trainer(config, "unused.pt", progress=False)
     model, optimizer = fresh_model(config, trainer.device)
     scaler = torch.amp.GradScaler(trainer.device.type, enabled=False)
-    table = SigmaTable.constant(len(images), config.initial_scale)
+    table = SigmaTable.constant(len(images), config.initial_sigma)
     if batches is None:
         batches = run_feed(config, images, labels, trainer.device)
     return lambda: trainer.train_epoch(model, batches, table, optimizer, scaler, 0)
@@ -98,9 +98,9 @@ def plain_epoch(config: TrainConfig, images, labels) -> Callable[[], object]:
 
     def epoch() -> None:
         for x, y in batches:
-            scale = torch.full((len(x),), config.initial_scale, device=device)
+            sigma = torch.full((len(x),), config.initial_sigma, device=device)
             with autocast(device, config.precision):
-                loss = loss_fn(model, x, y, scale, noise, config.params, 0)
+                loss = loss_fn(model, x, y, sigma, noise, config.params, 0)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

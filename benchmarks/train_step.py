@@ -23,7 +23,7 @@ from tabulate import tabulate
 from ddrs.data import get_info
 from ddrs.methods import get_method
 from ddrs.models import build_model
-from ddrs.training import TrainConfig, optimize_batch_scale
+from ddrs.training import TrainConfig, optimize_batch_sigma
 
 #: (model, dataset, batch size) benchmarked
 SETTINGS = {"mlp": ("digits", 64), "cnn": ("digits", 64), "resnet18": ("cifar10", 64)}
@@ -35,13 +35,13 @@ def make_step(config: TrainConfig, model, x, y, generator):
     loss_fn = get_method(config.method).load_loss()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     num_classes = get_info(config.dataset).num_classes
-    scale0 = torch.full((len(x),), config.initial_scale)
+    sigma0 = torch.full((len(x),), config.initial_sigma)
 
     def step():
-        scale = scale0
+        sigma = sigma0
         if config.train_mode == "ds":
-            scale = optimize_batch_scale(model, x, scale, config, num_classes=num_classes, generator=generator)
-        loss = loss_fn(model, x, y, scale, generator, config.params, 20)
+            sigma = optimize_batch_sigma(model, x, sigma, config, num_classes=num_classes, generator=generator)
+        loss = loss_fn(model, x, y, sigma, generator, config.params, 20)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -1,8 +1,17 @@
 # Cohen's CERTIFY with a fixed σ; Algorithm 1 (one run, snapshots at every K) with CERTIFY at σ*ₓ;
-# the Appendix-B grid-search baseline with CERTIFY at its σ. A σ and the certification that reads
+# the Appendix-B grid-search baseline with CERTIFY at its σ; Súkeník et al.'s semi-elastic σ(x)
+# with CERTIFY at it and their certificate. A σ and the certification that reads
 # it form a strict chain, so one job runs both in one process (`ddrs job`): the model, the data
 # and CUDA start once per chain, not once per step. Each job reads its arguments as one JSON
 # document (ddrs.pipeline.job_plan) and takes its files as flags.
+
+#: The shell of a job that writes a σ log (Algorithm 1's or the grid search's), certifies at it and
+#: makes each certificate sound with Algorithm 3: the data-dependent and grid-search rules.
+SIGMA_LOG_SHELL = (
+    "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+    "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
+    "--memory-out {output.memory} 2> {log}"
+)
 
 
 rule certify_fixed:
@@ -124,3 +133,36 @@ rule certify_grid_search:
         speed=job_speed,
     shell:
         SIGMA_LOG_SHELL
+
+
+rule certify_semi_elastic:
+    """Method-IDRS: Súkeník et al.'s semi-elastic σ(x) of every input (from the training σ and the
+    training inputs), Cohen's fixed-n CERTIFY at it, then their certificate (docs/protocol.md,
+    "A soundly certified data-dependent row")."""
+    input:
+        model=MODEL,
+        data=data_marker,
+    output:
+        sigmas=run_file(RUN, "semi_elastic_sigma_log"),
+        certified=run_file(RUN, "certify_semi_elastic"),
+        sound=run_file(RUN, "semi_elastic"),
+    log:
+        LAYOUT.log("certify", f"{JOB}_semi_elastic"),
+    benchmark:
+        LAYOUT.benchmark("certify", f"{JOB}_semi_elastic")
+    wildcard_constraints:
+        mode="fs",
+    conda:
+        "../envs/ddrs.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=8000,
+        runtime=certify_runtime,
+        gpu=GPUS,
+    params:
+        document=job_document("semi_elastic_certification"),
+        speed=job_speed,
+    shell:
+        "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
+        "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} {output.sound} "
+        "2> {log}"

@@ -1,65 +1,21 @@
-# Thin lookups into the experiment design and the job plan (ddrs.pipeline, unit-tested). Nothing
-# here decides what the paper needs or builds a command line.
+# Thin lookups into the experiment design (EXP, checked in rules/config.smk) and the job plan
+# (ddrs.pipeline, unit-tested): wildcards to runs and inputs, each job's JSON document and what
+# changes only its speed. Nothing here checks the config, decides what the paper needs or builds a
+# command line.
 import json
 import re
-from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.logging import logger
 
-from ddrs.pipeline import Experiment
+from ddrs.methods import METHODS
 from ddrs.pipeline.audit_plan import AuditPlan
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import REPLICATE_PATTERN, SCALE_PATTERN, run_file
-from ddrs.pipeline.missing_inputs import (
-    missing_captions_message,
-    missing_checkpoints_message,
-    missing_data_message,
-    missing_own_logs_message,
-    missing_logs_message,
-)
-from ddrs.pipeline.validation import (
-    ConfigError,
-    check_algorithm1_options,
-    check_training_options,
-    methods_left_out,
-)
-from ddrs.methods import METHODS
-from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.resources import job_minutes
-from ddrs.pipeline.target import REPORTED
 
-# What the schema cannot say (ddrs.pipeline.validation), before any job runs: a config the
-# library refuses is named in its one message, after the file that set its key (every config
-# file, where the message names a run, not a key), without the library's traceback.
-try:
-    EXP = Experiment(config)
-    check_training_options(EXP)
-    check_algorithm1_options(EXP)
-except ConfigError as error:
-    stop(SOURCES.named(error.key, str(error)))
-except ValueError as error:
-    stop(SOURCES.named((), str(error)))
 PLAN = JobPlan(EXP.grid)
 AUDIT = AuditPlan(EXP)
-for line in methods_left_out(EXP.grid):
-    logger.warning(line)
-# Published checkpoints are downloaded by hand, ImageNet too, given logs put in place by hand,
-# captions written by hand: name each missing one before building the DAG.
-CONFIGFILES = [str(path) for path in workflow.overwrite_configfiles] or [
-    "config/config.yaml"
-]
-MISSING = (
-    missing_checkpoints_message(EXP.grid, CONFIGFILES)
-    or missing_data_message(EXP.grid, EXP.runs(), CONFIGFILES)
-    or missing_logs_message(EXP.grid)
-    or missing_own_logs_message(EXP)
-    or missing_captions_message(CATALOGUE, Path(workflow.basedir) / "report")
-)
-if MISSING:
-    stop(MISSING)
 LAYOUT = EXP.layout
-RESULTS = config["results"]
 # A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.
 GPUS = config.get("gpus_per_job", 0)
 THREADS = config.get("threads_per_job", 1)
@@ -125,7 +81,7 @@ def train_options(wildcards):
 
 def train_speed(wildcards, threads):
     """The `ddrs train --speed` mapping: what changes how fast the model trains, never its weights.
-    It depends on the job's threads, so Snakemake 9 counts it as derived and does not compare it.
+    It reads the job's threads, so Snakemake counts it as derived and does not compare it (job_speed).
     """
     return json.dumps(
         EXP.training.train_speed(run_of(wildcards), threads), sort_keys=True
@@ -146,18 +102,12 @@ def job_document(name, **given):
 
 def job_speed(wildcards, resources):
     """The `ddrs job --speed` mapping (``JobPlan.speed``): what changes only how fast the job runs.
-    It reads the job's resources, so Snakemake 9 counts it as derived and does not compare it: an
-    edit of certify.batch re-runs nothing."""
+    `resources` is unread: a param function that takes input, output, threads or resources is
+    "derived", and Snakemake leaves derived params out of the params it compares to decide a re-run
+    (its changelog, 8.23.2: "ignore derived parameters when ... inferring rerun necessity of jobs",
+    #3154; 9.1.5, #3507), so an edit of certify.batch re-runs nothing. tests/test_workflow_rerun.py
+    and tests/test_speed_keys.py hold it against the installed Snakemake."""
     return json.dumps(PLAN.speed(run_of(wildcards)), sort_keys=True)
-
-
-#: The shell of a job that writes a σ log (Algorithm 1's or the grid search's), certifies at it and
-#: makes each certificate sound with Algorithm 3: the data-dependent and grid-search rules.
-SIGMA_LOG_SHELL = (
-    "echo {params.document:q} | ddrs --threads {threads} job --config - --speed {params.speed:q} "
-    "--checkpoint {input.model} --sigma-log {output.sigmas} --out {output.certified} "
-    "--memory-out {output.memory} 2> {log}"
-)
 
 
 def audit_document(wildcards):

@@ -3,12 +3,35 @@
 # commit, or a local mirror; each checked against its sha256 and written atomically) and writes the
 # manifest the tables read (ddrs.published.manifest); each leaderboard dataset's logs are then read
 # once into one file. The audit, seed tables and leaderboards are catalogue entries
-# (rules/tables.smk). A config without the section has no instance of any of them.
-PUBLISHED_SLUGS = [] if EXP.published is None else list(EXP.published.slugs())
-PUBLISHED_DATASETS = [] if EXP.published is None else list(EXP.published.leaderboards())
+# (rules/tables.smk). A config without the section has no instance of any of them. Each job's
+# compared params are its identity, which its provenance record holds (ddrs.pipeline.provenance);
+# `ddrs build` runs it (ddrs.pipeline.published_steps).
+from ddrs.pipeline.missing_inputs import own_logs_checked
+
+# The selection's repositories and leaderboards, and where each repository's bytes come from (a
+# mirror, the network; part of no identity): a selection, an own log's dataset without a
+# leaderboard or an offline config without a mirror is refused in its line, before any job.
+try:
+    PUBLISHED_SLUGS = {} if EXP.published is None else EXP.published.slugs()
+    PUBLISHED_DATASETS = (
+        [] if EXP.published is None else list(EXP.published.leaderboards())
+    )
+    for repository in PUBLISHED_SLUGS.values():
+        EXP.published.fetch_source(repository)
+except ValueError as error:
+    stop(str(error))
+# A user's own logs, checked before any job as far as they can be without the published ones:
+# a refusal in a line naming the config key, the file and the defect; a log without n warned of.
+REFUSED_OWN_LOG, OWN_LOG_WARNINGS = own_logs_checked(EXP)
+if REFUSED_OWN_LOG:
+    stop(REFUSED_OWN_LOG)
+for line in OWN_LOG_WARNINGS:
+    logger.warning(line)
 
 
 rule fetch_published_logs:
+    input:
+        registry=[] if EXP.published is None else EXP.published.registry_file(),
     output:
         manifest=LAYOUT.published_manifest("{repository}"),
     log:
@@ -24,9 +47,12 @@ rule fetch_published_logs:
         mem_mb=1000,
         runtime=60,
     params:
-        fetch=lambda wc: EXP.published.fetch_arguments(wc.repository),
-    script:
-        "../workflow/scripts/fetch_published.py"
+        job=lambda wc: EXP.published.fetch_identity(PUBLISHED_SLUGS[wc.repository]),
+        step=build_step("fetch_published_logs"),
+        config=build_config,
+        wildcards=build_wildcards,
+    shell:
+        BUILD_SHELL
 
 
 # Each leaderboard dataset's logs read once (each validated), with the user's own logs of the
@@ -51,9 +77,9 @@ rule published_dataset_logs:
         mem_mb=2000,
         runtime=30,
     params:
-        dataset=lambda wc: wc.leaderboard,
-        registry=None if EXP.published is None else EXP.published.registry_path,
-        families=None if EXP.published is None else EXP.published.families,
-        own=lambda wc: EXP.published.own_logs(wc.leaderboard),
-    script:
-        "../workflow/scripts/published_entries.py"
+        job=lambda wc: EXP.published.entries_identity(wc.leaderboard),
+        step=build_step("published_dataset_logs"),
+        config=build_config,
+        wildcards=build_wildcards,
+    shell:
+        BUILD_SHELL

@@ -1,5 +1,32 @@
 # The paper's tables and figures: one rule per entry of the target catalogue (ddrs.pipeline.catalogue), which
-# names each one's outputs, inputs, builder, caption and parameters. The adapter runs any of them.
+# names each one's outputs, inputs, builder, caption and parameters; `ddrs build` runs any of them.
+from ddrs.pipeline.catalogue import CATALOGUE
+from ddrs.pipeline.target import REPORTED
+
+#: The shell of a step that certifies nothing (a table, a figure, a published-logs step): `ddrs build`
+#: recomputes its files and arguments from the config (ddrs.pipeline.build.run_step). A shell rule's
+#: code, to Snakemake, is this text; a script's was its file's time, which a checkout moves. A failure's
+#: last line (the error) also reaches the terminal.
+BUILD_SHELL = (
+    "echo {params.config:q} | ddrs --threads {threads} build {params.step:q} --wildcards {params.wildcards:q} "
+    "--config - 2> {log} || {{ tail -n 1 {log} >&2; exit 1; }}"
+)
+
+
+def build_step(name):
+    """The step `ddrs build` runs: the rule's name (a function of threads, so not compared)."""
+    return lambda wildcards, threads: name
+
+
+def build_config(wildcards, threads):
+    """The workflow's config for `ddrs build`: it reads threads, so Snakemake does not compare it
+    (the rule's identity is its compared params)."""
+    return json.dumps(config)
+
+
+def build_wildcards(wildcards, threads):
+    """The job's wildcards for `ddrs build` (not compared: its outputs name them)."""
+    return json.dumps(dict(wildcards.items()))
 
 
 def target_outputs(target):
@@ -43,5 +70,8 @@ for target in CATALOGUE.values():
             runtime=10,
         params:
             arguments=lambda wc, target=target: target.arguments(EXP, dict(wc.items())),
-        script:
-            "../workflow/scripts/target.py"
+            step=build_step(target.name),
+            config=build_config,
+            wildcards=build_wildcards,
+        shell:
+            BUILD_SHELL

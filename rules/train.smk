@@ -36,7 +36,9 @@ rule train:
 rule import_checkpoint:
     """Bring a published Cohen / SmoothAdv / MACER / rs4a checkpoint into our format (ImageNet rows)."""
     input:
-        lambda wc: EXP.grid.datasets[wc.dataset]["checkpoints"][wc.method][wc.sigma],
+        lambda wc: EXP.grid.published_checkpoint(
+            EXP.run_at(wc.dataset, wc.method, "fs", wc.sigma)
+        ),
     output:
         model=LAYOUT.model("{dataset}", "{method}", "fs", "{sigma}"),
     log:

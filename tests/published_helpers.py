@@ -33,6 +33,14 @@ def log_text(correct: np.ndarray, radius: np.ndarray, *, labels: np.ndarray | No
     return "\n".join(lines) + "\n"
 
 
+def scaled_radii(text: str, factor: float) -> str:
+    """The Cohen-format log ``text`` with every radius multiplied by ``factor``."""
+    lines = text.split("\n")
+    rows = [line.split("\t") for line in lines[1:-1]]
+    scaled = ("\t".join([*row[:3], f"{float(row[3]) * factor:.6g}", *row[4:]]) for row in rows)
+    return "\n".join([lines[0], *scaled]) + "\n"
+
+
 def gaussian_like(n: int, sigma: float, accuracy: float, scale: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Per input: correct with probability ``accuracy``, radius σ·Φ⁻¹(p) with p drawn so radii spread to ``scale``·σ."""
     rng = np.random.default_rng(seed)

@@ -32,7 +32,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser(command_modules())._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job", "provenance", "show", "audit",
+        "gradient-norms", "logs", "job", "build", "provenance", "show", "audit",
     }  # fmt: skip
 
 
@@ -49,7 +49,7 @@ def test_help_lists_the_users_commands_and_the_internal_ones_still_run(capsys):
     listing = capsys.readouterr().out
     for command in ("certify", "train", "table", "plot", "optimize-sigma", "memory", "logs", "provenance"):
         assert f"\n    {command} " in listing, listing
-    assert INTERNAL == {"batch", "job"}
+    assert INTERNAL == {"batch", "build", "job"}
     for command in INTERNAL:
         assert f" {command} " not in listing and f"'{command}'" not in listing, listing
     with pytest.raises(SystemExit):
@@ -65,19 +65,24 @@ def test_help_lists_the_users_commands_and_the_internal_ones_still_run(capsys):
 SPHINX_MARKUP = re.compile(r"``|:[a-z]+(?::[a-z]+)?:`")
 
 
-def every_help() -> dict[str, str]:
-    """``ddrs --help`` and each command's, sub-commands (``ddrs logs fetch``) included, by command line."""
-    helps = {}
+def every_parser() -> dict[str, argparse.ArgumentParser]:
+    """The parser of ``ddrs`` and of each command, sub-commands (``ddrs logs fetch``) included, by command line."""
+    parsers = {}
 
     def walk(parser, words):
-        helps[" ".join(words)] = parser.format_help()
+        parsers[" ".join(words)] = parser
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, subparser in action.choices.items():
                     walk(subparser, [*words, name])
 
     walk(build_parser(command_modules()), ["ddrs"])
-    return helps
+    return parsers
+
+
+def every_help() -> dict[str, str]:
+    """``ddrs --help`` and each command's, every option group shown, by command line."""
+    return {words: parser.format_help() for words, parser in every_parser().items()}
 
 
 def test_help_texts_are_plain_text():
@@ -85,9 +90,67 @@ def test_help_texts_are_plain_text():
     assert {"ddrs", "ddrs certify", "ddrs job", "ddrs logs fetch"} <= set(helps)
     marked = {words: SPHINX_MARKUP.findall(text) for words, text in helps.items() if SPHINX_MARKUP.search(text)}
     assert not marked, marked
-    # the docstrings behind them keep their markup, printed plain
-    assert "(ddrs.pipeline.job_plan), files on the command line" in " ".join(helps["ddrs job"].split())
+    # the docstrings behind them keep their markup, printed plain, a cross-reference as its last name
+    assert "(job_plan), files on the command line" in " ".join(helps["ddrs job"].split())
     assert plain_text(":class:`~ddrs.core.settings.CertifySettings` and ``--out``") == "CertifySettings and --out"
+    assert plain_text("(:func:`ddrs.logs.certification_log.kept_partials`)") == "(kept_partials)"
+
+
+#: a dotted path into the package, as a help text must not name one
+MODULE_PATH = re.compile(r"\bddrs(?:\.\w+)+")
+
+
+def every_option() -> dict[str, list[argparse.Action]]:
+    """The options of ``ddrs`` and of each command (help and sub-command actions left out), by command line."""
+    return {
+        words: [
+            action
+            for action in parser._actions
+            if not isinstance(action, (argparse._SubParsersAction, argparse._HelpAction)) and action.option_strings
+        ]
+        for words, parser in every_parser().items()
+    }
+
+
+def test_every_option_of_every_command_has_a_help_line_and_no_help_names_a_module_path():
+    options = every_option()
+    assert {"ddrs certify", "ddrs logs rank", "ddrs train"} <= set(options)
+    bare = {
+        f"{words} {action.option_strings[0]}"
+        for words, actions in options.items()
+        for action in actions
+        if not re.sub(r"\(default: [^)]*\)", "", action.help or "").strip()
+    }
+    assert not bare, bare
+    named = {words: MODULE_PATH.findall(text) for words, text in every_help().items() if MODULE_PATH.search(text)}
+    assert not named, named
+    assert MODULE_PATH.findall("see ddrs.logs.certification_log.kept_partials") == [
+        "ddrs.logs.certification_log.kept_partials"
+    ]
+
+
+def ddrs_command(*argv: str) -> subprocess.CompletedProcess:
+    """``ddrs argv`` as a user types it (the venv's console script), on an 80-column terminal."""
+    ddrs = os.path.join(os.path.dirname(sys.executable), "ddrs")
+    return subprocess.run([ddrs, *argv], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"})
+
+
+def test_train_help_groups_its_options_and_folds_each_methods_own_away():
+    default, every, macer = (
+        ddrs_command("train", *flags) for flags in (["--help"], ["--help-all"], ["--help-method", "macer"])
+    )
+    assert default.returncode == every.returncode == macer.returncode == 0, default.stderr
+    assert len(default.stdout.splitlines()) <= 120 < len(every.stdout.splitlines())
+    for group in ("the run", "optimiser and schedule", "Algorithm 2"):
+        assert f"\n{group}" in default.stdout, group
+    assert (
+        "--lr-drop" in default.stdout and "--macer-lam" not in default.stdout and "--num-workers" not in default.stdout
+    )
+    assert (
+        "\nmacer options" in every.stdout and "\nsmoothadv options" in every.stdout and "--num-workers" in every.stdout
+    )
+    assert "--macer-lam" in macer.stdout and "--smoothadv-steps" not in macer.stdout
+    assert "--lr-drop" in macer.stdout
 
 
 def test_certify_has_no_scale_flag(capsys):
@@ -100,7 +163,7 @@ def test_certify_has_no_scale_flag(capsys):
     assert "--scale" not in every_help()["ddrs certify"]
 
 
-@pytest.mark.parametrize("command", ["table", "memory", "plot", "show"])
+@pytest.mark.parametrize("command", ["table", "memory", "plot", "show", "build"])
 def test_analysis_commands_start_without_torch(command):
     done = run_ddrs(command, "--help", after="print('torch imported:', 'torch' in sys.modules)")
     assert done.returncode == 0, done.stderr

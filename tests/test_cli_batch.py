@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from ddrs.cli import main
+from ddrs.cli import command_modules, main
 from ddrs.logs.certification_log import partial_path, read_log
 from ddrs.logs.work_time import WORK_LINE
 
@@ -94,7 +94,7 @@ def test_every_commands_own_checks_run_before_the_first_runs(digits_checkpoint, 
         (["certify", "--then"], "command 2 of the batch is empty"),
         (["certify", "--then", "--then", "memory"], "command 2 of the batch is empty"),
         (["batch", "certify"], "a batch cannot contain another batch"),
-        (["certfy", "--out", "x"], "unknown command 'certfy'; choose from batch, certify,"),
+        (["certfy", "--out", "x"], f"unknown command 'certfy'; choose from {', '.join(sorted(command_modules()))}\n"),
         (["plot", "a.tsv", "--out", "c.png", "--bogus"], "plot: unrecognized arguments: --bogus"),
     ],
 )

@@ -14,7 +14,7 @@ from snakemake.utils import update_config
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
-from ddrs.pipeline.validation import methods_left_out
+from ddrs.pipeline.validation import ConfigError, methods_left_out
 from ddrs.training import TrainConfig
 from ddrs.training.config import ALGORITHM2_FIELDS
 
@@ -38,13 +38,15 @@ def test_table1_reads_cohen_fixed_ds_and_ds2_logs_at_every_sigma_and_k():
     exp = Experiment(digits_config())
     records = exp.records.table_records("table1")
     sigmas, ks = [0.12, 0.25, 0.5], [50, 100, 200]
-    assert names(records) == ["Cohen"] * 3 + ["Cohen-DS"] * 9 + ["Cohen-DS²"] * 9
-    assert [r.sigma0 for r in records[:3]] == sigmas
+    assert names(records) == ["Cohen"] * 3 + ["Cohen-DS"] * 9 + ["Cohen-DS²"] * 9 + ["Cohen-IDRS"] * 3
+    assert [r.sigma0 for r in records[:3]] == [r.sigma0 for r in records[-3:]] == sigmas
     assert [(r.sigma0, r.K) for r in records[3:12]] == [(s, k) for s in sigmas for k in ks]
     assert records[0].log == "results/digits/cohen/fs/sigma0.12/certify_fixed.tsv"
-    assert records[-1].log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
+    assert records[20].log == "results/digits/cohen/ds/sigma0.5/memory_K200.tsv"
+    assert records[-1].log == "results/digits/cohen/fs/sigma0.5/semi_elastic.tsv"
     # Appendix F charges Algorithm 1 (its σ log's time) to the -DS rows
-    assert records[-1].sigma_log == "results/digits/cohen/ds/sigma0.5/sigma_opt.tsv"
+    assert records[20].sigma_log == "results/digits/cohen/ds/sigma0.5/sigma_opt.tsv"
+    assert records[-1].sigma_log == "results/digits/cohen/fs/sigma0.5/sigma_semi_elastic.tsv"
     assert records[0].sigma_log is None
 
 
@@ -128,8 +130,12 @@ def test_appendix_b_compares_fixed_grid_search_and_algorithm_1_on_the_chosen_dat
     assert off.records.grid_datasets() == [] and not any("appendix_b" in path for path in off.tables())
     cfg = digits_config()
     cfg["grid_search"]["budget"] = 20  # Algorithm 1 at K = 10, outside the K grid: no row, refused
-    with pytest.raises(ValueError, match=r"budget 20: Algorithm 1 spends it at K = 10, which digits's K grid"):
+    with pytest.raises(
+        ConfigError, match=r"budget 20: Algorithm 1 spends it at K = 10 \(2·n·K = budget\), which "
+    ) as refused:
         Experiment(cfg).records.appendix_b_records()
+    assert "optimize_sigma.k [50, 100, 200] lacks" in str(refused.value)
+    assert set(refused.value.messages) == {("grid_search", "budget"), ("optimize_sigma", "k")}
 
 
 def _renamed(mapping: dict, old: str, new: str) -> None:

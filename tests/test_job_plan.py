@@ -13,6 +13,7 @@ from workflow_helpers import REPO, load_config
 from ddrs.cli import build_parser
 from ddrs.cli.certify import check as certify_flags
 from ddrs.cli.optimize_sigma import check as optimize_flags
+from ddrs.core.distance_sigma import DistanceSigmaSettings
 from ddrs.core.settings import (
     Algorithm1Settings,
     CertifySettings,
@@ -130,7 +131,7 @@ def test_data_dependent_certification_runs_algorithm1_from_the_training_sigma_to
         steps=tuple(options["k"]),
         lr=options["lr"],
         n0=options["n0"],
-        min_scale=options["min_sigma"],
+        min_sigma=options["min_sigma"],
         objective=options["objective"],
     )
     assert "sigma" not in document and certify_of(edited, run, document)[0].n == config["certify"]["n"]
@@ -202,3 +203,15 @@ def test_the_sequential_job_certifies_the_fixed_sigma_in_looks_over_the_datasets
     uniform_run = Run("digits", "uniform", "fs", 0.5)
     uniform, _ = certify_of(edited, uniform_run, edited.sequential_certification(uniform_run))
     assert uniform.sequential.radii == tuple(sorted({0.0, *config["datasets"]["digits"]["l1_radii"]}))
+
+
+def test_the_document_hands_the_training_sigma_the_design_and_a_fixed_n_certify_section():
+    config = load_config()
+    sequential = plan(lambda c: c["certify"].update(mode="sequential"))
+    found = through_json(sequential.semi_elastic_certification(Run("digits", "cohen", "fs", 0.5)))
+    assert found["kind"] == "semi_elastic_certification" and found["sigma"] == 0.5
+    assert DistanceSigmaSettings(**found["semi_elastic"]) == DistanceSigmaSettings(
+        rate=config["semi_elastic"]["rate"], k=20, reference=None, calibration=200
+    )
+    assert found["certify"] == plan().fixed_certification(Run("digits", "cohen", "fs", 0.5))["certify"]
+    assert "mode" not in found["certify"]  # fixed n, whatever certify.mode says

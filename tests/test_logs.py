@@ -1,5 +1,7 @@
 """The certification-log contract: validated reading, resumable writing, atomic publication."""
 
+import os
+
 import pytest
 
 from ddrs.errors import LogFormatError
@@ -66,7 +68,7 @@ def test_reads_published_cohen_logs(tmp_path):
     "text,message",
     [
         ("idx\tlabel\tpredict\tradius\tcorrect\n0\t1\t1\t0.5\t1\n", "missing column"),
-        ("idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t1\tcat\t0.5\t1\t1\n", "bad value"),
+        ("idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t1\tcat\t0.5\t1\t1\n", "line 2: predict 'cat' is not a"),
         ("idx\tlabel\tpredict\tradius\tcorrect\ttime\n0\t1\t1\t0.5\t1\t1\n0\t1\t1\t0.5\t1\t1\n", "duplicate idx 0"),
         ("", "not a tab-separated"),
     ],
@@ -107,6 +109,60 @@ def test_columns_after_cohens_may_be_empty_and_a_header_alone_is_an_empty_log(tm
     assert read_log(path)["noise"].isna().tolist() == [True]
     path.write_text(HEADER.rstrip("\n"))
     assert read_log(path).empty
+
+
+COHEN_HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime\n"
+COHEN_ROWS = "".join(f"{i}\t{i % 10}\t{i % 10}\t0.5\t1\t0:00:01.25\n" for i in range(6))
+
+
+def _with_row(row: int, column: str, value: str) -> str:
+    """The Cohen-format log of six rows, data row ``row`` (0-based) with ``column`` written as ``value``."""
+    lines = COHEN_ROWS.splitlines()
+    fields = lines[row].split("\t")
+    fields[COHEN_HEADER.rstrip("\n").split("\t").index(column)] = value
+    lines[row] = "\t".join(fields)
+    return COHEN_HEADER + "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (_with_row(4, "idx", "0x64"), r"line 6: idx '0x64' is not a number"),
+        (_with_row(4, "label", "\u0663"), r"line 6: label '\u0663' is not a number"),  # an Arabic-Indic 3
+        (_with_row(2, "radius", "1_00"), r"line 4: radius '1_00' is not a number"),
+        (_with_row(1, "label", "1e20"), r"line 3: label '1e20' is beyond a 64-bit integer"),
+        (_with_row(1, "idx", "99999999999999999999"), r"line 3: idx '99999999999999999999' is beyond a 64-bit"),
+        (_with_row(3, "correct", "0.5"), r"line 5: correct '0\.5' is not an integer"),
+        (_with_row(0, "time", "soon"), r"line 2: time 'soon' is neither seconds nor H:MM:SS"),
+        ("\n".join([COHEN_HEADER + COHEN_ROWS[:40], "# certified on 2024-01-01", *COHEN_ROWS.splitlines()[2:]]) + "\n",
+         r"line 4 is a comment \('# certified on 2024-01-01'\): a certification log has none"),
+        (COHEN_HEADER + COHEN_ROWS + COHEN_HEADER + COHEN_ROWS.replace("\t", "\t", 1).replace("0\t0", "9\t9", 1),
+         r"line 8 repeats the header \(two logs joined\?\)"),
+        ("idx\tlabel\tpredict\tradius\tcorrect\tradius\n0\t1\t1\t0.5\t1\t9\n",
+         r"line 1: column radius is named twice in the header"),
+    ],
+    ids=["hexadecimal", "other_script_digit", "underscore", "label_beyond_int64", "idx_beyond_int64",
+         "fractional_correct", "bad_time", "comment_line", "repeated_header", "duplicate_column"],
+)  # fmt: skip
+def test_a_bad_row_names_the_file_its_line_the_column_and_the_value(tmp_path, text, message):
+    """Lines count from 1, the header's included, as an editor numbers them."""
+    path = tmp_path / "mine.tsv"
+    path.write_text(text)
+    with pytest.raises(LogFormatError, match=f"mine.tsv: {message}") as refused:
+        read_log(path)
+    assert len(str(refused.value).splitlines()) == 1
+
+
+def test_only_a_regular_file_is_read_and_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "mine.tsv"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    with pytest.raises(LogFormatError, match=r"mine.tsv is a FIFO \(named pipe\), not a certification log"):
+        read_log(fifo)
+    with pytest.raises(LogFormatError, match=r"/dev/null is a character device, not a certification log"):
+        read_log("/dev/null")
+    (tmp_path / "log.tsv").write_text(COHEN_HEADER + COHEN_ROWS)
+    (tmp_path / "link.tsv").symlink_to(tmp_path / "log.tsv")
+    assert len(read_log(tmp_path / "link.tsv")) == 6  # a link to a regular file is that file
 
 
 def test_a_directory_is_not_a_log(tmp_path):

@@ -5,15 +5,19 @@ figure; a real run builds them from the mirror, each number traceable to a log."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from published_helpers import (
     REPOSITORY,
     gaussian_like,
     git_repository,
     log_text,
     registry_row,
+    scaled_radii,
     write_families,
     write_registry,
 )
@@ -230,3 +234,73 @@ def test_a_missing_own_log_stops_the_dag_naming_its_config_path(tmp_path):
     message = output[output.index("Your own logs named in the config are missing") :].strip()
     assert message.splitlines()[1] == "  published_logs.own.mine.path: gone/mine.tsv"
     assert len(message.splitlines()) <= 5
+
+
+def _own_log(made: dict, **spec) -> Path:
+    """The world's config with its own log ``mine`` given ``spec`` (a key set to None is left out)."""
+    config = yaml.safe_load(made["config"].read_text())
+    mine = config["published_logs"]["own"]["mine"]
+    mine.update(spec)
+    config["published_logs"]["own"]["mine"] = {key: value for key, value in mine.items() if value is not None}
+    return write_config(made["config"].parent, config, "own.yaml")
+
+
+@pytest.mark.parametrize("case", ["radius_x1000", "radius_1e308", "sigma_1e-300"])
+def test_an_own_log_no_certificate_could_give_is_refused_before_any_job_in_a_line(tmp_path, case):
+    """Without n, the radius cap is that of the largest plausible n (10^10); σ has a range. The
+    refusal is Snakemake's whole output, naming the config key, the file and the defect."""
+    made, mine = world(tmp_path), tmp_path / "mine.tsv"
+    sound = mine.read_text()
+    if case == "radius_x1000":
+        mine.write_text(scaled_radii(sound, 1000.0))
+    elif case == "radius_1e308":
+        first = sound.split("\n")[1].split("\t")
+        mine.write_text(sound.replace("\t".join(first), "\t".join([*first[:3], "1e308", "1", *first[5:]]), 1))
+    config = _own_log(made, n=None, sigma=1e-300 if case == "sigma_1e-300" else 0.5)
+    result = snakemake(tmp_path, "-n", config=config)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 1 and len(output) <= 5, output
+    assert output[0].startswith(f"published_logs.own.mine is refused: {mine}: own log 'mine'"), output
+    defect = "σ 1e-300 is not a number from 0.01 to 10" if case == "sigma_1e-300" else "impossible_radius"
+    assert defect in output[0], output
+    assert case == "sigma_1e-300" or "the largest CERTIFY gives at σ = 0.5 with n = 10,000,000,000" in output[0]
+
+
+def test_an_own_log_without_n_is_warned_of_on_the_terminal(tmp_path):
+    made = world(tmp_path)
+    result = snakemake(tmp_path, "-n", config=_own_log(made, n=None))
+    assert result.returncode == 0, result.stderr
+    assert f"own log 'mine' ({tmp_path / 'mine.tsv'}): no n is given" in result.stdout + result.stderr
+
+
+def test_the_leaderboard_reads_the_chosen_repositories_and_a_job_refusal_reaches_the_terminal(tmp_path):
+    """``published_logs.repositories`` limits the leaderboard's logs to the chosen ones (another
+    repository of the registry, not fetched, is not read); an own log whose inputs are no published
+    input set is refused by its job, its one line on the terminal."""
+    from ddrs.published.leaderboard import read_entries
+
+    made = world(tmp_path)
+    other = log_text(*gaussian_like(N, 0.5, 0.7, 2.0, seed=5))
+    commit = git_repository(tmp_path / "other", {"data/gaussian_0.5": other})
+    extra = registry_row("data/gaussian_0.5", other, commit=commit, repository="other/smoothing")
+    registry = pd.concat([pd.read_csv(tmp_path / "registry.csv", dtype=str), pd.DataFrame([extra], dtype=str)])
+    registry.to_csv(tmp_path / "registry.csv", index=False)
+    families = pd.read_csv(tmp_path / "families.csv", dtype=str, keep_default_na=False)
+    families.loc[len(families)] = ["other/smoothing", "gaussian", "Gaussian", ""]
+    families.to_csv(tmp_path / "families.csv", index=False)
+    config = yaml.safe_load(made["config"].read_text())
+    config["published_logs"] |= {
+        "repositories": [REPOSITORY],
+        "mirrors": {REPOSITORY: str(tmp_path / "mirror" / ".git")},
+    }
+    entries = "results_published/published/logs/cifar10.npz"
+    sound = (tmp_path / "mine.tsv").read_text()
+    (tmp_path / "mine.tsv").write_text("".join(sound.splitlines(keepends=True)[: N // 2 + 1]))  # half its inputs
+    refused = snakemake(tmp_path, "--cores", "1", entries, config=write_config(tmp_path, config))
+    assert refused.returncode != 0
+    assert f"ddrs build: error: {tmp_path / 'mine.tsv'}: own log 'mine': its 150 inputs are not" in refused.stderr
+    (tmp_path / "mine.tsv").write_text(sound)
+    built = snakemake(tmp_path, "--cores", "1", entries, config=write_config(tmp_path, config))
+    assert built.returncode == 0, built.stderr
+    read = read_entries(tmp_path / entries)
+    assert {entry.log.repository for entry in read} == {REPOSITORY, "own"}

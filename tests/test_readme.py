@@ -1,6 +1,8 @@
 """The README's commands and examples are true: each quick-start command is what its make target
 runs, every Snakemake command it shows builds its DAG (a dry run: the real runs take minutes to
-days), and every Python example runs. Examples added later are picked up from the README itself."""
+days), and every Python example runs. Examples added later are picked up from the README itself.
+Its figures cannot go stale: a job count is a dry run's, a time (the configs' too) one of
+benchmarks/measured/README.md's with its commit, the layer list docs/architecture.md's."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ import re
 import shlex
 import subprocess
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
-from workflow_helpers import REPO, SNAKEFILE, load_config
-
-from ddrs.pipeline.reruns import kinds_of, schema_classes
+from reruns import kinds_of, schema_classes
+from workflow_helpers import REPO, SNAKEFILE, job_counts, load_config, snakemake
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
@@ -47,6 +49,8 @@ SNAKEMAKE_COMMANDS = [
 ] + [line.removeprefix(".venv/bin/") for line in make_dry_run("table1", "readme-figure").splitlines()]
 SNAKEMAKE_COMMANDS = list(dict.fromkeys(c for c in SNAKEMAKE_COMMANDS if c.startswith("snakemake ")))
 PYTHON_EXAMPLES = [text for language, text in BLOCKS if language == "python"]
+#: a commit as the measured figures name it
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 
 
 def test_the_readme_has_its_quick_start_and_examples():
@@ -130,8 +134,7 @@ def test_the_readmes_figure_is_committed_and_no_row_of_it_is_stamped_with_a_comm
     name machines, not commits (those are in benchmarks/measured/README.md, one link away)."""
     for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README):
         assert (REPO / image).is_file(), image
-    commit = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
-    hashes = [line for line in README.splitlines() if commit.search(line)]
+    hashes = [line for line in README.splitlines() if COMMIT.search(line)]
     assert hashes == [] and len(README.splitlines()) <= 300
     linked = set(re.findall(r"\]\(([^)#]+)", README))
     assert {"benchmarks/measured/README.md", "CHANGELOG.md", "docs/guide.md"} <= linked
@@ -140,7 +143,7 @@ def test_the_readmes_figure_is_committed_and_no_row_of_it_is_stamped_with_a_comm
 
 def test_the_readmes_speed_settings_are_the_schemas():
     """The README's list of speed settings names exactly the schema's keys of no job kind
-    (``x-reruns: []``, ddrs.pipeline.reruns): a name stands for the keys it ends (a train
+    (``x-reruns: []``, tests/reruns.py): a name stands for the keys it ends (a train
     section's `num_workers`: every section's) or holds (`published_logs.mirrors`: its keys)."""
     listed = re.search(r"Speed settings re-run nothing: (.*?) \(", " ".join(README.split()))
     assert listed, "the README's list of speed settings"
@@ -153,3 +156,116 @@ def test_the_readmes_speed_settings_are_the_schemas():
     for name in names:
         assert stands_for(name) and not any(kinds_of(leaf) for leaf in stands_for(name)), name
     assert set().union(*map(stands_for, names)) == {leaf for leaf in classes if not kinds_of(leaf)}
+
+
+#: the README's job counts, each with the snakemake arguments of the dry run that gives it (from the
+#: repository root, as the README runs it): `make all` on the embedded default, the published logs' config
+JOB_COUNTS = {
+    r"`make all` builds every table and figure of the default \((\d[\d,]*) jobs": (),
+    r"--configfile config/published.yaml ``` .{0,2000}? The whole config is (\d[\d,]*) jobs": (
+        "--configfile",
+        "config/published.yaml",
+    ),
+}
+
+
+@pytest.mark.parametrize("quoted,arguments", JOB_COUNTS.items(), ids=["make-all", "published"])
+def test_the_readmes_job_counts_are_what_a_dry_run_counts(tmp_path, quoted, arguments):
+    """Rules are added all the time: a count the README quotes is Snakemake's total of a dry run of
+    that command (the `all` job included), and a failure says the number to write."""
+    match = re.search(quoted, " ".join(README.split()))
+    assert match, f"the README no longer says {quoted!r}"
+    (tmp_path / "config").symlink_to(REPO / "config")
+    result = snakemake(tmp_path, "-n", *arguments)
+    assert result.returncode == 0, result.stderr[-3000:]
+    total = job_counts(result.stdout)["total"]
+    assert int(match[1].replace(",", "")) == total, (
+        f"README.md quotes {match[1]} jobs where `{' '.join(['snakemake', '-n', *arguments])}` counts {total}: "
+        f"write {total}"
+    )
+
+
+MEASURED = (REPO / "benchmarks" / "measured" / "README.md").read_text()
+#: a time quoted in prose, one figure or a range of two: "2,426 s", "87 min", "74–83 s"
+TIME = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)(?:–(\d[\d,]*(?:\.\d+)?))? (s|min)\b")
+#: a job count quoted in prose: "142 jobs"
+JOBS = re.compile(r"(?<![\w.,])(\d[\d,]*) jobs\b")
+SECONDS = {"s": 1, "min": 60}
+#: a commit where the measured figures name one: as in the README, or of digits alone (8985179)
+NAMED_COMMIT = re.compile(rf"{COMMIT.pattern}|\b\d{{7,40}}\b")
+
+
+def measured_places() -> list[str]:
+    """The places of benchmarks/measured/README.md that name a commit: each table row, and each
+    paragraph's prose."""
+    places = []
+    for paragraph in re.split(r"\n\s*\n", MEASURED):
+        rows = [line for line in paragraph.splitlines() if line.startswith("|")]
+        prose = " ".join(line for line in paragraph.splitlines() if not line.startswith("|"))
+        places += [*rows, prose]
+    return [place for place in places if NAMED_COMMIT.search(place)]
+
+
+def is_measured(figure: str, unit: str, places: list[str]) -> bool:
+    """Whether a place of :func:`measured_places` holds ``figure`` ``unit`` (a time: any time of
+    theirs, in s or min, that rounds half up to it at its precision; a job count: that count)."""
+    if unit == "jobs":
+        return any(figure in JOBS.findall(place) for place in places)
+    quoted = Decimal(figure.replace(",", ""))
+    step = Decimal(1).scaleb(quoted.as_tuple().exponent)
+    for place in places:
+        for match in TIME.finditer(place):
+            for value in filter(None, match.group(1, 2)):
+                seconds = Decimal(value.replace(",", "")) * SECONDS[match[3]]
+                if (seconds / SECONDS[unit]).quantize(step, rounding=ROUND_HALF_UP) == quoted:
+                    return True
+    return False
+
+
+def quoted_figures(text: str) -> list[tuple[str, str]]:
+    """Every (figure, unit) of ``text``: the times (both ends of a range) and the job counts."""
+    times = [(value, match[3]) for match in TIME.finditer(text) for value in filter(None, match.group(1, 2))]
+    return times + [(count, "jobs") for count in JOBS.findall(text)]
+
+
+def config_headers() -> dict[str, str]:
+    """Each shipped config's comments, as one text (a figure may wrap over two comment lines)."""
+    return {
+        path.name: " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
+        for path in sorted((REPO / "config").glob("*.yaml"))
+    }
+
+
+def test_every_time_the_readme_and_the_configs_quote_is_measured_with_its_commit():
+    """The README's times and the configs' times and job counts are figures of
+    benchmarks/measured/README.md, each at a place that names its commit (the README quotes them
+    rounded, without the commit); the README's job counts are dry runs' (above)."""
+    places = measured_places()
+    assert is_measured("2,426", "s", places) and is_measured("12", "min", places)  # 710.5 s
+    assert not is_measured("2,427", "s", places) and not is_measured("826", "s", places)
+    readme = [(figure, unit) for figure, unit in quoted_figures(" ".join(README.split())) if unit != "jobs"]
+    configs = [(name, *figure) for name, text in config_headers().items() for figure in quoted_figures(text)]
+    assert len(readme) >= 10 and len(configs) >= 3
+    stale = [f"README.md: {figure} {unit}" for figure, unit in readme if not is_measured(figure, unit, places)]
+    stale += [
+        f"config/{name}: {figure} {unit}" for name, figure, unit in configs if not is_measured(figure, unit, places)
+    ]
+    assert not stale, f"quoted but not in benchmarks/measured/README.md with its commit: {stale}"
+
+
+def layers(text: str) -> list[str]:
+    """The package names of a comma-separated list, parentheses and their contents left out."""
+    return [re.sub(r"\([^)]*\)", "", item).strip() for item in re.sub(r"\s+", " ", text).split(",")]
+
+
+def test_the_readmes_layer_list_is_the_architectures():
+    """The README's layout names the packages of src/ddrs bottom up, as docs/architecture.md's tree
+    stands them top down, and both are the packages there are."""
+    listed = re.search(r"one package per layer, bottom up: (.*?)\n[^ ]", README, flags=re.DOTALL)
+    assert listed, "the README's layout line of src/ddrs/"
+    architecture = (REPO / "docs" / "architecture.md").read_text()
+    tree = re.search(r"^src/ddrs/\n(.*?)^```", architecture, flags=re.MULTILINE | re.DOTALL)
+    top_down = re.findall(r"^  (\w+)/", tree[1], flags=re.MULTILINE)
+    packages = {path.parent.name for path in (REPO / "src" / "ddrs").glob("*/__init__.py")}
+    assert layers(listed[1]) == top_down[::-1]
+    assert set(top_down) == packages

@@ -220,7 +220,7 @@ def test_fixed_class_sigma_stays_at_its_lower_bound_when_more_noise_only_hurts_c
         n=4,
         lr=0.05,
         objective="fixed_class",
-        min_scale=0.02,
+        min_sigma=0.02,
         generator=generators(6, 1),
     )
     assert sigma[:, 0].tolist() == pytest.approx([0.02, 0.02])
@@ -252,11 +252,11 @@ def test_released_objective_raises_a_saturated_input_by_the_clamped_rate_every_s
 
 
 @pytest.mark.parametrize(("noise", "rate"), [("gaussian", RELEASED_GAUSSIAN_RATE), ("uniform", 1.0)])
-def test_sigma_rises_to_max_scale_and_stays_there(noise, rate):
-    """DDRS Algorithm 1 projects σ onto [min_scale, max_scale] after every step: a σ pushed up stops at max_scale."""
+def test_sigma_rises_to_max_sigma_and_stays_there(noise, rate):
+    """DDRS Algorithm 1 projects σ onto [min_sigma, max_sigma] after every step: a σ pushed up stops at max_sigma."""
     x = torch.zeros(4, 3, dtype=torch.float64)
     sigma = algorithm1(
-        Saturated(), x, 0.12, steps=range(11), lr=1e-3, max_scale=0.125, noise=noise, generator=generators(7, 4)
+        Saturated(), x, 0.12, steps=range(11), lr=1e-3, max_sigma=0.125, noise=noise, generator=generators(7, 4)
     )
     assert sigma.max() == 0.125 and torch.equal(sigma[-1], torch.full((4,), 0.125, dtype=torch.float64))
     rising = [min(0.12 + k * 1e-3 * rate, 0.125) for k in range(11)]

@@ -135,9 +135,9 @@ def test_grid_search_log_scores_with_the_chosen_objective(digits_model, digits_d
         (dict(n=0), "n must be an integer >= 1, got 0"),
         (dict(steps=[]), "steps must name at least one K"),
         (dict(lr=-1.0), "lr must be > 0"),
-        (dict(max_scale=1e-4), "max_scale must exceed min_scale"),
-        (dict(min_scale=0.3), r"sigma0=0.25 lies outside \[min_scale, max_scale\] = \[0.3, None\]"),
-        (dict(max_scale=0.2), r"sigma0=0.25 lies outside \[min_scale, max_scale\] = \[0.001, 0.2\]"),
+        (dict(max_sigma=1e-4), "max_sigma must exceed min_sigma"),
+        (dict(min_sigma=0.3), r"sigma0=0.25 lies outside \[min_sigma, max_sigma\] = \[0.3, None\]"),
+        (dict(max_sigma=0.2), r"sigma0=0.25 lies outside \[min_sigma, max_sigma\] = \[0.001, 0.2\]"),
         (dict(precision="fp8"), "unknown precision 'fp8'"),
     ],
 )

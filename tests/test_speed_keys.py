@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from reruns import kinds_of
 from snakemake.utils import update_config
 from workflow_helpers import REPO, load_config
 
@@ -23,7 +24,6 @@ from ddrs.models import load_checkpoint
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.provenance import load_config as load_checked_config
-from ddrs.pipeline.reruns import kinds_of
 
 pytestmark = pytest.mark.slow  # two trainings and a dozen jobs: minutes on two cores
 

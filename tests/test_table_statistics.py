@@ -446,3 +446,25 @@ def test_a_clearly_worse_acr_is_not_bold_in_a_large_group():
     assert bold(table, "ACR") == ["SmoothAdv+Consistency"]
     comparisons = study_comparisons_table(records, radii=radii).set_index("variant")
     assert (comparisons["ACR_p_holm"] < 0.05).all()
+
+
+def test_a_semi_elastic_row_stands_beside_cohen_and_cohen_ds_and_is_tested_against_both():
+    """Method-IDRS (Súkeník et al.'s certificate, issue 69): a best-table row of its own, paired with
+    Method and Method-DS."""
+    rng = np.random.default_rng(0)
+    radius = lambda p: np.where(rng.random(80) < p, rng.uniform(0.1, 1.2, 80), 0.0)  # noqa: E731
+    records = [
+        LogRecord(make_log(radius(0.5)), "digits", "cohen", "fs", "fs", 0.25),
+        LogRecord(make_log(radius(0.7)), "digits", "cohen", "fs", "ds", 0.25, K=10),
+        LogRecord(make_log(radius(0.45)), "digits", "cohen", "fs", "idrs", 0.25),
+        LogRecord(make_log(radius(0.4)), "digits", "cohen", "fs", "idrs", 0.5),
+    ]
+    table = best_table(records, radii=[0.0, 0.5]).table
+    assert table[["variant", "train", "certify"]].values.tolist() == [
+        ["Cohen", "FS", "FS"],
+        ["Cohen-DS", "FS", "DS"],
+        ["Cohen-IDRS", "FS", "IDRS"],
+    ]
+    assert {"0.50_low", "0.50_high", "ACR_per_log_low"} <= set(table.columns)
+    pairs = comparisons_table(records, radii=[0.0, 0.5])[["variant", "baseline"]].values.tolist()
+    assert pairs == [["Cohen-DS", "Cohen"], ["Cohen-IDRS", "Cohen"], ["Cohen-IDRS", "Cohen-DS"]]

@@ -141,10 +141,10 @@ def _params(method: str, **values):
 
 def test_consistency_loss_draws_m_copies_at_each_scale():
     model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
+    sigma = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
     params = _params("consistency", m=3, lam=4.0, eta=0.2, divergence="mean_cross_entropy")
-    loss = consistency_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
-    noise = torch.randn((3, 3, 1, 6), generator=torch.Generator().manual_seed(9), dtype=torch.float64) * scale.view(
+    loss = consistency_loss(model, x, y, sigma, torch.Generator().manual_seed(9), params)
+    noise = torch.randn((3, 3, 1, 6), generator=torch.Generator().manual_seed(9), dtype=torch.float64) * sigma.view(
         3, 1, 1, 1
     )
     logits = model((x.unsqueeze(1) + noise).flatten(0, 1)).view(3, 3, 4)
@@ -155,9 +155,9 @@ def test_consistency_loss_draws_m_copies_at_each_scale():
 
 def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
-    scale = torch.full((3,), 0.25, dtype=torch.float64)
+    sigma = torch.full((3,), 0.25, dtype=torch.float64)
     params = _params("smoothadv_consistency", m=2, steps=3, epsilon=0.5, warmup=0, lam=3.0, eta=0.5)
-    loss = smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
+    loss = smoothadv_consistency_loss(model, x, y, sigma, torch.Generator().manual_seed(4), params, epoch=5)
     generator = torch.Generator().manual_seed(4)
     noise = torch.randn((3, 2, 1, 6), generator=generator, dtype=torch.float64) * 0.25
     adversarial = smoothadv_attack(model, x, y, noise, smoothadv_radius(params, 5), 3, generator, rule="jeong_shin")
@@ -167,19 +167,19 @@ def test_smoothadv_consistency_attacks_then_regularizes_with_the_same_draws():
     # radius 0 is plain Gaussian + Consistency
     no_attack = _params("smoothadv_consistency", m=2, epsilon=0.0, lam=3.0, eta=0.5)
     gaussian = _params("consistency", m=2, lam=3.0, eta=0.5)
-    assert smoothadv_consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), no_attack).item() == (
-        pytest.approx(consistency_loss(model, x, y, scale, torch.Generator().manual_seed(4), gaussian).item())
+    assert smoothadv_consistency_loss(model, x, y, sigma, torch.Generator().manual_seed(4), no_attack).item() == (
+        pytest.approx(consistency_loss(model, x, y, sigma, torch.Generator().manual_seed(4), gaussian).item())
     )
 
 
 def test_smoothadv_attacks_then_trains_on_the_adversarial_points_with_the_same_draws():
     """SmoothAdv's loss is the mean cross-entropy at x' + δᵢ, x' its attack's point with the same draws δᵢ."""
     model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
+    sigma = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
     params = _params("smoothadv", m=2, steps=3, epsilon=0.5, warmup=0)
-    loss = smoothadv_loss(model, x, y, scale, torch.Generator().manual_seed(4), params, epoch=5)
+    loss = smoothadv_loss(model, x, y, sigma, torch.Generator().manual_seed(4), params, epoch=5)
     generator = torch.Generator().manual_seed(4)
-    noise = torch.randn((3, 2, 1, 6), generator=generator, dtype=torch.float64) * scale.view(3, 1, 1, 1)
+    noise = torch.randn((3, 2, 1, 6), generator=generator, dtype=torch.float64) * sigma.view(3, 1, 1, 1)
     adversarial = smoothadv_attack(model, x, y, noise, 0.5, 3, generator)
     assert not torch.equal(adversarial, x)
 
@@ -223,13 +223,13 @@ def test_smoothadv_consistency_attacks_as_jeong_and_shins_pgd_projecting_before_
 
 def test_stability_loss_compares_the_clean_and_one_noisy_pass():
     model, x, y = _linear_model(), torch.rand(3, 1, 6, dtype=torch.float64), torch.tensor([0, 2, 1])
-    scale = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
-    noisy = x + torch.randn((3, 1, 6), generator=torch.Generator().manual_seed(2), dtype=torch.float64) * scale.view(
+    sigma = torch.tensor([0.1, 0.5, 1.0], dtype=torch.float64)
+    noisy = x + torch.randn((3, 1, 6), generator=torch.Generator().manual_seed(2), dtype=torch.float64) * sigma.view(
         3, 1, 1
     )
     for divergence in ("cross_entropy", "kl"):
         params = _params("stability", gamma=3.0, divergence=divergence)
-        loss = stability_loss(model, x, y, scale, torch.Generator().manual_seed(2), params)
+        loss = stability_loss(model, x, y, sigma, torch.Generator().manual_seed(2), params)
         expected = stability_objective(model(x), model(noisy), y, 3.0, divergence)
         assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
 
@@ -242,13 +242,13 @@ def test_consistency_in_chunks_of_draws_gives_the_same_loss_and_gradient(method)
 
     loss_fn = {"consistency": consistency_loss, "smoothadv_consistency": smoothadv_consistency_loss}[method]
     x = torch.rand(4, 1, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    y, scale = torch.tensor([0, 1, 2, 0]), torch.full((4,), 0.5, dtype=torch.float64)
+    y, sigma = torch.tensor([0, 1, 2, 0]), torch.full((4,), 0.5, dtype=torch.float64)
 
     def step(draws_per_pass):
         torch.manual_seed(4)
         model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)).double()
         params = get_method(method).make_params({"m": 6, "draws_per_pass": draws_per_pass}, source="test")
-        loss = loss_fn(model, x, y, scale, torch.Generator().manual_seed(9), params, 20)
+        loss = loss_fn(model, x, y, sigma, torch.Generator().manual_seed(9), params, 20)
         loss.backward()
         return loss.detach(), [p.grad for p in model.parameters()]
 

@@ -73,7 +73,7 @@ def test_algorithm_1_on_the_released_network_is_the_releases_optimize_sigma():
     is \\psi``), not a second softmax of it."""
     model, network = _released_network()
     x, K, n, lr = _images(3), 6, 2, 0.05
-    settings = Algorithm1Settings(sigma0=0.25, steps=(K,), n=n, lr=lr, objective="released", min_scale=1e-3)
+    settings = Algorithm1Settings(sigma0=0.25, steps=(K,), n=n, lr=lr, objective="released", min_sigma=1e-3)
     sigma0 = torch.full((3,), 0.25, dtype=torch.float64)
     ours = optimize_sigma(model, x, settings, generator=torch.Generator().manual_seed(7))[0]
     release = released_optimize_sigma(network, x, lr, sigma0, K, n, torch.Generator().manual_seed(7))
@@ -93,9 +93,9 @@ def _released_compute_loss(outputs_softmax, targets):
 
 def test_gaussian_training_on_the_released_network_is_the_releases_loss_and_gradient():
     model, network = _released_network()
-    x, y, scale = _images(4), torch.tensor([0, 3, 5, 9]), torch.full((4,), 0.25, dtype=torch.float64)
+    x, y, sigma = _images(4), torch.tensor([0, 3, 5, 9]), torch.full((4,), 0.25, dtype=torch.float64)
     params = TrainConfig(dataset="cifar10", arch="resnet18_ddrs", method="cohen", sigma=0.25).params
-    ours = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(2), params)
+    ours = cohen_loss(model, x, y, sigma, torch.Generator().manual_seed(2), params)
     ours_grad = torch.autograd.grad(ours, model[1].fc.weight)[0]
     noise = _randn((4, 1, 3, 32, 32), seed=2)[:, 0] * 0.25
     release = _released_compute_loss(network(x + noise), y)
@@ -110,22 +110,22 @@ def test_released_macer_on_the_released_network_is_train_macer():
     the radius of the clamped top two, averaged over the correctly classified inputs)."""
     model, network = _released_network()
     x, m, lam, gamma = _images(4), 4, 12.0, 8.0
-    scale = torch.tensor([0.12, 0.25, 0.5, 0.25], dtype=torch.float64)
+    sigma = torch.tensor([0.12, 0.25, 0.5, 0.25], dtype=torch.float64)
     with torch.no_grad():
         y = network(x).argmax(dim=1)  # correctly classified inputs, so the hinge is active
     options = {"m": m, "lam": lam, "form": "released"}
     params = TrainConfig(dataset="cifar10", arch="resnet18_ddrs", method="macer", sigma=0.25, params=options).params
-    ours = macer_loss(model, x, y, scale, torch.Generator().manual_seed(4), params)
+    ours = macer_loss(model, x, y, sigma, torch.Generator().manual_seed(4), params)
 
     unit = _randn((4, m, 3, 32, 32), seed=4).flatten(0, 1)
     batch = x.repeat((1, m, 1, 1)).view(4 * m, 3, 32, 32)
-    sigma_repeated = scale.view(4, 1, 1, 1).repeat((1, m, 1, 1)).view(-1, 1, 1, 1)
+    sigma_repeated = sigma.view(4, 1, 1, 1).repeat((1, m, 1, 1)).view(-1, 1, 1, 1)
     outputs_softmax = network(batch + unit * sigma_repeated).reshape(4, m, 10).mean(1)
     vals, ind = torch.topk(outputs_softmax, 2)
     correct = ind[:, 0] == y
     normal = torch.distributions.Normal(0.0, 1.0)
     gap = normal.icdf(vals[correct, 0].clamp(0.02, 0.98)) - normal.icdf(vals[correct, 1].clamp(0.02, 0.98))
-    hinge = torch.relu(gamma - scale[correct] / 2 * gap).mean()
+    hinge = torch.relu(gamma - sigma[correct] / 2 * gap).mean()
     release = _released_compute_loss(outputs_softmax, y) + lam * hinge
     assert bool(correct.any()) and ours.item() == pytest.approx(release.item(), rel=1e-9)
 

@@ -100,7 +100,7 @@ def counted(monkeypatch):
     """Replace the noisy-draw counting by known counts; record each call's (indices, draws)."""
     calls = []
 
-    def known_counts(model, dataset, indices, scales, draws, **kwargs):
+    def known_counts(model, dataset, indices, sigmas, draws, **kwargs):
         calls.append((list(indices), draws))
         if draws == 100:
             return DISCARD_COUNTS[indices]
@@ -211,17 +211,17 @@ def test_without_discarding_their_code_starts_every_component_at_the_first_epoch
 def test_from_e_t_the_loss_trains_on_the_adaptively_attacked_draws(digits_model, digits_data):
     """From E_t with ``attack`` on, the loss is the cross-entropy at the attacked draws of the same generator."""
     x, y = digits_data["train"].images[:32], torch.as_tensor(digits_data["train"].targets[:32])
-    scale = torch.linspace(0.2, 0.5, 32)
+    sigma = torch.linspace(0.2, 0.5, 32)
     params = EasyFocusParams(m=4, start_epoch=3, steps=4, epsilon=0.5)  # 0-based epochs 0, 1, 2 plain
 
     def loss(params, epoch):
-        return easy_focus.easy_focus_loss(digits_model, x, y, scale, torch.Generator().manual_seed(5), params, epoch)
+        return easy_focus.easy_focus_loss(digits_model, x, y, sigma, torch.Generator().manual_seed(5), params, epoch)
 
     def cross_entropy(noise):
         logits = digits_model((x.unsqueeze(1) + noise).flatten(0, 1))
         return F.cross_entropy(logits, y.repeat_interleave(4))
 
-    noise = torch.randn((32, 4, *x.shape[1:]), generator=torch.Generator().manual_seed(5)) * scale.view(32, 1, 1, 1, 1)
+    noise = torch.randn((32, 4, *x.shape[1:]), generator=torch.Generator().manual_seed(5)) * sigma.view(32, 1, 1, 1, 1)
     attacked = adaptive_attack(digits_model, x, y, noise, steps=4, step_size=0.5)
     assert not torch.equal(attacked, noise)
     assert torch.equal(loss(params, 3), cross_entropy(attacked))  # epoch E_t = 3, 0-based as their code
@@ -247,7 +247,7 @@ def test_no_component_on_samples_with_replacement_in_their_code_and_plain_passes
 
 
 def test_discarding_everything_fails_clearly(monkeypatch):
-    def none_correct(model, dataset, indices, scales, draws, **kwargs):
+    def none_correct(model, dataset, indices, sigmas, draws, **kwargs):
         return torch.zeros(len(indices), dtype=torch.long)
 
     monkeypatch.setattr(easy_focus, "correct_counts", none_correct)

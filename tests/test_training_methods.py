@@ -1,5 +1,5 @@
 """The training losses: each method learns under noise, SmoothAdv attacks what it claims, MACER
-matches its formula, and every loss uses one scale per example."""
+matches its formula, and every loss uses one σ per example."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ def _tensors(dataset) -> tuple[torch.Tensor, torch.Tensor]:
     return dataset.images, torch.as_tensor(dataset.targets)
 
 
-def _noisy_accuracy(model, images, labels, scale, noise) -> float:
+def _noisy_accuracy(model, images, labels, sigma, noise) -> float:
     from ddrs.core.noise import get_noise
 
     generator = torch.Generator().manual_seed(123)
     model.eval()
     with torch.no_grad():
-        predictions = model(get_noise(noise).perturb(images, scale, generator)).argmax(dim=1)
+        predictions = model(get_noise(noise).perturb(images, sigma, generator)).argmax(dim=1)
     return float((predictions == labels).float().mean())
 
 
@@ -52,13 +52,13 @@ def _train(method: str, digits_data, epochs: int, **params) -> tuple[nn.Module, 
     model = build_model("mlp", "digits")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     generator = torch.Generator().manual_seed(0)
-    scale = torch.full((64,), config.initial_scale)
+    sigma = torch.full((64,), config.initial_sigma)
     epoch_losses = []
     for epoch in range(epochs):
         model.train()
         losses = []
         for batch in torch.randperm(len(labels), generator=generator).split(64):
-            loss = loss_fn(model, images[batch], labels[batch], scale[: len(batch)], generator, config.params, epoch)
+            loss = loss_fn(model, images[batch], labels[batch], sigma[: len(batch)], generator, config.params, epoch)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -73,7 +73,7 @@ def test_method_lowers_its_loss_and_classifies_under_noise(method, digits_data):
     assert losses[-1] < 0.6 * losses[0]
     images, labels = _tensors(digits_data["test"])
     config = _config(method)
-    assert _noisy_accuracy(model, images, labels, config.initial_scale, config.noise_name) > 0.75
+    assert _noisy_accuracy(model, images, labels, config.initial_sigma, config.noise_name) > 0.75
 
 
 def test_macer_classifies_under_noise_and_its_step_descends(digits_data):
@@ -85,10 +85,10 @@ def test_macer_classifies_under_noise_and_its_step_descends(digits_data):
     assert _noisy_accuracy(model, test_images, test_labels, 0.25, "gaussian") > 0.5
 
     images, labels = _tensors(digits_data["train"])
-    x, y, scale = images[:64], labels[:64], torch.full((64,), 0.25)
+    x, y, sigma = images[:64], labels[:64], torch.full((64,), 0.25)
 
     def loss_at_fixed_noise():
-        return macer_loss(model, x, y, scale, torch.Generator().manual_seed(5), config.params)
+        return macer_loss(model, x, y, sigma, torch.Generator().manual_seed(5), config.params)
 
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -110,14 +110,14 @@ def test_macer_loss_equals_hand_computation():
         model.bias.copy_(torch.tensor([0.1, -0.2, 0.05]))
     x = torch.tensor([[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -2.0], [0.3, 0.3, 0.3]])
     y = torch.tensor([0, 1, 2, 2])
-    scale = torch.tensor([0.1, 0.5, 0.3, 0.2])
+    sigma = torch.tensor([0.1, 0.5, 0.3, 0.2])
     config = _config("macer", m=m, lam=lam, gamma=gamma, beta=beta)
 
-    loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(7), config.params)
+    loss = macer_loss(model, x, y, sigma, torch.Generator().manual_seed(7), config.params)
 
     eps = torch.randn((batch, m, dim), generator=torch.Generator().manual_seed(7)).numpy().astype(np.float64)
     w, b = model.weight.detach().numpy().astype(np.float64), model.bias.detach().numpy().astype(np.float64)
-    s, xs, ys = scale.numpy().astype(np.float64), x.numpy().astype(np.float64), y.numpy()
+    s, xs, ys = sigma.numpy().astype(np.float64), x.numpy().astype(np.float64), y.numpy()
     logits = (xs[:, None, :] + s[:, None, None] * eps) @ w.T + b
 
     def softmax(z):
@@ -147,7 +147,7 @@ def test_released_macer_form_is_the_ddrs_train_macer_loss():
         [[[4.0, 0.0, 0.0], [3.0, 1.0, 0.0]], [[0.0, 0.5, 0.2], [0.1, 0.2, 0.3]], [[0.0, 0.0, 9.0], [0.0, 0.0, 8.0]]],
         dtype=torch.float64,
     )
-    y, scale, lam, gamma = torch.tensor([0, 2, 2]), torch.tensor([0.25, 0.5, 1.0], dtype=torch.float64), 12.0, 0.9
+    y, sigma, lam, gamma = torch.tensor([0, 2, 2]), torch.tensor([0.25, 0.5, 1.0], dtype=torch.float64), 12.0, 0.9
     probs = torch.softmax(logits, dim=-1).mean(dim=1).numpy()
     nll = np.mean([-np.log(probs[i, y[i]] + 1e-10) for i in range(3)])
     hinges = []
@@ -155,13 +155,13 @@ def test_released_macer_form_is_the_ddrs_train_macer_loss():
         order = np.argsort(probs[i])[::-1]
         if order[0] == y[i]:
             top = np.clip(probs[i, order[:2]], 0.02, 0.98)
-            hinges.append(max(0.0, gamma - float(scale[i]) / 2 * (norm.ppf(top[0]) - norm.ppf(top[1]))))
+            hinges.append(max(0.0, gamma - float(sigma[i]) / 2 * (norm.ppf(top[0]) - norm.ppf(top[1]))))
     assert len(hinges) == 2 and 0.0 in hinges and max(hinges) > 0  # input 1 wrong; one hinge inactive
     expected = nll + lam * np.mean(hinges)
     for beta in (1.0, 16.0):
-        assert macer_objective(logits, y, scale, lam, gamma, beta, "released").item() == pytest.approx(expected)
+        assert macer_objective(logits, y, sigma, lam, gamma, beta, "released").item() == pytest.approx(expected)
     wrong = torch.tensor([1, 0, 0])  # no input correct: the cross-entropy alone (their code gives NaN)
-    alone = macer_objective(logits, wrong, scale, lam, gamma, 16.0, "released")
+    alone = macer_objective(logits, wrong, sigma, lam, gamma, 16.0, "released")
     assert alone.item() == pytest.approx(np.mean([-np.log(probs[i, wrong[i]] + 1e-10) for i in range(3)]))
     with pytest.raises(ValueError, match=r"form must be one of \['zhai', 'released'\]"):
         _config("macer", form="ddrs")
@@ -270,16 +270,16 @@ def test_gaussian_training_with_one_draw_is_cohens_and_with_m_draws_averages_the
     torch.manual_seed(0)
     model = build_model("mlp", "digits").double()  # by hand runs other batch sizes: float32 would round otherwise
     x, y = torch.rand(5, 1, 8, 8, dtype=torch.float64), torch.tensor([0, 3, 5, 7, 9])
-    scale = torch.tensor([0.1, 0.25, 0.5, 0.5, 1.0], dtype=torch.float64)
-    one = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen").params)
-    cohens = cross_entropy(model(get_noise("gaussian").perturb(x, scale, torch.Generator().manual_seed(3))), y)
+    sigma = torch.tensor([0.1, 0.25, 0.5, 0.5, 1.0], dtype=torch.float64)
+    one = cohen_loss(model, x, y, sigma, torch.Generator().manual_seed(3), _config("cohen").params)
+    cohens = cross_entropy(model(get_noise("gaussian").perturb(x, sigma, torch.Generator().manual_seed(3))), y)
     assert one.item() == pytest.approx(cohens.item(), rel=1e-12)
 
-    four = cohen_loss(model, x, y, scale, torch.Generator().manual_seed(3), _config("cohen", m=4).params)
+    four = cohen_loss(model, x, y, sigma, torch.Generator().manual_seed(3), _config("cohen", m=4).params)
     draws = torch.randn((5, 4, 1, 8, 8), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     by_hand = np.mean(
         [
-            cross_entropy(model(x + scale.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist()
+            cross_entropy(model(x + sigma.view(-1, 1, 1, 1) * draws[:, i]), y, reduction="none").tolist()
             for i in range(4)
         ]
     )
@@ -293,12 +293,12 @@ def test_macer_trains_the_cross_entropy_alone_in_its_deferred_epochs():
     model = build_model("mlp", "digits")
     x = torch.rand(6, 1, 8, 8)
     y = model(x).argmax(dim=1)  # correctly classified, so the hinge term is active
-    scale = torch.full((6,), 0.01)
+    sigma = torch.full((6,), 0.01)
     params = _config("macer", m=4, lam=6.0, deferred=2).params
 
     def loss(epoch: int, lam: float | None = None) -> float:
         chosen = params if lam is None else _config("macer", m=4, lam=lam).params
-        return macer_loss(model, x, y, scale, torch.Generator().manual_seed(1), chosen, epoch).item()
+        return macer_loss(model, x, y, sigma, torch.Generator().manual_seed(1), chosen, epoch).item()
 
     assert loss(0) == loss(1) == loss(2) == loss(0, lam=0.0)
     assert loss(3) == loss(3, lam=6.0) != loss(0, lam=0.0)
@@ -324,10 +324,10 @@ class _Recorder(nn.Module):
 @pytest.mark.parametrize("loss_fn", [cohen_loss, uniform_loss, macer_loss])
 def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
     x = torch.full((3, 1, 32, 32), 0.5)
-    scale = torch.tensor([0.0, 0.1, 0.4])
+    sigma = torch.tensor([0.0, 0.1, 0.4])
     model = _Recorder()
     params = {cohen_loss: _config("cohen"), uniform_loss: _config("uniform"), macer_loss: _config("macer", m=2)}
-    loss_fn(model, x, torch.zeros(3, dtype=torch.long), scale, torch.Generator().manual_seed(0), params[loss_fn].params)
+    loss_fn(model, x, torch.zeros(3, dtype=torch.long), sigma, torch.Generator().manual_seed(0), params[loss_fn].params)
     perturbation = (model.seen[0] - x.repeat_interleave(len(model.seen[0]) // 3, dim=0)).flatten(1)
     per_example = perturbation.view(3, -1)
     assert torch.all(per_example[0] == 0)
@@ -340,10 +340,10 @@ def test_each_example_is_perturbed_at_its_own_scale(loss_fn):
 def _macer_grads(model, draws_per_pass, lam=12.0):
     x = torch.rand(6, 1, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     y = torch.tensor([0, 1, 2, 0, 1, 2])
-    scale = torch.linspace(0.2, 0.6, 6, dtype=torch.float64)
+    sigma = torch.linspace(0.2, 0.6, 6, dtype=torch.float64)
     params = _config("macer", m=10, lam=lam, gamma=8.0, beta=4.0, draws_per_pass=draws_per_pass).params
     model.zero_grad()
-    loss = macer_loss(model, x, y, scale, torch.Generator().manual_seed(9), params)
+    loss = macer_loss(model, x, y, sigma, torch.Generator().manual_seed(9), params)
     loss.backward()
     return loss.detach(), [p.grad.clone() for p in model.parameters()]
 

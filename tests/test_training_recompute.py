@@ -42,10 +42,10 @@ def _macer_step(model, forward):
     """One MACER step (m = 4 draws of 4 CIFAR-shaped inputs) of ``forward`` in training mode:
     loss, gradient, buffers (batch-norm running statistics and counts) of ``model``."""
     x = torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
-    y, scale = torch.tensor([0, 1, 2, 3]), torch.full((4,), 0.25)
+    y, sigma = torch.tensor([0, 1, 2, 3]), torch.full((4,), 0.25)
     params = get_method("macer").make_params({"m": 4}, source="test")
     model.train()
-    loss = macer_loss(forward, x, y, scale, torch.Generator().manual_seed(2), params)
+    loss = macer_loss(forward, x, y, sigma, torch.Generator().manual_seed(2), params)
     loss.backward()
     gradient = torch.cat([parameter.grad.flatten() for parameter in model.parameters()])
     return loss.detach(), gradient, [buffer.clone() for buffer in model.buffers()]

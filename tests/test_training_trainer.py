@@ -63,7 +63,7 @@ def test_ds_training_changes_and_persists_the_sigma_table(tmp_path):
 
     table = load_sigma_table(out)
     assert table.shape == (TRAIN_SIZE,)
-    assert not torch.all(table == 0.25)  # Algorithm 1 moved the scales
+    assert not torch.all(table == 0.25)  # Algorithm 1 moved the σᵢ
     bound = torch.tensor(0.245)
     assert torch.equal(table.min(), bound) and int((table == bound).sum()) > 1  # the lower bound binds
     tsv = pd.read_csv(table_path, sep="\t")
@@ -411,11 +411,11 @@ def test_algorithm2_runs_the_model_in_the_configured_mode(mode, updates):
     get_sigma) normalises each σ step's noisy batch by itself and updates them once per step."""
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10), torch.nn.BatchNorm1d(10)).train()
     config = _config(train_mode="ds", k=2, sigma_lr=0.1, sigma_model_mode=mode)
-    scale = data_dependent.optimize_batch_scale(
+    sigma = data_dependent.optimize_batch_sigma(
         model, torch.rand(8, 1, 8, 8), torch.full((8,), 0.25), config, num_classes=10,
         generator=torch.Generator().manual_seed(0),
     )  # fmt: skip
-    assert scale.shape == (8,) and model.training
+    assert sigma.shape == (8,) and model.training
     assert int(model[2].num_batches_tracked) == updates
 
 
@@ -534,11 +534,11 @@ def test_cli_errors_name_the_problem(tmp_path, capsys):
 
 
 def test_uniform_sigma_is_the_half_width_unless_yang_std_is_asked_for():
-    assert _config(method="uniform").initial_scale == 0.25
+    assert _config(method="uniform").initial_sigma == 0.25
     yang = _config(method="uniform", uniform_convention="yang_std", min_sigma=0.01)
-    assert yang.initial_scale == pytest.approx(0.25 * 3**0.5)
-    assert yang.algorithm1.min_scale == pytest.approx(0.01 * 3**0.5)
-    assert _config(method="cohen", uniform_convention="yang_std").initial_scale == 0.25
+    assert yang.initial_sigma == pytest.approx(0.25 * 3**0.5)
+    assert yang.algorithm1.min_sigma == pytest.approx(0.01 * 3**0.5)
+    assert _config(method="cohen", uniform_convention="yang_std").initial_sigma == 0.25
 
 
 def test_a_diverging_run_stops_with_a_clear_error(tmp_path):

@@ -1,11 +1,14 @@
 """The config's refusals name what a user must edit: the file that set the key, the key, the closest
-allowed name; and a target read as a config file is named with the fix (ddrs.pipeline.validation).
-The whole message of a refused dry run is in test_workflow_dag.py."""
+allowed name (ddrs.pipeline.validation); and a target read as a config file is named with the fix,
+a config file Snakemake cannot read with its line (ddrs.pipeline.config_files). The whole message of
+a refused dry run is in test_workflow_dag.py."""
 
 import pytest
+import yaml
 from workflow_helpers import REPO, load_config
 
-from ddrs.pipeline.validation import ConfigError, ConfigSources, check_references, configfile_problem, schema_problems
+from ddrs.pipeline.config_files import command_line_problem, configfile_problem, configfiles_given, read_config_file
+from ddrs.pipeline.validation import ConfigError, ConfigSources, check_references, schema_problems
 
 SCHEMA_PATH = REPO / "config" / "schema" / "config.schema.yaml"
 
@@ -75,6 +78,63 @@ def test_a_target_read_as_a_config_file_is_named_with_both_fixes(tmp_path, monke
     # a results folder around the working directory holds the config files too: no output guess
     assert configfile_problem(["config.yaml", "c.json"], ".") is None
     assert configfile_problem(["config.yaml"], "") is None
+
+
+def test_keys_that_disagree_are_blamed_on_the_one_the_latest_source_sets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = sources(tmp_path, base="grid_search: {budget: 200}\noptimize_sigma: {k: [50]}\n", overlay="seed: 1\n")
+    error = ConfigError(("grid_search", "budget"), "budget first", others={("optimize_sigma", "k"): "k first"})
+    assert ConfigSources.read(files).refusal(error) == "base.yaml: budget first"  # one file sets both: the first
+    (tmp_path / "overlay.yaml").write_text("optimize_sigma: {k: [200, 50]}\n")
+    assert ConfigSources.read(files).refusal(error) == "overlay.yaml: k first"
+    assert ConfigSources.read(files, {"grid_search": {"budget": 300}}).refusal(error) == "--config: budget first"
+
+
+def test_the_config_files_of_a_command_line_are_the_words_configfile_takes():
+    argv = ["-n", "--configfile", "a.yaml", "b.yml", "t.csv", "--cores", "1", "x.csv", "--configfile=c.json", "--"]
+    assert configfiles_given([*argv, "d.yaml"]) == ["a.yaml", "b.yml", "t.csv", "c.json"]
+    assert configfiles_given(["--configfiles", "a.yaml", "--", "t.csv"]) == ["a.yaml"]
+    assert configfiles_given(["t.csv", "--config", "seed=1"]) == []
+
+
+def test_a_config_file_snakemake_cannot_read_is_named_with_its_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "indented.yaml").write_text("seed: 0\n  device: auto\n")
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    (tmp_path / "binary.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
+    (tmp_path / "good.yaml").write_text("results: out\n")
+    assert read_config_file("indented.yaml").startswith("indented.yaml, line 2, column 9: not valid YAML: ")
+    assert read_config_file("list.yaml") == "config file list.yaml holds list, not a mapping of key: value"
+    assert read_config_file("binary.yaml") == "config file binary.yaml is not a text file"
+    assert read_config_file("gone.yaml") == "config file gone.yaml does not exist"
+    assert read_config_file("good.yaml") == {"results": "out"}
+    # a target is named before the files are read, under the results folder the readable ones give
+    assert command_line_problem(["--configfile", "good.yaml", "out/x.json"]).startswith(
+        "--configfile out/x.json: a file under out/ (a workflow output)"
+    )
+    assert command_line_problem(["--configfile", "good.yaml", "list.yaml"]).startswith("config file list.yaml holds")
+    assert command_line_problem(["out/x.json", "--configfile", "good.yaml"]) is None
+
+
+def test_every_pattern_of_the_schema_says_what_it_allows():
+    """A pattern's refusal lists its schema's x-allowed, never the regular expression."""
+
+    def patterns(node):
+        if isinstance(node, dict):
+            if "pattern" in node and isinstance(node["pattern"], str):
+                yield node
+            for value in node.values():
+                yield from patterns(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from patterns(value)
+
+    found = list(patterns(yaml.safe_load(SCHEMA_PATH.read_text())))
+    assert len(found) >= 4 and all(node.get("x-allowed") for node in found), found
+    config = load_config()
+    config["device"] = "gpu"
+    (line,) = schema_problems(config, SCHEMA_PATH)
+    assert line == "config key device: 'gpu' is not allowed; it takes auto, cpu, cuda or cuda:<index>"
 
 
 def test_a_reference_to_a_name_the_config_does_not_define_gets_the_closest_one():

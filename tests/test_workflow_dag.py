@@ -4,7 +4,15 @@ becomes these jobs; schema validation stops bad configs before any job runs."""
 import shutil
 
 import pytest
-from workflow_helpers import REPO, job_counts, load_config, published_imagenet_in_place, snakemake, write_config
+from workflow_helpers import (
+    REPO,
+    job_counts,
+    load_config,
+    published_imagenet_in_place,
+    refusal,
+    snakemake,
+    write_config,
+)
 
 TEST_CONFIGS = REPO / "tests" / "configs"
 
@@ -26,8 +34,9 @@ def test_table1_on_the_default_config_schedules_exactly_the_cohen_jobs(tmp_path)
         "certify_fixed": sigmas,  # Cohen rows
         # per model, one process: Algorithm 1 to the largest K, then every K certified with Algorithm 3
         "certify_data_dependent_digits": 2 * sigmas,
+        "certify_semi_elastic": sigmas,  # Cohen-IDRS rows (semi_elastic)
         "best_table": 1,
-        "total": 17,
+        "total": 20,
     }
     assert ks == len(load_config()["optimize_sigma"]["k"])
 
@@ -179,7 +188,7 @@ def test_a_catalogue_entry_without_its_caption_stops_the_dry_run_naming_the_file
     """Snakemake reads a caption only when the report is built; the dry run names a missing one."""
     workflow = tmp_path / "workflow"
     workflow.mkdir()
-    for part in ("Snakefile", "rules", "report", "config", "workflow"):
+    for part in ("Snakefile", "rules", "report", "config"):
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workflow / part)
     (workflow / "report" / "k_sweep.rst").unlink()
@@ -224,6 +233,7 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         (lambda c: c["datasets"]["digits"].update(source="published"), "checkpoints"),
         (lambda c: c["train"].update(epoch=3), "config key train.epoch: unknown key (did you mean epochs?)"),
         (lambda c: c["datasets"]["digits"]["sigmas"].__setitem__(0, -0.25), "σ must be > 0, got -0.25 at datasets"),
+        (lambda c: c.update(device="gpu"), "device: 'gpu' is not allowed; it takes auto, cpu, cuda or cuda:<index>"),
     ],
     ids=[
         "unknown-key",
@@ -243,6 +253,7 @@ def test_smoothadv_ds2_on_cifar10_trains_from_the_fixed_sigma_model(tmp_path):
         "published-without-checkpoints",
         "train-unknown-key",
         "negative-sigma",
+        "device-pattern",
     ],
 )
 def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
@@ -254,15 +265,6 @@ def test_schema_rejects_bad_configs_before_any_job(tmp_path, edit, message):
     assert message in output
     assert len(output.splitlines()) <= 5, output  # one line per problem, never the schema
     assert not (tmp_path / "results").exists()
-
-
-def refusal(result) -> list[str]:
-    """The lines of a refused dry run's message, which is all it prints: no line naming a workflow file
-    and line, no frame."""
-    assert result.returncode != 0
-    lines = (result.stdout + result.stderr).splitlines()
-    assert not any(line.startswith(("WorkflowError", "  File ")) or "Snakefile" in line for line in lines), lines
-    return lines
 
 
 def test_a_config_error_names_the_file_that_set_the_key_in_a_few_lines(tmp_path):
@@ -278,6 +280,30 @@ def test_a_config_error_names_the_file_that_set_the_key_in_a_few_lines(tmp_path)
     assert line.endswith("(did you mean cohen?)"), line
 
 
+@pytest.mark.parametrize(
+    "overlay,line",
+    [
+        (
+            "optimize_sigma: {k: [200, 50]}\n",
+            "overlay.yaml: optimize_sigma.k [50, 200]: lacks K = 100, where Algorithm 1 spends grid_search.budget 200",
+        ),
+        (
+            "grid_search: {budget: 300}\n",
+            "overlay.yaml: grid_search.budget 300: Algorithm 1 spends it at K = 150 (2·n·K = budget), which "
+            "optimize_sigma.k [50, 100, 200] lacks",
+        ),
+    ],
+    ids=["k-grid-edited", "budget-edited"],
+)
+def test_keys_that_disagree_are_refused_naming_the_one_the_user_edited(tmp_path, overlay, line):
+    """Appendix B's budget must fall on the K grid: the refusal leads with whichever key the overlay
+    (the file a user edits over the shipped config) sets, not always with the budget."""
+    (tmp_path / "overlay.yaml").write_text(overlay)
+    base = write_config(tmp_path, load_config())
+    (refused,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(base), str(tmp_path / "overlay.yaml")))
+    assert refused.startswith(line), refused
+
+
 def test_more_selection_than_estimation_draws_is_refused_naming_both_keys_and_the_file(tmp_path):
     overlay = tmp_path / "draws.yaml"
     overlay.write_text("certify: {n0: 5000, n: 1000}\n")
@@ -287,12 +313,24 @@ def test_more_selection_than_estimation_draws_is_refused_naming_both_keys_and_th
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("target", ["results/data/digits.json", "notes.txt"], ids=["workflow-output", "not-yaml"])
-def test_a_target_after_configfile_is_named_with_the_fix(tmp_path, target):
-    """``--configfile`` takes every word after it: a target there that Snakemake can read as a mapping
-    reaches the Snakefile, which names it and both fixes (the second is checked to run)."""
-    (tmp_path / target).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / target).write_text('{"n": 1}\n')
+@pytest.mark.parametrize(
+    "target,content",
+    [
+        ("results/tables/table1.csv", None),
+        ("results/figures/certified_cohen_digits.png", None),
+        ("results/digits/cohen/fs/sigma0.25/certify_fixed.tsv", None),
+        ("results/data/digits.json", '{"n": 1}\n'),
+        ("notes.txt", '{"n": 1}\n'),
+    ],
+    ids=["csv", "png", "tsv", "output-read-as-a-mapping", "not-yaml"],
+)
+def test_a_target_after_configfile_is_refused_in_one_line_with_the_fix(tmp_path, target, content):
+    """``--configfile`` takes every word after it: a target there, on a fresh tree (where Snakemake
+    itself would fail opening it) or one a config file could be read from, is named with both fixes
+    in one line before Snakemake reads a config file (the second fix is checked to run)."""
+    if content is not None:
+        (tmp_path / target).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / target).write_text(content)
     config = write_config(tmp_path, load_config())
     (line,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(config), target))
     assert line.startswith(f"--configfile {target}: "), line
@@ -300,6 +338,30 @@ def test_a_target_after_configfile_is_named_with_the_fix(tmp_path, target):
     assert f"(snakemake --configfile config.yaml -- {target})" in line
     fixed = snakemake(tmp_path, "-n", "--configfile", str(config), "--", "results/tables/table1.csv")
     assert fixed.returncode == 0 and job_counts(fixed.stdout)["best_table"] == 1, fixed.stdout + fixed.stderr
+
+
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        ("certify:\n  n0: 100\n   n: 1000\n", "overlay.yaml, line 3, column 5: not valid YAML: "),
+        ("methods: [cohen, smoothadv\n", "overlay.yaml, line 2, column 1: not valid YAML: "),
+        ("- cohen\n", "config file overlay.yaml holds list, not a mapping of key: value"),
+    ],
+    ids=["indentation", "unclosed-list", "not-a-mapping"],
+)
+def test_a_config_file_snakemake_cannot_read_is_named_with_its_line(tmp_path, text, where):
+    (tmp_path / "overlay.yaml").write_text(text)
+    config = write_config(tmp_path, load_config())
+    (line,) = refusal(snakemake(tmp_path, "-n", "--configfile", str(config), str(tmp_path / "overlay.yaml")))
+    assert line.startswith(where), line
+
+
+def test_a_yaml_mistake_in_the_embedded_default_config_is_named_with_its_line(tmp_path):
+    """Without --configfile the Snakefile reads config/config.yaml (from the working directory)."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text("seed: 0\n  device: auto\n")
+    (line,) = refusal(snakemake(tmp_path, "-n"))
+    assert line.startswith("config/config.yaml, line 2, column 9: not valid YAML: "), line
 
 
 def test_a_method_no_dataset_gives_a_sigma_grid_for_stops_the_dag_naming_the_key(tmp_path):
@@ -391,7 +453,7 @@ def test_missing_imagenet_images_stop_the_dag_naming_each_folder_where_to_get_th
         ),
         (
             lambda c: c["optimize_sigma"].update(min_sigma=0.3),
-            "optimize_sigma for results/mnist5k/cohen/fs/sigma0.25: sigma0=0.25 lies outside [min_scale, max_scale]",
+            "optimize_sigma for results/mnist5k/cohen/fs/sigma0.25: sigma0=0.25 lies outside [min_sigma, max_sigma]",
         ),
         (
             lambda c: c["grid_search"].update(n=[3]),

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 import yaml
-from workflow_helpers import REPO, finished_tree, load_config, scheduled, snakemake, write_config
+from reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
+from workflow_helpers import REPO, finished_tree, load_config, refusal, scheduled, snakemake, write_config
 
-from ddrs.pipeline.reruns import JOB_KINDS, KEYWORD, kind_of_rule, kinds_of, schema_classes
 from ddrs.training.config import SPEED_FIELDS, TrainConfig
 
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
@@ -68,6 +68,18 @@ def sources(jobs):
 def test_a_finished_tree_under_its_own_config_schedules_nothing(tree):
     workdir, config = tree
     assert scheduled(workdir, config) == []
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".png", ".tsv"])
+def test_an_output_of_a_finished_tree_after_configfile_is_refused_in_one_line(tree, suffix):
+    """Once the run has made a target, Snakemake would read it as one more config file ("keys at top
+    level", or a table parsed as YAML): it is refused before that, naming both fixes."""
+    workdir, config = tree
+    target = str(next((workdir / "results").rglob(f"*{suffix}")).relative_to(workdir))
+    (line,) = refusal(snakemake(workdir, "-n", "--configfile", str(config), target))
+    assert line.startswith(f"--configfile {target}: a file under results/ (a workflow output), read as a config"), line
+    assert f"(snakemake {target} --configfile config.yaml)" in line
+    assert f"(snakemake --configfile config.yaml -- {target})" in line
 
 
 def test_training_options_retrain_every_model_and_what_follows_from_it(tree):
@@ -199,7 +211,7 @@ def test_under_sequential_mode_the_stopping_rule_and_the_radii_recertify(mode_tr
     assert found <= kinds_of(leaf, mode)
 
 
-# --- the classification of every config key (the schema's x-reruns, ddrs.pipeline.reruns) ---
+# --- the classification of every config key (the schema's x-reruns, tests/reruns.py) ---
 
 #: one edit per config leaf that the digits tree can show (leaf, overlay, whether nothing need run:
 #: the edit only removes outputs, or the tree holds no job of the key's class, as the stopping rule's
@@ -283,6 +295,7 @@ EDITS = [
     ("grid_search.budget", {"grid_search": {"budget": 100}}, False),
     ("grid_search.low", {"grid_search": {"low": 0.2}}, False),
     ("grid_search.high", {"grid_search": {"high": 0.9}}, False),
+    ("semi_elastic.rate", {"semi_elastic": {"rate": 0.2}}, False),
 ]
 
 

@@ -116,8 +116,8 @@ def test_table1_has_the_papers_rows_and_columns(run_dir):
     bounds = [f"{c}_{end}" for c in metrics for end in ("low", "high")]
     assert list(table.columns) == ["dataset", "variant", "train", "certify", *metrics, *bounds]
     assert (table["ACR_per_input_best"] >= table["ACR_per_log"]).all()
-    assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²"]
-    assert table[["train", "certify"]].values.tolist() == [["FS", "FS"], ["FS", "DS"], ["DS", "DS"]]
+    assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²", "Cohen-IDRS"]
+    assert table[["train", "certify"]].values.tolist() == [["FS", "FS"], ["FS", "DS"], ["DS", "DS"], ["FS", "IDRS"]]
     accuracy = table[radii].to_numpy()
     assert ((accuracy >= 0) & (accuracy <= 100)).all()
     assert (accuracy[:, 0] > 50).all(), "clean certified accuracy on digits should be far above chance"

@@ -56,19 +56,21 @@ def test_the_slurm_profile_runs_the_pipeline_through_sbatch(slurm, tmp_path):
     assert result.returncode == 0, output[-6000:]
 
     submitted = output.count("has been submitted with SLURM jobid")
-    # prepare_data, 2 train, certify_fixed, 2 data-dependent certify (Algorithm 1, then CERTIFY and memory), the table
-    assert submitted == 7, output[-6000:]
+    # prepare_data, 2 train, certify_fixed, 2 data-dependent certify (Algorithm 1, then CERTIFY and memory),
+    # the semi-elastic certification (Cohen-IDRS), the table
+    assert submitted == 8, output[-6000:]
     # every job's SLURM log, named by its SLURM job id: the jobs really ran on the cluster
     slurm_logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log"))
     rules = {
         "rule_train",
         "rule_certify_fixed",
         "rule_certify_data_dependent_digits",
+        "rule_certify_semi_elastic",
         "rule_best_table",
     }
     assert {path.parent.parent.name for path in slurm_logs} >= rules  # rule_<name>/<wildcards>/<jobid>.log
     assert all(path.stem.isdigit() for path in slurm_logs)
 
     table = pd.read_csv(tmp_path / "results" / "tables" / "table1.csv")
-    assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²"]
+    assert table["variant"].tolist() == ["Cohen", "Cohen-DS", "Cohen-DS²", "Cohen-IDRS"]
     assert (table["0.00"] > 50).all()

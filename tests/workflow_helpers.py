@@ -94,6 +94,19 @@ def forked_snakemake(argv: list[str], *, cwd: Path, env: dict[str, str], timeout
     return subprocess.CompletedProcess(["snakemake", *argv], os.waitstatus_to_exitcode(waited[1]), *text)
 
 
+#: what Snakemake prints first on every run, having read the workflow profile (profiles/default)
+PROFILE_NOTICE = re.compile(r"Using workflow specific profile \S+ for setting default command line arguments\.")
+
+
+def refusal(result: subprocess.CompletedProcess) -> list[str]:
+    """The lines of a refused run's message, which is all it prints but Snakemake's notice that it read
+    the workflow profile: no line naming a workflow file and line, no frame."""
+    assert result.returncode != 0
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if not PROFILE_NOTICE.fullmatch(line)]
+    assert not any(line.startswith(("WorkflowError", "  File ")) or "Snakefile" in line for line in lines), lines
+    return lines
+
+
 def job_counts(output: str) -> dict[str, int]:
     """The "Job stats" table of a Snakemake run or dry-run, as {rule: count}."""
     block = output.split("Job stats:", 1)[1]

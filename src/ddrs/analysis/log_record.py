@@ -3,7 +3,8 @@
 A :class:`LogRecord` names one certification log and the setting that produced it (dataset,
 training method, fixed- or data-dependent training and certification, σ₀, K). The paper's row
 names follow from it: COHEN, COHEN-DS (certification only) and COHEN-DS² (training and
-certification), DDRS §4.1–4.4; ``-GDS-n-<n>`` is the grid-search baseline of Appendix B.
+certification), DDRS §4.1–4.4; ``-GDS-n-<n>`` is the grid-search baseline of Appendix B; ``-IDRS``
+the fixed-σ model certified with Súkeník et al.'s semi-elastic σ(x) (ours, not the paper's).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ddrs.errors import LogFormatError
 from ddrs.logs.certification_log import read_log
 from ddrs.methods import MATCH_SEPARATOR, TRAIN_MODES, get_method, variant_params
 
-CERTIFY_MODES = ("fs", "ds", "gds")
+CERTIFY_MODES = ("fs", "ds", "gds", "idrs")
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,8 +28,9 @@ class LogRecord:
     """One certification log and the setting that produced it.
 
     ``log`` is a path (read with :func:`ddrs.logs.certification_log.read_log`) or an already-read DataFrame.
-    ``certify_mode`` is ``fs`` (fixed σ), ``ds`` (Algorithm 1 + memory, Algorithm 3) or ``gds``
-    (Appendix B grid search with ``samples`` noise draws per candidate). ``K`` is the number of
+    ``certify_mode`` is ``fs`` (fixed σ), ``ds`` (Algorithm 1 + memory, Algorithm 3), ``gds``
+    (Appendix B grid search with ``samples`` noise draws per candidate) or ``idrs`` (Súkeník et al.'s
+    semi-elastic σ(x) and their certificate, :mod:`ddrs.core.semi_elastic`). ``K`` is the number of
     Algorithm 1 iterations (``None`` for fixed σ). ``variant`` overrides the derived row name
     (e.g. ``"MACER-DS² (n=8)"`` of Appendix H.3). ``sigma_log`` is the σ log that chose the
     log's scales (``ds``, ``gds``): its ``time`` column is Appendix F's cost of choosing σ.
@@ -74,6 +76,8 @@ class LogRecord:
         method = display_name(self.method)
         if self.certify_mode == "gds":
             return f"{method}-GDS-n-{self.samples}"
+        if self.certify_mode == "idrs":
+            return f"{method}-IDRS"
         if self.certify_mode == "fs":
             return method if self.train_mode == "fs" else f"{method} (DS-trained, FS-certified)"
         return f"{method}-DS²" if self.train_mode == "ds" else f"{method}-DS"

@@ -297,6 +297,17 @@ def selection_optimism_caption(alpha: float = 0.05) -> str:
     )
 
 
+def semi_elastic_caption(method: str, rate: float, k: int) -> str:
+    """What a best table's Method-IDRS row is and which guarantee each data-dependent row carries
+    (docs/protocol.md, "A soundly certified data-dependent row")."""
+    return (
+        f"{method}-IDRS (ours, not in the DDRS paper): the fixed-σ models certified with Súkeník et al.'s "
+        f"(ICML 2022) σ(x) = σ₀·exp(r(d̄_k(x) − m)), r = {rate:g}, d̄_k the mean distance to the k = {k} nearest "
+        "training inputs, by their certificate for an r-semi-elastic σ(x): sound for every query alone, "
+        f"where {method}-DS's radii hold for the classifier with its memory of earlier certificates (DDRS §3.5)."
+    )
+
+
 def best_table_caption(
     method: str,
     *,

@@ -10,7 +10,8 @@ ends with its work line on stderr (:func:`~ddrs.logs.work_time.report_work`), bu
 is for a reader to the last line (``ddrs show``) sets ``work_line=False``.
 The commands only the workflow runs (:data:`INTERNAL`) run when named but are not listed by
 ``ddrs --help``. Help prints as plain text: the module docstrings that describe the commands keep
-their Sphinx markup, which :class:`PlainTextParser` drops.
+their Sphinx markup, which :class:`PlainTextParser` drops, a cross-reference printing as the name it
+ends with (no help names a module path).
 """
 
 from __future__ import annotations
@@ -35,19 +36,20 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 #: the commands only the workflow runs (its jobs' documents, chains in one process)
-INTERNAL = frozenset({"batch", "job"})
+INTERNAL = frozenset({"batch", "build", "job"})
 
-#: Sphinx markup in a docstring: ``code`` and :role:`target` (``~`` keeps the target's last name)
+#: Sphinx markup in a docstring: ``code`` and :role:`target` (``~`` or not)
 _LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
-_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`")
 
 
 def plain_text(text: str | None) -> str | None:
-    """``text`` without its Sphinx markup: ``x`` and :role:`x` print as x, :role:`~a.b.x` as x."""
+    """``text`` without its Sphinx markup: ``x`` prints as x, :role:`a.b.x` and :role:`~a.b.x` as x
+    (a command's user reads names, not the module paths behind them)."""
     if text is None:
         return None
     text = _LITERAL.sub(r"\1", text)
-    return _ROLE.sub(lambda role: role[2].rsplit(".", 1)[-1] if role[1] else role[2], text)
+    return _ROLE.sub(lambda role: role[1].rsplit(".", 1)[-1], text)
 
 
 class PlainTextParser(argparse.ArgumentParser):

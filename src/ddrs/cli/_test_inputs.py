@@ -36,7 +36,12 @@ def add_parser(subparsers, name: str, help: str, description: str | None, verb: 
         "which must be the one the checkpoint was trained on",
     )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, …")
-    parser.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS))
+    parser.add_argument(
+        "--precision",
+        default="fp32",
+        choices=sorted(PRECISIONS),
+        help="the base classifier's forward passes: fp32, or autocast to bf16 / fp16 (faster on GPUs)",
+    )
     return parser
 
 

@@ -1,4 +1,4 @@
-"""``ddrs certify``: Cohen et al.'s CERTIFY over a test set, with a fixed scale or σ*ₓ from a σ log.
+"""``ddrs certify``: Cohen et al.'s CERTIFY over a test set, with a fixed σ or σ*ₓ from a σ log.
 
 Several σ-log columns certify in one process (``--k 50 100 200`` or ``--sigma-column A B`` with one
 ``--out`` each): the model and data load once, and each output is its own resumable log, written
@@ -37,14 +37,14 @@ def _batch(value: str) -> int | None:
 
 
 #: the command's line in ``ddrs --help``
-COMMAND_HELP = "certify test inputs with a fixed smoothing scale or per-input scales (certification log)"
+COMMAND_HELP = "certify test inputs with a fixed σ or one σ per input (certification log)"
 
 
 def add_parser(subparsers) -> None:
     parser = _test_inputs.add_parser(subparsers, "certify", COMMAND_HELP, __doc__, verb="certified")
-    scale = parser.add_mutually_exclusive_group(required=True)
-    scale.add_argument("--sigma", type=float, help="one σ for every input (λ for uniform noise)")
-    scale.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one scale per input")
+    sigma = parser.add_mutually_exclusive_group(required=True)
+    sigma.add_argument("--sigma", type=float, help="one σ for every input (λ for uniform noise)")
+    sigma.add_argument("--sigma-log", help="σ log of `ddrs optimize-sigma`: one σ per input")
     parser.add_argument(
         "--k",
         type=int,
@@ -75,6 +75,25 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="run the base classifier through torch.compile, once for every log of the job",
     )
+    _add_sequential_options(parser)
+    parser.add_argument(
+        "--out",
+        required=True,
+        nargs="+",
+        metavar="LOG",
+        help="the certification log(s) to write, one per σ-log column (each resumes from <LOG>.partial)",
+    )
+    parser.add_argument(
+        "--memory-out",
+        nargs="+",
+        metavar="LOG",
+        help="also write each --out log made sound by Algorithm 3 (one per --out, same order)",
+    )
+    parser.set_defaults(run=run, check=check)
+
+
+def _add_sequential_options(parser: argparse.ArgumentParser) -> None:
+    """The options of sequential certification (:class:`~ddrs.core.settings.SequentialSettings`), one group."""
     sequential = parser.add_argument_group(
         "sequential certification", "with --mode sequential: draw in looks until every radius is decided, at most --n"
     )
@@ -84,7 +103,13 @@ def add_parser(subparsers) -> None:
         choices=CERTIFY_MODES,
         help="fixed: Cohen's n draws per input; sequential: until a confidence sequence decides every --radii",
     )
-    sequential.add_argument("--sequence", default=SequentialSettings.sequence, choices=SEQUENCES)
+    sequential.add_argument(
+        "--sequence",
+        default=SequentialSettings.sequence,
+        choices=SEQUENCES,
+        help="the test that decides the radii: a confidence sequence for p_A (betting, union_cp, betting_cp) "
+        "or one test per radius (grid)",
+    )
     sequential.add_argument(
         "--radii", type=float, nargs="+", default=SequentialSettings.radii, help="the radius grid to decide (0 always)"
     )
@@ -111,23 +136,9 @@ def add_parser(subparsers) -> None:
         "--acr-fraction",
         type=float,
         default=SequentialSettings.acr_fraction,
-        help="go on while the radius could still grow by more than this fraction of the scale (for ACR)",
+        help="go on while the radius could still grow by more than this fraction of σ (for ACR)",
     )
     sequential.add_argument("--pool", type=int, default=SequentialSettings.pool, help="inputs in flight (speed only)")
-    parser.add_argument(
-        "--out",
-        required=True,
-        nargs="+",
-        metavar="LOG",
-        help="the certification log(s) to write, one per σ-log column (each resumes from <LOG>.partial)",
-    )
-    parser.add_argument(
-        "--memory-out",
-        nargs="+",
-        metavar="LOG",
-        help="also write each --out log made sound by Algorithm 3 (one per --out, same order)",
-    )
-    parser.set_defaults(run=run, check=check)
 
 
 def check(args: argparse.Namespace) -> tuple[CertifySettings, DeviceSettings]:
@@ -177,7 +188,7 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 
 
 def _jobs(args: argparse.Namespace) -> list[tuple[str, float | dict[int, float], str]]:
-    """``(what, scales, out)`` of every log to write, the σ log read before the model loads.
+    """``(what, sigmas, out)`` of every log to write, the σ log read before the model loads.
 
     In a batch the σ log may be written by an earlier command, so :func:`check` does not read it.
     """

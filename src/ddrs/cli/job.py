@@ -18,6 +18,9 @@ change here; ``--speed`` gives the settings that change only how fast it runs
   ``threads`` and ``search_batch`` its σ search sums with: σ per input into
   ``--sigma-log``, then CERTIFY at every column it wrote (``--out``, one per K) and Algorithm 3
   (``--memory-out``), the model and data loaded once;
+- ``semi_elastic_certification`` (``inputs``, ``sigma``, ``semi_elastic``, ``certify``): Súkeník et
+  al.'s semi-elastic σ(x) into ``--sigma-log``, CERTIFY at it (the first ``--out``) and their
+  certificate (the second);
 - ``gradient_norms`` (``inputs``, ``sigma``, ``method``, ``precision``): the gradient norms of
   ``ddrs gradient-norms`` (``--out``).
 """
@@ -33,8 +36,15 @@ from typing import Any
 
 #: the kinds of job a document names (its ``kind``), each the :class:`~ddrs.pipeline.job_plan.JobPlan`
 #: method that makes it: CERTIFY with one σ, σ per input by Algorithm 1 or by the Appendix-B grid and
-#: then CERTIFY with it, and Sun et al.'s gradient norms
-KINDS = ("fixed_certification", "data_dependent_certification", "grid_search_certification", "gradient_norms")
+#: then CERTIFY with it, Súkeník et al.'s semi-elastic σ(x) certified by their theorem, and Sun et
+#: al.'s gradient norms
+KINDS = (
+    "fixed_certification",
+    "data_dependent_certification",
+    "grid_search_certification",
+    "semi_elastic_certification",
+    "gradient_norms",
+)
 
 #: the command's line in ``ddrs --help``
 COMMAND_HELP = "run one workflow job (certification, σ search, gradient norms) from its JSON document"
@@ -94,22 +104,14 @@ def gradient_norm_job(document: Mapping[str, Any], checkpoint: str, outs: Sequen
 def run(args: argparse.Namespace) -> None:
     from ddrs.data import saved_split
     from ddrs.jobs.provenance_record import record
+    from ddrs.jobs.runner import JobFiles, run_certification
 
     document = read_document(args.config)
+    files = JobFiles(args.checkpoint, args.out, args.sigma_log, args.memory_out)
     if kind_of(document) == "gradient_norms":
         gradient_norm_job(document, args.checkpoint, args.out)
     else:
-        from ddrs.jobs.runner import run_certification
-
-        run_certification(
-            document,
-            json.loads(args.speed),
-            checkpoint=args.checkpoint,
-            outs=args.out,
-            sigma_log=args.sigma_log,
-            memory_outs=args.memory_out,
-        )
-    outputs = [*args.out, *(args.memory_out or []), *([args.sigma_log] if args.sigma_log else [])]
+        run_certification(document, json.loads(args.speed), files)
     data = document["inputs"]
     read = [args.checkpoint, saved_split(data["dataset"], data["data_root"], data["seed"]), args.sigma_log]
-    record(outputs, kind_of(document), document, read)
+    record(files.written, kind_of(document), document, read)

@@ -42,7 +42,7 @@ def add_parser(subparsers) -> None:
         help="your log: its name on the leaderboard (each once), the σ it was certified at, the file (repeat for "
         "several); its idx must be exactly one published input set's",
     )
-    rank.add_argument("--families", default=None, help="families CSV (default: the one shipped in ddrs.published)")
+    rank.add_argument("--families", default=None, help="families CSV (default: the one shipped with ddrs)")
     rank.add_argument("--arch", default="", help="your model's architecture as the registry spells it (resnet110)")
     rank.add_argument(
         "--n",
@@ -71,7 +71,7 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         ("--method", "our method name, or external"),
     ):
         select.add_argument(option, action="append", default=None, metavar=option.strip("-").upper(), help=what)
-    parser.add_argument("--registry", default=None, help="registry CSV (default: the one shipped in ddrs.published)")
+    parser.add_argument("--registry", default=None, help="registry CSV (default: the one shipped with ddrs)")
     parser.add_argument("--cache", required=True, help="cache directory: logs land at <cache>/<repo>/<commit>/<path>")
     parser.add_argument(
         "--mirror",

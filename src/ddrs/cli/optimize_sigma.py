@@ -21,12 +21,14 @@ from ddrs.core.settings import (
 )
 
 #: the command's line in ``ddrs --help``
-COMMAND_HELP = "per-input smoothing scale by Algorithm 1 (snapshots at every K) or grid search"
+COMMAND_HELP = "σ per test input by Algorithm 1 (snapshots at every K) or grid search"
 
 
 def add_parser(subparsers) -> None:
     parser = _test_inputs.add_parser(subparsers, "optimize-sigma", COMMAND_HELP, __doc__, verb="optimised")
-    parser.add_argument("--sigma0", type=float, required=True, help="initial scale σ₀ (also used to find c_A)")
+    parser.add_argument(
+        "--sigma0", type=float, required=True, help="initial σ₀, λ₀ for uniform noise (also used to find c_A)"
+    )
     parser.add_argument("--k", type=int, nargs="+", default=[100], help="steps K at which to record σ (0 = σ₀)")
     parser.add_argument("--n", type=int, default=1, help="noise samples per gradient step (paper: 1)")
     parser.add_argument("--lr", type=float, default=1e-4, help="step size α (paper: 1e-4)")
@@ -50,8 +52,8 @@ def add_parser(subparsers) -> None:
     grid.add_argument("--grid-search", action="store_true", help="pick σ from a grid instead of Algorithm 1")
     grid.add_argument("--grid-n", type=int, default=1, help="samples per grid point (grid size = budget / n)")
     grid.add_argument("--grid-budget", type=int, default=GRID_BUDGET, help="base-classifier evaluations per input")
-    grid.add_argument("--grid-min", type=float, default=0.12, help="smallest grid scale")
-    grid.add_argument("--grid-max", type=float, default=1.0, help="largest grid scale")
+    grid.add_argument("--grid-min", type=float, default=0.12, help="smallest σ of the grid")
+    grid.add_argument("--grid-max", type=float, default=1.0, help="largest σ of the grid")
     parser.set_defaults(run=run, check=check)
 
 
@@ -67,9 +69,7 @@ def check(args: argparse.Namespace) -> Algorithm1Settings | GridSearchSettings:
     if args.grid_search:
         grid = grid_for_budget(args.grid_min, args.grid_max, args.grid_n, args.grid_budget)
         return settings_from(GridSearchSettings, vars(args), noise=noise, grid=grid.tolist(), n=args.grid_n)
-    return settings_from(
-        Algorithm1Settings, vars(args), noise=noise, steps=args.k, min_scale=args.min_sigma, max_scale=args.max_sigma
-    )
+    return settings_from(Algorithm1Settings, vars(args), noise=noise, steps=args.k)
 
 
 def run(args: argparse.Namespace) -> None:

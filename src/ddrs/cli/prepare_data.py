@@ -12,11 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from ddrs.data import DATASETS
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("prepare-data", help=__doc__.splitlines()[0].split(": ", 1)[1])
-    parser.add_argument("--dataset", required=True)
-    parser.add_argument("--data-root", default="data")
+    parser.add_argument("--dataset", required=True, help=f"the dataset to prepare: {', '.join(DATASETS)}")
+    parser.add_argument(
+        "--data-root", default="data", help="where datasets are downloaded, and ImageNet's ImageFolder lies"
+    )
     parser.add_argument("--seed", type=int, default=0, help="fixes the digits / mnist5k train/test split")
     parser.add_argument("--out", required=True, help="JSON summary (the workflow's marker)")
     parser.set_defaults(run=run)

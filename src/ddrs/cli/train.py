@@ -1,11 +1,12 @@
 """``ddrs train``: train (or resume, or fine-tune) a smoothed classifier with fixed or data-dependent σ.
 
-Every field of :class:`ddrs.training.TrainConfig` is a flag (``--weight-decay`` for
+Every field of :class:`~ddrs.training.TrainConfig` is a flag (``--weight-decay`` for
 ``weight_decay``) and a YAML key (``--config FILE.yaml``, or ``-`` for standard input); every
 hyper-parameter of a registered method is a flag ``--<method>-<field>`` (underscores become
-hyphens: ``--easy-focus-start-epoch``) and a key of the YAML section named after the method
-(:mod:`ddrs.methods`). Flags override the file, the file
-overrides the defaults.
+hyphens: ``--easy-focus-start-epoch``) and a key of the YAML section named after the method.
+Flags override the file, the file overrides the defaults. ``--help`` folds the methods' own
+options and those of data, device and speed away: ``--help-method METHOD`` shows one method's,
+``--help-all`` every option.
 """
 
 from __future__ import annotations
@@ -16,46 +17,85 @@ import typing
 
 import yaml
 
+from ddrs.data import DATASETS
 from ddrs.methods import METHODS
 from ddrs.training.config import CHOICES as OPTION_CHOICES
 from ddrs.training.config import SPEED_FIELDS, TrainConfig, read_yaml
 
+#: the group of TrainConfig's fields that ``--help`` folds away with the methods' own options
+FOLDED = "data, device and speed"
+#: TrainConfig's fields in the groups ``ddrs train --help`` shows them in (a test checks each is in one)
+GROUPS = {
+    "the run": ("dataset", "arch", "method", "sigma", "train_mode", "epochs", "init", "replicate", "seed"),
+    "optimiser and schedule (Cohen et al.'s train.py)": (
+        *("batch_size", "lr", "momentum", "nesterov", "weight_decay", "lr_step", "lr_gamma", "lr_milestones"),
+        *("lr_drop", "noise_batching"),
+    ),
+    "Algorithm 2 (DDRS §3.6; train-mode ds)": (
+        *("warmup_epochs", "k", "n", "sigma_lr", "min_sigma", "sigma_objective", "sigma_clamp", "c_a", "c_a_n0"),
+        "sigma_model_mode",
+    ),
+    FOLDED: (
+        *("uniform_convention", "data_root", "augment", "eval_max", "device", "precision", "memory_format"),
+        *("feed", "num_workers", "pin_memory", "activation_checkpoints"),
+    ),
+}
 HELP = {
-    "dataset": "dataset name (ddrs.data.DATASETS)",
-    "arch": "architecture (ddrs.models.ARCHS)",
-    "method": "training method (ddrs.methods.METHODS)",
+    "dataset": f"dataset: {', '.join(DATASETS)}",
+    "arch": "architecture (mlp, cnn, resnet18, resnet50, …; an unknown one is refused with the list)",
+    "method": f"training method: {', '.join(METHODS)}",
     "sigma": "σ₀: the fixed σ (fs) or every example's initial σ (ds); the half-width λ for uniform noise",
     "train_mode": "fs = fixed σ, ds = data-dependent σ per example (DDRS Algorithm 2)",
+    "epochs": "training epochs (Cohen et al.: 90; DDRS CIFAR-10: 200)",
+    "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
+    "replicate": "the training run: r > 0 draws every training seed (weights, data order, augmentation, noise) "
+    "from its own seed, on the same data split; 0 = the single run of earlier versions",
+    "seed": "seed of the data split and, for replicate 0, of every training stream",
+    "batch_size": "inputs per SGD step",
+    "lr": "SGD learning rate",
+    "momentum": "SGD momentum",
+    "nesterov": "Nesterov momentum",
+    "weight_decay": "SGD weight decay",
+    "lr_step": "multiply the lr by --lr-gamma every this many epochs",
+    "lr_gamma": "the lr's factor at each decay",
     "lr_milestones": "epochs at which the lr is multiplied by --lr-gamma (replaces --lr-step)",
     "lr_drop": "the epoch a decay takes effect in: paper = at its milestone; late = one epoch after it "
     "(Jeong & Shin's scheduler.step(epoch) after each epoch); early = one epoch before it (MACER's "
     "scheduler.step() before each epoch, since torch 1.1)",
-    "warmup_epochs": "ds: epochs with K = 0 (fixed σ) before Algorithm 1 runs (paper CIFAR-10: 50)",
-    "k": "ds: Algorithm 1 steps per batch (paper: 1)",
-    "n": "ds: Monte Carlo draws per Algorithm 1 step (paper: 1; MACER: 8)",
-    "sigma_lr": "ds: Algorithm 1 step size α (paper: 1e-4)",
-    "min_sigma": "ds: lower bound on σᵢ",
-    "sigma_objective": "ds: Algorithm 1's objective: 'released' (the authors' code) or 'fixed_class' (Eq. 2/3)",
-    "sigma_clamp": "ds: clamp of E_A, E_B before Φ⁻¹ (default: the objective's, 0.02 / 1e-6)",
-    "c_a": "ds, fixed_class: c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction",
-    "sigma_model_mode": "ds: the model's mode during Algorithm 1: eval = batch-norm on running statistics; "
-    "train = batch statistics of the noisy batch, updating the running ones (the DDRS training scripts)",
-    "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
-    "eval_max": "test inputs scored for the per-epoch log",
-    "replicate": "the training run: r > 0 draws every training seed (weights, data order, augmentation, noise) "
-    "from its own seed, on the same data split; 0 = the single run of earlier versions",
     "noise_batching": "whole = batch_size inputs per SGD step, each with its m noisy copies; split = the authors': "
     "every batch cut into m chunks, one step each (for the methods whose authors do so)",
-    "init": "fine-tune from this ddrs checkpoint (same arch and dataset)",
+    "warmup_epochs": "epochs with K = 0 (fixed σ) before Algorithm 1 runs (paper CIFAR-10: 50)",
+    "k": "Algorithm 1 steps per batch (paper: 1)",
+    "n": "Monte Carlo draws per Algorithm 1 step (paper: 1; MACER: 8)",
+    "sigma_lr": "Algorithm 1 step size α (paper: 1e-4)",
+    "min_sigma": "lower bound on σᵢ",
+    "sigma_objective": "Algorithm 1's objective: 'released' (the authors' code) or 'fixed_class' (Eq. 2/3)",
+    "sigma_clamp": "clamp of E_A, E_B before Φ⁻¹ (default: the objective's, 0.02 / 1e-6)",
+    "c_a": "with fixed_class, c_A for Algorithm 1: 'clean' = argmax f(x), 'smoothed' = smoothed prediction",
+    "c_a_n0": "with --c-a smoothed: noisy draws that decide c_A",
+    "sigma_model_mode": "the model's mode during Algorithm 1: eval = batch-norm on running statistics; "
+    "train = batch statistics of the noisy batch, updating the running ones (the DDRS training scripts)",
+    "uniform_convention": "read --sigma for uniform noise as the half-width λ or as Yang et al.'s std (λ = σ√3)",
+    "data_root": "where datasets are downloaded, and ImageNet's ImageFolder lies",
+    "augment": "the dataset's training augmentation (random crops and flips on CIFAR-10 and ImageNet)",
+    "eval_max": "test inputs scored for the per-epoch log",
+    "device": "auto, cpu, cuda, cuda:1, …",
+    "precision": "forward and backward passes: fp32, or autocast to bf16 / fp16 (faster on GPUs)",
     "memory_format": "layout of the model and its input batches (auto: channels_last on CUDA, contiguous elsewhere)",
     "feed": "loader = a DataLoader augmenting image by image (torchvision); device = the training split held on the "
     "training device, augmented there per epoch; auto = device for every dataset that fits (all but imagenet)",
     "num_workers": "DataLoader worker processes, kept across epochs (augmentation does not depend on them); "
     "the device feed uses them once, to read the split",
+    "pin_memory": "page-locked batches for asynchronous copies to the GPU (default: on CUDA only)",
     "activation_checkpoints": "cut the training forward pass at this many places; every run but the last keeps "
     "only its input and is recomputed in backward: the same step in less memory, batch-norm included",
 }
 CHOICES = {"method": tuple(METHODS), **OPTION_CHOICES}
+
+
+#: the value a flag takes, as its help names it: by field for the names and paths, else by type
+METAVARS = {"dataset": "NAME", "arch": "NAME", "method": "METHOD", "init": "CHECKPOINT", "data_root": "DIR"}
+TYPE_METAVARS = {int: "INT", float: "FLOAT", str: "TEXT"}
 
 
 def _flag_kwargs(field: dataclasses.Field, annotation, help_text: str) -> dict:
@@ -66,20 +106,40 @@ def _flag_kwargs(field: dataclasses.Field, annotation, help_text: str) -> dict:
     base = next((t for t in typing.get_args(annotation) if t is not type(None)), annotation)
     if base is bool:  # bool or bool | None: --flag / --no-flag
         kwargs["action"] = argparse.BooleanOptionalAction
-    elif typing.get_origin(annotation) is list:
-        kwargs.update(nargs="*", type=int)
+        return kwargs
+    if typing.get_origin(annotation) is list:
+        kwargs.update(nargs="*", type=int, metavar="INT")
     else:
-        kwargs["type"] = base
+        kwargs.update(type=base, metavar=METAVARS.get(field.name, TYPE_METAVARS.get(base)))
     if field.name in CHOICES:
-        kwargs["choices"] = CHOICES[field.name]
+        kwargs.update(choices=CHOICES[field.name], metavar=METAVARS.get(field.name))
     return kwargs
+
+
+class _Help(argparse.Action):
+    """Print the help with the folded option groups (one per method, and :data:`FOLDED`) shown as
+    ``show`` says, and exit: ``--help`` (none), ``--help-all`` (all) or ``--help-method METHOD``."""
+
+    def __init__(self, option_strings, dest, folded=None, show=None, **kwargs) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.folded, self.show = folded, show
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        shown = {values} if isinstance(values, str) else self.show
+        for name, group in self.folded.items():
+            if name not in shown:
+                parser._action_groups.remove(group)  # the parser exits after printing
+        parser.print_help()
+        parser.exit()
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train a smoothed classifier (a method of ddrs.methods; fixed or data-dependent σ)",
+        help="train a smoothed classifier with one of the training methods, at fixed or data-dependent σ",
         description=__doc__,
+        usage="%(prog)s --out CHECKPOINT [--config FILE.yaml] [--OPTION VALUE ...]",
+        add_help=False,
     )
     parser.add_argument("--config", metavar="FILE.yaml", help="YAML file of training options (keys = option names)")
     parser.add_argument("--out", required=True, help="checkpoint to write (<out>.partial while training)")
@@ -93,23 +153,43 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
     hints = typing.get_type_hints(TrainConfig)
-    options = parser.add_argument_group("training options (also YAML keys)")
-    for field in dataclasses.fields(TrainConfig):
-        if field.name != "params":
-            kwargs = _flag_kwargs(field, hints[field.name], HELP.get(field.name, ""))
-            options.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, **kwargs)
-    for method in METHODS.values():
-        group = parser.add_argument_group(f"{method.name} options (also keys of the YAML section {method.name}:)")
-        hints = typing.get_type_hints(method.params)
-        for field in dataclasses.fields(method.params):
-            kwargs = _flag_kwargs(field, hints[field.name], field.metadata.get("help", ""))
-            kwargs["metavar"] = field.name.upper()
-            group.add_argument(
-                f"--{method.name.replace('_', '-')}-{field.name.replace('_', '-')}",
-                dest=_dest(method.name, field),
-                **kwargs,
-            )
+    fields = {field.name: field for field in dataclasses.fields(TrainConfig)}
+    groups = {}
+    for title, names in GROUPS.items():
+        groups[title] = parser.add_argument_group(f"{title} (also YAML keys)")
+        for name in names:
+            kwargs = _flag_kwargs(fields[name], hints[name], HELP[name])
+            groups[title].add_argument(f"--{name.replace('_', '-')}", dest=name, **kwargs)
+    folded = {
+        FOLDED: groups[FOLDED],
+        **{method.name: _add_method_options(parser, method) for method in METHODS.values()},
+    }
+    helps = parser.add_argument_group("help")
+    shown = dict(action=_Help, nargs=0, folded=folded, show=set())
+    helps.add_argument("-h", "--help", help=f"this help, the {FOLDED} options and each method's own left out", **shown)
+    helps.add_argument("--help-all", help="this help with every option", **{**shown, "show": set(folded)})
+    helps.add_argument(
+        "--help-method",
+        choices=tuple(METHODS),
+        metavar="METHOD",
+        help="this help with METHOD's own options",
+        **{**shown, "nargs": None},
+    )
     parser.set_defaults(run=run)
+
+
+def _add_method_options(parser: argparse.ArgumentParser, method) -> argparse._ArgumentGroup:
+    """The group of ``--<method>-<field>`` flags, one per hyper-parameter of ``method``."""
+    group = parser.add_argument_group(f"{method.name} options (also keys of the YAML section {method.name}:)")
+    hints = typing.get_type_hints(method.params)
+    for field in dataclasses.fields(method.params):
+        kwargs = _flag_kwargs(field, hints[field.name], field.metadata.get("help", ""))
+        group.add_argument(
+            f"--{method.name.replace('_', '-')}-{field.name.replace('_', '-')}",
+            dest=_dest(method.name, field),
+            **kwargs,
+        )
+    return group
 
 
 def _dest(method: str, field: dataclasses.Field) -> str:

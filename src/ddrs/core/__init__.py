@@ -11,6 +11,8 @@ In reading order:
 - :mod:`~ddrs.core.sigma`: Algorithm 1 (DDRS §3.2, Eq. 2: σ*ₓ by gradient ascent on the certified
   radius) and the grid-search baseline (Appendix B);
 - :mod:`~ddrs.core.memory`: Algorithm 3 (DDRS §3.5, Appendix C), memory-based certification;
+- :mod:`~ddrs.core.semi_elastic`, :mod:`~ddrs.core.distance_sigma`: Súkeník et al.'s (ICML 2022)
+  certificate of a semi-elastic σ(x), sound without a memory, and their σ(x) design;
 - :mod:`~ddrs.core.certificate`: the abstention and easy/hard vocabulary every layer shares;
 - :mod:`~ddrs.core.seeds`, :mod:`~ddrs.core.philox`, :mod:`~ddrs.core.streams`: per-input noise
   streams, so an input's draws depend only on the config's seed and its idx;

@@ -47,7 +47,8 @@ class TrainingStream(IntEnum):
 
 class StudyStream(IntEnum):
     """The streams of the studies: of one training input in Sun et al.'s gradient-norm study, keyed
-    further by its ``idx``; of the variance budget's re-certifications; of the certificate audit (issue 69)."""
+    further by its ``idx``; of the variance budget's re-certifications; of the certificate audit (issue 69); of the
+    semi-elastic σ(x)."""
 
     P_CORRECT = 20  #: the draws that count p_A (easy or hard)
     GRADIENT = 21  #: the draws of the loss whose gradient is measured
@@ -56,6 +57,7 @@ class StudyStream(IntEnum):
     AUDIT_SIGMA = 24  #: Algorithm 1 at the points an audit's attacker sends (:mod:`ddrs.jobs.audit`), keyed by idx
     AUDIT_ATTACK = 25  #: the soft smoothed classifier's draws of an audit's attacks, keyed by idx
     AUDIT_PREDICT = 26  #: PREDICT's draws confirming an audit's candidates, keyed by idx
+    SEMI_ELASTIC = 27  #: the semi-elastic σ(x)'s reference and calibration subsamples and its check, keyed by draw
 
 
 def derived_seed(seed: int, *keys: int) -> int:

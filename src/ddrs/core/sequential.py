@@ -108,31 +108,27 @@ class BettingSequence(ConfidenceSequence):
     name = "betting"
 
     def bounds(self, correct, draws, look, thresholds=None):
-        a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
-        log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
-        centre = a / n
-
-        def excluded(p):
-            return self._log_wealth(a, n, p, log_mixture) >= math.log(1 / self.alpha)
-
+        excluded, centre = self._excluded(correct, draws)
         lower = self._crossing(excluded, np.zeros_like(centre), centre)
         return lower, self._crossing(excluded, np.ones_like(centre), centre)
 
     def may_tighten(self, correct, draws, lower, upper, thresholds=None):
         """L > ``lower`` needs ``lower`` excluded, M_N(lower) ≥ 1/α, on the centre's left; U < ``upper``
         needs ``upper`` excluded on its right (the bounds are the set's edges on either side)."""
-        a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
-        log_mixture = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5)
-        level, centre = math.log(1 / self.alpha), a / n
-        raises = (centre > lower) & (self._log_wealth(a, n, lower, log_mixture) >= level)
-        return raises | (centre < upper) & (self._log_wealth(a, n, upper, log_mixture) >= level)
+        excluded, centre = self._excluded(correct, draws)
+        return (centre > lower) & excluded(lower) | (centre < upper) & excluded(upper)
 
-    @staticmethod
-    def _log_wealth(a, n, p, log_mixture):
-        """log M_N(p), written without 0·log 0."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_likelihood = np.where(a > 0, a * np.log(p), 0.0) + np.where(n > a, (n - a) * np.log1p(-p), 0.0)
-        return log_mixture - log_likelihood
+    def _excluded(self, correct, draws):
+        """p ↦ M_N(p) ≥ 1/α after ``correct`` of ``draws`` (log M_N written without 0·log 0), and A/N."""
+        a, n = np.broadcast_arrays(np.asarray(correct, dtype=float), np.asarray(draws, dtype=float))
+        log_mixture, level = betaln(a + 0.5, n - a + 0.5) - betaln(0.5, 0.5), math.log(1 / self.alpha)
+
+        def excluded(p):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_likelihood = np.where(a > 0, a * np.log(p), 0.0) + np.where(n > a, (n - a) * np.log1p(-p), 0.0)
+            return log_mixture - log_likelihood >= level
+
+        return excluded, a / n
 
     @staticmethod
     def _crossing(excluded, end, centre):
@@ -445,9 +441,8 @@ def decide(
     if misses is not None:
         if not sequence.anytime:
             raise ValueError(f"{sequence.name} holds at its looks only; it cannot be checked at every draw")
-        start = np.where(look > 1, schedule[np.maximum(look - 2, 0)], 0)
-        missed = np.array([len(m) for m in misses], dtype=np.int64)
-        rows, a, n = miss_prefixes(correct - (draws - start - missed), start, misses)
+        start = np.where(look > 1, schedule[np.maximum(look - 2, 0)], 0)  # each block's first draw
+        rows, a, n = miss_prefixes(correct - (draws - start) + np.array([len(m) for m in misses]), start, misses)
         kept = sequence.may_tighten(a, n, lower[rows], upper[rows], thresholds[rows])
         rows, a, n = rows[kept], a[kept], n[kept]
         inside_lower, inside_upper = sequence.bounds(a, n, look[rows], thresholds[rows])

@@ -1,6 +1,6 @@
 """Sequential CERTIFY over many inputs: a pool of inputs in flight, drawn for in rounds.
 
-Each round draws, in one :func:`ddrs.core.smoothing.sample_predictions` call, the next block of
+Each round draws, in one :meth:`ddrs.core.smoothing.NoiseDraws.predictions` call, the next block of
 every input in the pool: the n0 selection draws of an input that just entered (its c_A is their
 top class, and they are never counted again), else the draws up to its next look
 (:func:`ddrs.core.sequential.look_schedule`), whose misses (draws not of c_A) let the bounds be
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import islice
 from typing import NamedTuple
 
 import numpy as np
@@ -24,10 +26,10 @@ from torch import Tensor, nn
 
 from ddrs.core.certificate import ABSTAIN
 from ddrs.core.device import copy_to
-from ddrs.core.noise import get_noise
-from ddrs.core.sequential import confidence_sequence, decide, look_schedule
+from ddrs.core.noise import SmoothingNoise, get_noise
+from ddrs.core.sequential import ConfidenceSequence, confidence_sequence, decide, look_schedule
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings, resolve_memory_format
-from ddrs.core.smoothing import Smooth, sample_predictions
+from ddrs.core.smoothing import NoiseDraws, Smooth
 from ddrs.core.streams import InputStreams, as_streams
 
 
@@ -44,6 +46,62 @@ class SequentialResult(NamedTuple):
     draws: int
     #: every radius of the grid was decided (False: stopped by the cap)
     decided: bool
+
+
+#: One input in flight, a record of the pool's state (one row per input, filtered as inputs stop):
+#: its row of ``x``, the looks it has done (0: selection only), whether it has drawn its selection
+#: block, c_A, the correct estimation draws so far and its running bounds on p_A.
+IN_FLIGHT = np.dtype(
+    [
+        ("position", np.int64),
+        ("look", np.int64),
+        ("selected", np.bool_),
+        ("top", np.int64),
+        ("correct", np.int64),
+        ("lower", np.float64),
+        ("upper", np.float64),
+    ]
+)
+
+
+def _entering(positions: Sequence[int]) -> np.ndarray:
+    """The records of inputs entering the pool: nothing drawn, bounds [0, 1]."""
+    records = np.zeros(len(positions), dtype=IN_FLIGHT)
+    records["position"], records["upper"] = positions, 1.0
+    return records
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What every round of one :func:`certify_sequentially` call shares: the statistics, the test, the
+    looks' schedule, every input's σ (float64) and the thresholds p_r of its radii."""
+
+    settings: CertifySettings
+    noise: SmoothingNoise
+    sequence: ConfidenceSequence
+    schedule: np.ndarray
+    sigma: Tensor
+    thresholds: np.ndarray
+
+    @classmethod
+    def of(cls, settings: CertifySettings, sigma: Tensor) -> _Rule:
+        """The rule of ``settings`` for inputs at ``sigma``: p_r = the least p̲_A that certifies radius r."""
+        rule, noise, sigma = settings.sequential, get_noise(settings.noise), sigma.double()
+        thresholds = noise.threshold(torch.tensor(rule.radii, dtype=torch.float64)[None, :], sigma[:, None]).numpy()
+        sequence = confidence_sequence(rule.sequence, settings.alpha, settings.n)
+        return cls(
+            settings, noise, sequence, look_schedule(rule.first_look, rule.growth, settings.n), sigma, thresholds
+        )
+
+    def block_sizes(self, pool: np.ndarray) -> np.ndarray:
+        """Each member's draws this round: n0 for its selection, else up to its next look."""
+        blocks = np.diff(self.schedule, prepend=0)
+        return np.where(pool["selected"], blocks[np.minimum(pool["look"], len(blocks) - 1)], self.settings.n0)
+
+    def radius(self, p: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The certified radius of p̲_A = ``p`` for the inputs at ``positions``."""
+        sigma = self.sigma[positions.tolist()]
+        return self.noise.radius(torch.from_numpy(p), sigma).numpy()
 
 
 def certify_sequentially(
@@ -63,87 +121,87 @@ def certify_sequentially(
     ``device_settings``, resolved for ``device`` (:func:`ddrs.core.device.prepare_certification`), the
     forward batch and the inputs' memory format.
     """
-    rule = settings.sequential
-    noise = get_noise(settings.noise)
-    sequence = confidence_sequence(rule.sequence, settings.alpha, settings.n)
-    schedule = look_schedule(rule.first_look, rule.growth, settings.n)
-    blocks = np.diff(schedule, prepend=0)
-    channels_last, batch_size = device_settings.channels_last, device_settings.batch_size
-    capacity = rule.pool or max(1, math.ceil(batch_size / min(settings.n0, rule.first_look)))
-    sigma = sigma.double()
-    radii = torch.tensor(rule.radii, dtype=torch.float64)
-    thresholds = noise.threshold(radii[None, :], sigma[:, None]).numpy()
-
-    # per input in the pool (parallel arrays): position in x, look done (0: selection only), c_A, counts, bounds
-    members: list[int] = []
-    look = np.zeros(0, dtype=np.int64)
-    top = np.zeros(0, dtype=np.int64)
-    correct = np.zeros(0, dtype=np.int64)
-    lower = np.zeros(0)
-    upper = np.zeros(0)
-    queue = iter(range(len(x)))
-    selected = np.zeros(0, dtype=bool)  # the member has drawn its selection block
+    rule = _Rule.of(settings, sigma)
+    draws = NoiseDraws.certifying(settings, device_settings, streams, num_classes)
+    first = min(settings.n0, settings.sequential.first_look)
+    capacity = settings.sequential.pool or max(1, math.ceil(device_settings.batch_size / first))
+    queue, pool = iter(range(len(x))), np.zeros(0, dtype=IN_FLIGHT)
     while True:
-        arrivals = [i for _, i in zip(range(capacity - len(members)), queue, strict=False)]
-        members += arrivals
-        look = np.concatenate([look, np.zeros(len(arrivals), dtype=np.int64)])
-        top = np.concatenate([top, np.zeros(len(arrivals), dtype=np.int64)])
-        correct = np.concatenate([correct, np.zeros(len(arrivals), dtype=np.int64)])
-        lower = np.concatenate([lower, np.zeros(len(arrivals))])
-        upper = np.concatenate([upper, np.ones(len(arrivals))])
-        selected = np.concatenate([selected, np.zeros(len(arrivals), dtype=bool)])
-        if not members:
+        pool = np.concatenate([pool, _entering(list(islice(queue, capacity - len(pool))))])
+        if not len(pool):
             return
-        nums = np.where(selected, blocks[np.minimum(look, len(blocks) - 1)], settings.n0)
-        pool_x, pool_sigma = copy_to(x[members], device), sigma[members].to(x.dtype)
-        predictions = sample_predictions(
-            model, pool_x, pool_sigma, nums.tolist(), noise, batch_size, streams.select(members),
-            settings.precision, channels_last=channels_last, num_classes=num_classes,
-        ).cpu().numpy()  # fmt: skip
-        drawn = np.split(predictions, np.cumsum(nums)[:-1])
-        for m in np.flatnonzero(~selected):
-            top[m] = np.bincount(drawn[m], minlength=num_classes).argmax()
-        rows = np.flatnonzero(selected)  # the members that drew estimation draws this round
-        misses = [np.flatnonzero(drawn[r] != top[r]) for r in rows]
-        correct[rows] += nums[rows] - np.array([len(m) for m in misses], dtype=np.int64)
-        look[rows] += 1
-        selected[:] = True
+        positions = pool["position"].tolist()
+        round_draws = replace(draws, generator=streams.select(positions))
+        sizes = rule.block_sizes(pool)
+        predictions = round_draws.predictions(
+            model, copy_to(x[positions], device), rule.sigma[positions].to(x.dtype), sizes.tolist()
+        )
+        rows, misses = _count(pool, np.split(predictions.cpu().numpy(), np.cumsum(sizes)[:-1]), num_classes)
         if not rows.size:
             continue
-        member_sigma = sigma[[members[r] for r in rows]].numpy()
-        decision = decide(
-            sequence,
-            schedule,
-            look[rows],
-            correct[rows],
-            lower[rows],
-            upper[rows],
-            thresholds[[members[r] for r in rows]],
-            misses=misses if rule.checks == "draw" else None,
-            gain_below=None if rule.acr_fraction is None else rule.acr_fraction * member_sigma,
-            radius=lambda p, s=member_sigma: noise.radius(torch.from_numpy(p), torch.from_numpy(s)).numpy(),
-            futility=rule.futility,
-        )
-        lower[rows], upper[rows] = decision.lower, decision.upper
-        stopped = rows[decision.stop]
-        for r, settled in zip(stopped, decision.decided[decision.stop], strict=True):
-            certified = lower[r] >= 0.5
-            radius = float(noise.radius(torch.tensor(lower[r]), sigma[members[r]])) if certified else 0.0
-            if certified:  # p̲_A ≥ p_r certifies r itself, where σΦ⁻¹(Φ(r/σ)) may round to either side of it
-                reached = float(radii.numpy()[thresholds[members[r]] <= lower[r]].max())
-                radius = reached if sequence.grid_valued else max(radius, reached)
-            result = SequentialResult(
-                predict=int(top[r]) if certified else ABSTAIN,
-                radius=radius,
-                p_a_lower=float(lower[r]),
-                draws=int(settings.n0 + schedule[look[r] - 1]),
-                decided=bool(settled),
-            )
-            yield members[r], result
-        keep = np.ones(len(members), dtype=bool)
-        keep[stopped] = False
-        members = [m for m, kept in zip(members, keep, strict=True) if kept]
-        look, top, correct, lower, upper, selected = (a[keep] for a in (look, top, correct, lower, upper, selected))
+        stopped, decided = _decide(rule, pool, rows, misses)
+        for r, settled in zip(stopped, decided, strict=True):
+            yield int(pool["position"][r]), _result(rule, pool[r], settled)
+        pool = np.delete(pool, stopped)
+
+
+def _count(pool: np.ndarray, drawn: list[np.ndarray], num_classes: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Take a round's classes ``drawn`` per member into ``pool``: c_A from a selection block, else the
+    correct draws and the look. Returns the members that drew estimation draws and, for each, the
+    positions of its misses (draws not of c_A) in its block."""
+    for m in np.flatnonzero(~pool["selected"]):
+        pool["top"][m] = np.bincount(drawn[m], minlength=num_classes).argmax()
+    rows = np.flatnonzero(pool["selected"])
+    misses = [np.flatnonzero(drawn[r] != pool["top"][r]) for r in rows]
+    pool["correct"][rows] += np.array(
+        [len(drawn[r]) - len(m) for r, m in zip(rows, misses, strict=True)], dtype=np.int64
+    )
+    pool["look"][rows] += 1
+    pool["selected"] = True
+    return rows, misses
+
+
+def _decide(rule: _Rule, pool: np.ndarray, rows: np.ndarray, misses: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~ddrs.core.sequential.decide` for the members ``rows`` after their look: their bounds
+    updated in ``pool``; returns the members that stop and whether each decided every radius."""
+    sequential, positions = rule.settings.sequential, pool["position"][rows]
+    gain_below = (
+        None if sequential.acr_fraction is None else sequential.acr_fraction * rule.sigma[positions.tolist()].numpy()
+    )
+    members = pool[rows]
+    decision = decide(
+        rule.sequence,
+        rule.schedule,
+        members["look"],
+        members["correct"],
+        members["lower"],
+        members["upper"],
+        rule.thresholds[positions],
+        misses=misses if sequential.checks == "draw" else None,
+        gain_below=gain_below,
+        radius=lambda p: rule.radius(p, positions),
+        futility=sequential.futility,
+    )
+    pool["lower"][rows], pool["upper"][rows] = decision.lower, decision.upper
+    return rows[decision.stop], decision.decided[decision.stop]
+
+
+def _result(rule: _Rule, member: np.void, decided: bool) -> SequentialResult:
+    """The certificate of an input that stops (``member``, its record)."""
+    lower, position = member["lower"], int(member["position"])
+    certified = lower >= 0.5
+    radius = float(rule.noise.radius(torch.tensor(lower), rule.sigma[position])) if certified else 0.0
+    if certified:  # p̲_A ≥ p_r certifies r itself, where σΦ⁻¹(Φ(r/σ)) may round to either side of it
+        radii = np.array(rule.settings.sequential.radii)
+        reached = float(radii[rule.thresholds[position] <= lower].max())
+        radius = reached if rule.sequence.grid_valued else max(radius, reached)
+    return SequentialResult(
+        predict=int(member["top"]) if certified else ABSTAIN,
+        radius=radius,
+        p_a_lower=float(lower),
+        draws=int(rule.settings.n0 + rule.schedule[member["look"] - 1]),
+        decided=bool(decided),
+    )
 
 
 class SequentialSmooth(Smooth):

@@ -49,7 +49,7 @@ def noise_sigma(noise: str, sigma: float, convention: str) -> float:
     """The σ the library draws with (:mod:`ddrs.core.noise`) for a config's σ of ``noise``: σ itself
     for Gaussian noise; for uniform noise the half-width λ (:func:`uniform_half_width`). The one
     place a config's σ becomes λ, for the workflow (:meth:`ddrs.pipeline.grid.RunGrid.noise_sigma`)
-    and for ``ddrs train`` (:meth:`ddrs.training.TrainConfig.initial_scale`)."""
+    and for ``ddrs train`` (:meth:`ddrs.training.TrainConfig.initial_sigma`)."""
     return uniform_half_width(sigma, convention) if noise == "uniform" else float(sigma)
 
 
@@ -328,24 +328,24 @@ class SigmaSettings:
 class Algorithm1Settings(SigmaSettings):
     """Algorithm 1 (DDRS §3.4): ``lr``-sized ascent steps from σ₀, σ recorded after every K in ``steps``.
 
-    After each step σ is projected onto [``min_scale``, ``max_scale``] (no upper bound when None).
+    After each step σ is projected onto [``min_sigma``, ``max_sigma``] (no upper bound when None).
     """
 
     steps: tuple[int, ...] = field(default=(100,))
     lr: float = 1e-4
-    min_scale: float = 1e-3
-    max_scale: float | None = None
+    min_sigma: float = 1e-3
+    max_sigma: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "steps", tuple(check_steps(self.steps)))
         _positive("lr", self.lr)
-        _positive("min_scale", self.min_scale)
-        if self.max_scale is not None and not self.max_scale > self.min_scale:
-            raise ValueError(f"max_scale must exceed min_scale={self.min_scale}, got {self.max_scale}")
-        if not self.min_scale <= self.sigma0 <= (self.max_scale or math.inf):
+        _positive("min_sigma", self.min_sigma)
+        if self.max_sigma is not None and not self.max_sigma > self.min_sigma:
+            raise ValueError(f"max_sigma must exceed min_sigma={self.min_sigma}, got {self.max_sigma}")
+        if not self.min_sigma <= self.sigma0 <= (self.max_sigma or math.inf):
             raise ValueError(
-                f"sigma0={self.sigma0} lies outside [min_scale, max_scale] = [{self.min_scale}, {self.max_scale}]: "
+                f"sigma0={self.sigma0} lies outside [min_sigma, max_sigma] = [{self.min_sigma}, {self.max_sigma}]: "
                 "the first step's projection would move every σ to that bound, whatever its gradient"
             )
 

@@ -160,7 +160,7 @@ def optimize_sigma(
     ``noise``, the bounds and ``precision``; its ``objective`` and ``clamp`` choose E_A
     and E_B (:func:`radius_objective`): ``released`` (default, Appendix A) re-picks the top two
     classes of ψ at every step and takes ``c_a=None``; ``fixed_class`` (Eq. 2/3) holds ``c_a``.
-    After each step σ is projected onto [``min_scale``, ``max_scale``]. One run to max(steps)
+    After each step σ is projected onto [``min_sigma``, ``max_sigma``]. One run to max(steps)
     yields every snapshot; K = 0 is σ₀. Only σ receives gradients: the model runs in eval mode
     and its parameters are untouched. ``batch_statistics`` runs it in training mode instead, as
     the DDRS training scripts' ``get_sigma`` does inside Algorithm 2: batch-norm normalises each
@@ -187,7 +187,7 @@ def optimize_sigma(
             psi = expected_softmax(model, x, sigma_var, unit, settings.precision)
             radius = radius_objective(psi, sigma_var, noise, objective=objective, clamp=clamp, c_a=c_a)
             (gradient,) = torch.autograd.grad(radius.sum(), sigma_var)
-            sigma = (sigma + settings.lr * gradient).clamp(min=settings.min_scale, max=settings.max_scale)
+            sigma = (sigma + settings.lr * gradient).clamp(min=settings.min_sigma, max=settings.max_sigma)
     return snapshots
 
 

@@ -13,6 +13,7 @@ so batched and one-at-a-time runs agree exactly (what resumable certification re
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -76,6 +77,60 @@ def _schedule(nums: Sequence[int], batch_size: int) -> list[list[tuple[int, int]
     return passes
 
 
+@dataclass(frozen=True)
+class NoiseDraws:
+    """How one call's noisy copies are drawn and classified (SampleUnderNoise's knobs, Cohen et al. 2019,
+    Appendix C): the smoothing ``noise``, its source ``generator`` (one shared, or one stream per input),
+    ``batch_size`` copies per forward pass, the pass's ``precision`` and ``channels_last`` layout of the
+    noisy image batches (same values, same draws), and the ``num_classes`` the base classifier must score
+    (None: unchecked). :meth:`counts` and
+    :meth:`predictions` draw with them; CERTIFY builds one from its settings (:meth:`certifying`).
+    """
+
+    noise: SmoothingNoise
+    generator: Generators | None
+    batch_size: int
+    precision: str = "fp32"
+    channels_last: bool = False
+    num_classes: int | None = None
+
+    @classmethod
+    def certifying(
+        cls, settings: CertifySettings, device_settings: DeviceSettings, generator: Generators | None, num_classes: int
+    ) -> NoiseDraws:
+        """CERTIFY's draws: the noise and precision of ``settings``, the forward batch and layout of
+        ``device_settings`` (resolved for the inputs' device, :func:`ddrs.core.device.prepare_certification`)."""
+        noise, channels_last = get_noise(settings.noise), device_settings.channels_last
+        return cls(noise, generator, device_settings.batch_size, settings.precision, channels_last, num_classes)
+
+    def counts(self, model: nn.Module, x: Tensor, sigma: Tensor | float, num: int | Sequence[int]) -> Tensor:
+        """SampleUnderNoise for a batch: class counts ``(B, C)`` of ``num`` (or ``num[b]``) noisy copies
+        ``x_b + σ_b · ε̂`` of every input, all on ``x``'s device; the only host synchronisation is the
+        caller's read of the result. ``model`` must be on ``x``'s device and in eval mode. Counting uses
+        ``index_add_`` into one ``(B·C,)`` vector (row ``b`` offset by ``b·C``): unlike
+        ``torch.bincount``, it does not synchronise with the host on CUDA to size its output."""
+        counts = None
+        ones = torch.ones(self.batch_size, dtype=torch.long, device=x.device)
+        for rows, classes, num_outputs in _noisy_argmax(model, x, sigma, num, self):
+            if counts is None:
+                num_classes = num_outputs
+                counts = torch.zeros(x.shape[0] * num_classes, dtype=torch.long, device=x.device)
+            counts.index_add_(0, classes + rows * num_classes, ones[: len(classes)])
+        return counts.view(x.shape[0], num_classes)
+
+    def predictions(self, model: nn.Module, x: Tensor, sigma: Tensor | float, num: int | Sequence[int]) -> Tensor:
+        """The draws of :meth:`counts` one by one: the base classifier's class on each noisy copy,
+        ``(Σ num,)``, input 0's draws in the order drawn, then input 1's, and so on (same draws, same
+        classes as the counts). What sequential certification checks at every draw
+        (:func:`ddrs.core.sequential.miss_prefixes`)."""
+        rows, classes = [], []
+        for pass_rows, pass_classes, _ in _noisy_argmax(model, x, sigma, num, self):
+            rows.append(torch.full_like(pass_classes, pass_rows) if isinstance(pass_rows, int) else pass_rows)
+            classes.append(pass_classes)
+        # an input's blocks come in draw order (:func:`_schedule`), so a stable sort by input keeps it
+        return torch.cat(classes)[torch.sort(torch.cat(rows), stable=True).indices]
+
+
 def sample_counts(
     model: nn.Module,
     x: Tensor,
@@ -88,25 +143,10 @@ def sample_counts(
     *,
     channels_last: bool = False,
 ) -> Tensor:
-    """SampleUnderNoise (Cohen et al. 2019, Appendix C) for a batch: class counts ``(B, C)``.
-
-    Draws ``num`` (or ``num[b]``, one count per input) noisy copies ``x_b + σ_b · ε̂`` of every
-    input ``x_b`` and counts the base classifier's argmax over them, all on ``x``'s device; the
-    only host synchronisation is the caller's read of the result. ``model`` must be on ``x``'s device and in eval mode.
-    Counting uses ``index_add_`` into one ``(B·C,)`` vector (row ``b`` offset by ``b·C``):
-    unlike ``torch.bincount``, it does not synchronise with the host on CUDA to size its output.
-    ``channels_last`` lays every noisy image batch out channels-last (same values, same draws).
-    """
-    counts = None
-    ones = torch.ones(batch_size, dtype=torch.long, device=x.device)
-    for rows, classes, num_outputs in _noisy_argmax(
-        model, x, sigma, num, noise, batch_size, generator, precision, channels_last=channels_last
-    ):
-        if counts is None:
-            num_classes = num_outputs
-            counts = torch.zeros(x.shape[0] * num_classes, dtype=torch.long, device=x.device)
-        counts.index_add_(0, classes + rows * num_classes, ones[: len(classes)])
-    return counts.view(x.shape[0], num_classes)
+    """SampleUnderNoise (Cohen et al. 2019, Appendix C): :meth:`NoiseDraws.counts` with the draws' knobs
+    as arguments (Algorithm 1's c_A, :mod:`ddrs.training.correctness`): class counts ``(B, C)``."""
+    draws = NoiseDraws(_noise(noise), generator, batch_size, precision, channels_last)
+    return draws.counts(model, x, sigma, num)
 
 
 def sample_predictions(
@@ -122,63 +162,43 @@ def sample_predictions(
     num_classes: int,
     channels_last: bool = False,
 ) -> Tensor:
-    """The draws of :func:`sample_counts` one by one: the base classifier's class on each noisy copy,
-    ``(Σ num,)``, input 0's draws in the order drawn, then input 1's, and so on (same draws, same
-    classes as the counts). What sequential certification checks at every draw
-    (:func:`ddrs.core.sequential.miss_prefixes`). Raises if the model has not ``num_classes`` outputs.
-    """
-    rows, classes = [], []
-    for pass_rows, pass_classes, num_outputs in _noisy_argmax(
-        model, x, sigma, num, noise, batch_size, generator, precision, channels_last=channels_last
-    ):
-        if num_outputs != num_classes:
-            raise ValueError(f"model has {num_outputs} outputs, expected num_classes={num_classes}")
-        rows.append(torch.full_like(pass_classes, pass_rows) if isinstance(pass_rows, int) else pass_rows)
-        classes.append(pass_classes)
-    # an input's blocks come in draw order (:func:`_schedule`), so a stable sort by input keeps it
-    return torch.cat(classes)[torch.sort(torch.cat(rows), stable=True).indices]
+    """:meth:`NoiseDraws.predictions` with the draws' knobs as arguments: the class of every draw,
+    ``(Σ num,)``. Raises if the model has not ``num_classes`` outputs."""
+    draws = NoiseDraws(_noise(noise), generator, batch_size, precision, channels_last, num_classes)
+    return draws.predictions(model, x, sigma, num)
+
+
+def _noise(noise: str | SmoothingNoise) -> SmoothingNoise:
+    return get_noise(noise) if isinstance(noise, str) else noise
 
 
 def _noisy_argmax(
-    model: nn.Module,
-    x: Tensor,
-    sigma: Tensor | float,
-    num: int | Sequence[int],
-    noise: str | SmoothingNoise,
-    batch_size: int,
-    generator: Generators | None,
-    precision: str,
-    *,
-    channels_last: bool,
+    model: nn.Module, x: Tensor, sigma: Tensor | float, num: int | Sequence[int], draws: NoiseDraws
 ) -> Iterator[tuple[int | Tensor, Tensor, int]]:
     """Per forward pass of :func:`_schedule`: the input of its rows (one index when the pass holds one
     input's block, else a ``(rows,)`` tensor), the base classifier's argmax over each row's noisy
-    copy, and the model's output count."""
+    copy, and the model's output count (checked against ``draws.num_classes`` when given)."""
     nums = [num] * x.shape[0] if isinstance(num, int) else [int(count) for count in num]
     if any(count <= 0 for count in nums) or len(nums) != x.shape[0]:
         raise ValueError(f"num must be positive, one count or one per input, got {num}")
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    noise = get_noise(noise) if isinstance(noise, str) else noise
+    if draws.batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {draws.batch_size}")
     sigmas = _sigmas(sigma, x)
     if x.shape[0] == 0:
         raise ValueError("x holds no inputs (batch dimension 0)")
-    streams = as_streams(generator, x.shape[0])
-    passes = _schedule(nums, batch_size)
+    streams = as_streams(draws.generator, x.shape[0])
+    passes = _schedule(nums, draws.batch_size)
     mixed_rows = _mixed_pass_rows(passes, x.device)
-    with torch.inference_mode(), autocast(x.device, precision):
+    with torch.inference_mode(), autocast(x.device, draws.precision):
         for blocks in passes:
-            eps = streams.draw(noise, blocks, x)
-            if len(blocks) == 1:
-                i = blocks[0][0]
-                batch = add_noise(x[i], sigmas[i], eps, in_place=True)
-                rows = i
-            else:
-                rows = next(mixed_rows)
-                batch = add_noise(x[rows], sigmas[rows], eps, in_place=True)
-            if channels_last and batch.ndim == 4:
+            eps = streams.draw(draws.noise, blocks, x)
+            rows = blocks[0][0] if len(blocks) == 1 else next(mixed_rows)
+            batch = add_noise(x[rows], sigmas[rows], eps, in_place=True)
+            if draws.channels_last and batch.ndim == 4:
                 batch = batch.contiguous(memory_format=torch.channels_last)
             logits = model(batch)
+            if draws.num_classes is not None and logits.shape[1] != draws.num_classes:
+                raise ValueError(f"model has {logits.shape[1]} outputs, expected num_classes={draws.num_classes}")
             yield rows, logits.argmax(dim=1), logits.shape[1]
 
 
@@ -225,21 +245,16 @@ def certify_batch(
     (:func:`ddrs.core.device.prepare_certification`), the forward batch and the inputs' memory
     format. ``model`` is used as given.
     """
-    noise, n0, n, alpha = get_noise(settings.noise), settings.n0, settings.n, settings.alpha
-    precision = settings.precision
-    channels_last, batch_size = device_settings.channels_last, device_settings.batch_size
+    draws = NoiseDraws.certifying(settings, device_settings, generator, num_classes)
     sigmas = _sigmas(sigma, x)
-    selection = sample_counts(
-        model, x, sigmas, n0, noise, batch_size, generator, precision, channels_last=channels_last
-    )
-    if selection.shape[1] != num_classes:
-        raise ValueError(f"model has {selection.shape[1]} outputs, expected num_classes={num_classes}")
-    top = selection.argmax(dim=1)
-    estimation = sample_counts(
-        model, x, sigmas, n, noise, batch_size, generator, precision, channels_last=channels_last
-    )
-    count_a = estimation.gather(1, top[:, None]).squeeze(1)
-    p_a_lower = lower_confidence_bound(count_a, n, alpha)
+    top = draws.counts(model, x, sigmas, settings.n0).argmax(dim=1)
+    count_a = draws.counts(model, x, sigmas, settings.n).gather(1, top[:, None]).squeeze(1)
+    return _certificate(top, lower_confidence_bound(count_a, settings.n, settings.alpha), draws.noise, sigmas)
+
+
+def _certificate(top: Tensor, p_a_lower: Tensor, noise: SmoothingNoise, sigmas: Tensor) -> CertifyResult:
+    """c_A = ``top`` certified within ``noise.radius(p̲_A, σ)`` where p̲_A ≥ ½, else an abstention
+    (Cohen et al. 2019, §3.2.2: Theorem 1 with p̄_B = 1 − p̲_A)."""
     certified = p_a_lower >= 0.5
     radius = torch.where(certified, noise.radius(p_a_lower, sigmas.double().cpu()), 0.0)
     predict = torch.where(certified, top.cpu(), ABSTAIN)
@@ -314,12 +329,14 @@ class Smooth:
         :return: ``(predicted class, certified radius)``; on abstention ``(Smooth.ABSTAIN, 0.0)``.
         """
         self.base_classifier.eval()
-        settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha)
-        on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
-        result = certify_batch(
-            self.base_classifier, x.unsqueeze(0), self.sigma, settings,
-            device_settings=on_device, num_classes=self.num_classes, generator=generator,
-        )  # fmt: skip
+        validate_certify_args(n0=n0, n=n, alpha=alpha, batch_size=batch_size)
+        x = x.unsqueeze(0)
+        channels_last = resolve_memory_format("auto", x.device.type) == "channels_last"
+        draws = NoiseDraws(self.noise, generator, batch_size, channels_last=channels_last, num_classes=self.num_classes)
+        sigma = _sigmas(self.sigma, x)
+        c_a = draws.counts(self.base_classifier, x, sigma, n0).argmax(dim=1)  # selection: _sample_noise(x, n0)
+        count_a = draws.counts(self.base_classifier, x, sigma, n).gather(1, c_a[:, None]).squeeze(1)  # estimation
+        result = _certificate(c_a, lower_confidence_bound(count_a, n, alpha), self.noise, sigma)
         return int(result.predict[0]), float(result.radius[0])
 
     def predict(

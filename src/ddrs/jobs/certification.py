@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
@@ -103,15 +103,13 @@ def certify_dataset(
     columns = COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns) + (SEQUENTIAL_COLUMNS if sequential else ())
     writer = LogWriter(out_path, columns, resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
-    constant = {"noise": noise, "precision": settings.precision, **extra_columns}
-    rows = _Rows(sigmas, constant, writer)
-    certify = _certify_in_pool if sequential else _certify_in_groups
-    classifier.eval()
+    rows = _Rows(sigmas, {"noise": noise, "precision": settings.precision, **extra_columns}, writer)
+    job = _Certification(classifier.eval(), dataset, settings, device_settings, num_classes, device, rows)
     with tqdm(
         total=len(indices), initial=len(indices) - len(todo), disable=not progress,
         desc=f"certify {Path(out_path).name}", unit="input",
     ) as bar:  # fmt: skip
-        certify(classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar)
+        (_certify_in_pool if sequential else _certify_in_groups)(job, todo, bar)
     return writer.finish()
 
 
@@ -132,35 +130,54 @@ class _Rows:
         )
 
 
-def _certify_in_groups(
-    classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar
-) -> None:
-    """Fixed-n CERTIFY of the ``todo`` inputs, ``device_settings.inputs_per_call`` at a time (default:
-    as many as fill a batch of the smaller of n0 and n), each from its own stream."""
+@dataclass(frozen=True)
+class _Certification:
+    """What every group of one :func:`certify_dataset` call shares: the base classifier on its device,
+    the test inputs, CERTIFY's statistics and resolved device settings, and the rows' writer (with σ
+    per idx)."""
+
+    classifier: nn.Module
+    dataset: Dataset
+    settings: CertifySettings
+    device_settings: DeviceSettings
+    num_classes: int
+    device: torch.device
+    rows: _Rows
+
+    def inputs(self, indices: Sequence[int]) -> tuple[Tensor, Tensor, tuple]:
+        """The images of ``indices`` (on the host), their σ (float64) and their labels."""
+        images, labels = zip(*(self.dataset[i] for i in indices), strict=True)
+        return torch.stack(images), torch.tensor([self.rows.sigmas[i] for i in indices], dtype=torch.float64), labels
+
+    def streams(self, indices: Sequence[int]):
+        """The inputs' noise streams, keyed ``(seed, CERTIFY, idx)`` (:func:`ddrs.core.streams.input_streams`)."""
+        return input_streams(self.settings.seed, indices, Stream.CERTIFY, self.device)
+
+
+def _certify_in_groups(job: _Certification, todo: list[int], bar: tqdm) -> None:
+    """Fixed-n CERTIFY of the ``todo`` inputs, ``inputs_per_call`` of the device settings at a time
+    (default: as many as fill a batch of the smaller of n0 and n), each from its own stream."""
+    settings, device_settings = job.settings, job.device_settings
     per_call = device_settings.inputs_per_call or max(
         1, math.ceil(device_settings.batch_size / min(settings.n0, settings.n))
     )
     for start in range(0, len(todo), per_call):
         group = todo[start : start + per_call]
-        images, labels = zip(*(dataset[i] for i in group), strict=True)
-        x = copy_to(torch.stack(images), device)
-        sigma = torch.tensor([sigmas[i] for i in group], dtype=x.dtype)
-        streams = input_streams(settings.seed, group, Stream.CERTIFY, device)
+        images, sigma, labels = job.inputs(group)
+        x = copy_to(images, job.device)
         started = time.perf_counter()
         result = certify_batch(
-            classifier, x, sigma, settings, device_settings=device_settings, num_classes=num_classes,
-            generator=streams,
+            job.classifier, x, sigma.to(x.dtype), settings, device_settings=device_settings,
+            num_classes=job.num_classes, generator=job.streams(group),
         )  # fmt: skip
         seconds = (time.perf_counter() - started) / len(group)
         found = zip(result.predict.tolist(), result.radius.tolist(), result.p_a_lower.tolist(), strict=True)
         for i, label, (predict, radius, p_a_lower) in zip(group, labels, found, strict=True):
-            rows.write(i, label, predict, radius, p_a_lower, seconds)
+            job.rows.write(i, label, predict, radius, p_a_lower, seconds)
         bar.update(len(group))
 
 
-def _certify_in_pool(
-    classifier, dataset, todo, sigmas, settings, device_settings, num_classes, device, rows, bar
-) -> None:
+def _certify_in_pool(job: _Certification, todo: list[int], bar: tqdm) -> None:
     """Sequential CERTIFY of the ``todo`` inputs through one pool, rows written in ``idx`` order.
 
     An input that stops early waits until every input before it has stopped, so the log keeps the
@@ -170,31 +187,21 @@ def _certify_in_pool(
     """
     if not todo:
         return
-    images, labels = zip(*(dataset[i] for i in todo), strict=True)
-    x = torch.stack(images)
-    sigma = torch.tensor([sigmas[i] for i in todo], dtype=torch.float64)
-    streams = input_streams(settings.seed, todo, Stream.CERTIFY, device)
+    x, sigma, labels = job.inputs(todo)
     waiting: dict[int, object] = {}
     next_row = 0
     written = time.perf_counter()
     for position, result in certify_sequentially(
-        classifier,
-        x,
-        sigma,
-        settings,
-        device_settings=device_settings,
-        num_classes=num_classes,
-        streams=streams,
-        device=device,
-    ):
+        job.classifier, x, sigma, job.settings, device_settings=job.device_settings, num_classes=job.num_classes,
+        streams=job.streams(todo), device=job.device,
+    ):  # fmt: skip
         waiting[position] = result
         while next_row in waiting:
             done = waiting.pop(next_row)
             now = time.perf_counter()
             seconds, written = now - written, now
-            i = todo[next_row]
-            rows.write(
-                i, labels[next_row], done.predict, done.radius, done.p_a_lower, seconds,
+            job.rows.write(
+                todo[next_row], labels[next_row], done.predict, done.radius, done.p_a_lower, seconds,
                 draws=done.draws, decided=int(done.decided),
             )  # fmt: skip
             next_row += 1

@@ -1,11 +1,13 @@
-"""The workflow's certification jobs over a checkpoint, one function per kind of job, each taking typed settings.
+"""The workflow's certification jobs over a checkpoint, and the steps the commands share with them.
 
 A job document (:mod:`ddrs.pipeline.job_plan`) names its ``kind`` (:data:`ddrs.cli.job.KINDS`);
-:func:`run_certification` turns a certification document into the settings objects and calls the kind's
-function, as ``ddrs job`` does. The commands ``ddrs certify`` and ``ddrs optimize-sigma`` build the same
-settings from their flags and call the same functions, so a person typing a command runs what the
-workflow runs (the gradient-norm job is :func:`ddrs.training.gradient_norms.write_gradient_norms`).
-Torch is imported when a job runs, not with this module.
+:func:`run_certification`, what ``ddrs job`` calls, turns a certification document into the job's
+settings objects, once, and runs it: :func:`certify_logs` at one σ, or :func:`write_sigma_log` and then
+:func:`certify_logs` at every column of the σ log. The commands ``ddrs certify`` and ``ddrs
+optimize-sigma`` build the same settings from their flags and call the same functions, so a person
+typing a command runs what the workflow runs (the gradient-norm job is
+:func:`ddrs.training.gradient_norms.write_gradient_norms`). Torch is imported when a job runs, not
+with this module.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ddrs.core.distance_sigma import DistanceSigma, DistanceSigmaSettings
 from ddrs.core.settings import (
     SIGMA_BATCH,
     Algorithm1Settings,
@@ -159,46 +164,39 @@ def write_sigma_log(
     print(f"optimize-sigma: {len(inputs.indices)} inputs, {what}, {settings.objective} objective -> {path}")
 
 
-def fixed_certification(
-    inputs: LoadedTestSet,
-    sigma: float,
-    settings: CertifySettings,
-    device_settings: DeviceSettings,
-    out: str,
-    memory_out: str | None = None,
+def semi_elastic_certification(
+    inputs: LoadedTestSet, design: DistanceSigma, settings: CertifySettings, device_settings: DeviceSettings, files
 ) -> None:
-    """Cohen et al.'s CERTIFY with one σ for every input (the ``fixed_certification`` kind)."""
-    memory_outs = None if memory_out is None else [memory_out]
-    certify_logs(settings, device_settings, [(f"sigma {sigma}", sigma, out)], inputs, memory_outs)
-
-
-def sigma_certification(
-    inputs: LoadedTestSet,
-    search: Algorithm1Settings | GridSearchSettings,
-    settings: CertifySettings,
-    device_settings: DeviceSettings,
-    sigma_log: str,
-    outs: Sequence[str],
-    memory_outs: Sequence[str] | None = None,
-    search_batch: int = SIGMA_BATCH,
-) -> None:
-    """σ per input by ``search`` into ``sigma_log`` (``search_batch`` inputs solved together), then
-    CERTIFY at every column it wrote (one ``outs`` log each) made sound by Algorithm 3 (``memory_outs``):
-    the ``data_dependent_certification`` and ``grid_search_certification`` kinds (DDRS §3.3–3.4,
-    Appendix B), the model loaded once."""
+    """Súkeník et al.'s semi-elastic σ(x) (``design``) of every input into ``files``' σ log, CERTIFY at it
+    into its first log, then their certificate into its second: the ``semi_elastic_certification`` kind
+    (docs/protocol.md, "A soundly certified data-dependent row")."""
+    from ddrs.jobs.semi_elastic_log import semi_elastic_certify_log, write_semi_elastic_sigmas
     from ddrs.logs.certification_log import kept_partials
-    from ddrs.logs.sigma_log import grid_column, sigma_column
 
-    columns = (
-        [sigma_column(k) for k in search.steps] if isinstance(search, Algorithm1Settings) else [grid_column(search.n)]
-    )
-    if len(outs) != len(columns) or (memory_outs is not None and len(memory_outs) != len(columns)):
-        raise ValueError(
-            f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
-        )
+    certified, sound = files.outs
+    points = np.stack([np.asarray(inputs.dataset[i][0], dtype=np.float32) for i in inputs.indices])
+    sigmas = write_semi_elastic_sigmas(design, points, inputs.indices, files.sigma_log, seed=settings.seed)
     with kept_partials():
-        write_sigma_log(search, inputs, sigma_log, search_batch)
-        certify_logs(settings, device_settings, sigma_log_jobs(sigma_log, columns, outs), inputs, memory_outs)
+        certify_logs(settings, device_settings, [(f"σ(x) of {files.sigma_log}", sigmas, certified)], inputs)
+    kept = semi_elastic_certify_log(certified, sound, design.rate, int(points[0].size))
+    print(f"semi-elastic: r={design.rate:g}, {kept} of {len(points)} inputs certified -> {sound}")
+
+
+def _semi_elastic_job(document, settings, device_settings, files) -> None:
+    """The ``semi_elastic_certification`` kind from its document: the design over the training split."""
+    from ddrs.data import load_images
+    from ddrs.jobs.semi_elastic_log import distance_design
+
+    data = document["inputs"]
+    if settings.mode != "fixed":
+        raise ValueError("the semi-elastic certification is Cohen's fixed-n CERTIFY: its document's certify mode")
+    if files.sigma_log is None or len(files.outs) != 2 or files.memory_outs:
+        raise ValueError("a semi-elastic job writes --sigma-log and two --out logs: CERTIFY's, then the sound one")
+    training = load_images(data["dataset"], "train", root=data["data_root"], seed=data["seed"])
+    options = DistanceSigmaSettings(**document["semi_elastic"])
+    design = distance_design(training, float(document["sigma"]), options, seed=data["seed"])
+    loaded = load_test_inputs(files.checkpoint, **data)
+    semi_elastic_certification(loaded, design, settings, device_settings, files)
 
 
 def sigma_search_settings(document: Mapping[str, Any]):
@@ -214,37 +212,76 @@ def sigma_search_settings(document: Mapping[str, Any]):
     return None
 
 
-def run_certification(
-    document: Mapping[str, Any],
-    speed: Mapping[str, Any],
-    *,
-    checkpoint: str,
-    outs: Sequence[str],
-    sigma_log: str | None = None,
-    memory_outs: Sequence[str] | None = None,
-) -> None:
-    """Run the certification job ``document`` describes (its ``kind``: ``fixed_certification``, or a σ
-    search then CERTIFY), with ``speed``'s settings (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on
-    ``checkpoint``, into the given files."""
+@dataclass(frozen=True)
+class JobFiles:
+    """The files of one ``ddrs job``, named on its command line: the base classifier it reads, the logs
+    (or table) it writes, the σ log a σ search writes first and each log made sound by Algorithm 3."""
+
+    checkpoint: str
+    outs: Sequence[str]
+    sigma_log: str | None = None
+    memory_outs: Sequence[str] | None = None
+
+    @property
+    def written(self) -> list[str]:
+        """Every file the job writes."""
+        return [*self.outs, *(self.memory_outs or []), *([self.sigma_log] if self.sigma_log else [])]
+
+    def check(self, columns: Sequence[str] | None) -> None:
+        """Refuse files that do not fit the job: a fixed-σ job (``columns`` None) writes one log; a σ
+        search its σ log, then one log (and one sound log) per σ-log column of ``columns``."""
+        memory_outs = len(self.memory_outs or [])
+        if columns is None and (self.sigma_log is not None or len(self.outs) != 1 or memory_outs > 1):
+            raise ValueError("a fixed-σ job writes one --out log (and at most one --memory-out) and no --sigma-log")
+        if columns is not None and self.sigma_log is None:
+            raise ValueError("a σ-search job needs --sigma-log")
+        if columns is not None and (len(self.outs) != len(columns) or memory_outs not in (0, len(columns))):
+            raise ValueError(
+                f"the σ search writes {len(columns)} column(s) {columns}: give one --out (and --memory-out) each"
+            )
+
+
+def search_columns(search: Algorithm1Settings | GridSearchSettings) -> list[str]:
+    """The σ-log columns a σ search writes: one per K of Algorithm 1, or the grid search's one."""
+    from ddrs.logs.sigma_log import grid_column, sigma_column
+
+    if isinstance(search, Algorithm1Settings):
+        return [sigma_column(k) for k in search.steps]
+    return [grid_column(search.n)]
+
+
+def run_certification(document: Mapping[str, Any], speed: Mapping[str, Any], files: JobFiles) -> None:
+    """Run the certification job ``document`` describes with ``speed``'s settings
+    (:meth:`~ddrs.pipeline.job_plan.JobPlan.speed`), on and into ``files``: CERTIFY with one σ (the
+    ``fixed_certification`` kind), or σ per input by the document's σ search into the σ log, then
+    CERTIFY at every column it wrote, each log made sound by Algorithm 3 (the
+    ``data_dependent_certification`` and ``grid_search_certification`` kinds, DDRS §3.3–3.4, Appendix
+    B), the model loaded once. The document's statistics become the job's one :class:`CertifySettings`."""
     from ddrs.data import get_info, subsample_indices
+    from ddrs.logs.certification_log import kept_partials
 
     inputs = dict(document["inputs"])
     get_info(inputs["dataset"])
     subsample_indices(0, inputs["skip"], inputs["max"])
     settings, device_settings = certify_from_parts(document["certify"], speed.get("certify", {}))
-    if document["kind"] == "fixed_certification":
-        if sigma_log is not None or len(outs) != 1:
-            raise ValueError("a fixed-σ job writes one --out log and no --sigma-log")
-        (memory_out,) = memory_outs or [None]
-        loaded = load_test_inputs(checkpoint, **inputs)
-        fixed_certification(loaded, float(document["sigma"]), settings, device_settings, outs[0], memory_out)
+    if document["kind"] == "semi_elastic_certification":
+        _semi_elastic_job(document, settings, device_settings, files)
         return
-    if sigma_log is None:
-        raise ValueError("a σ-search job needs --sigma-log")
+    if document["kind"] == "fixed_certification":
+        files.check(None)
+        sigma = float(document["sigma"])
+        loaded = load_test_inputs(files.checkpoint, **inputs)
+        certify_logs(settings, device_settings, [(f"sigma {sigma}", sigma, files.outs[0])], loaded, files.memory_outs)
+        return
+    search = sigma_search_settings(document)
+    columns = search_columns(search)
+    files.check(columns)
     if "threads" in document:  # the σ search sums on the threads its document names (JobPlan.search_order)
         import torch
 
         torch.set_num_threads(document["threads"])
-    loaded = load_test_inputs(checkpoint, **inputs)
-    search, search_batch = sigma_search_settings(document), document.get("search_batch", SIGMA_BATCH)
-    sigma_certification(loaded, search, settings, device_settings, sigma_log, outs, memory_outs, search_batch)
+    loaded = load_test_inputs(files.checkpoint, **inputs)
+    with kept_partials():
+        write_sigma_log(search, loaded, files.sigma_log, document.get("search_batch", SIGMA_BATCH))
+        jobs = sigma_log_jobs(files.sigma_log, columns, files.outs)
+        certify_logs(settings, device_settings, jobs, loaded, files.memory_outs)

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -63,57 +64,129 @@ def _seconds(value) -> float:
     return float(value)
 
 
+#: what a path that is not a regular file is, by :mod:`stat`'s test
+_NOT_FILES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _regular_file(path: Path) -> None:
+    """Refuse anything at ``path`` but a regular file (a symlink to one is one), without opening it: a
+    FIFO would block its reader, a device would be read forever."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode):
+        return
+    what = next((what for test, what in _NOT_FILES if test(mode)), "not a regular file")
+    if stat.S_ISDIR(mode):
+        raise LogFormatError(f"{path} is a directory, not a certification log; name the log files in it")
+    raise LogFormatError(f"{path} is {what}, not a certification log: a log is a regular file; copy it into one")
+
+
 def read_log(path: str | os.PathLike, *, require_time: bool = True) -> pd.DataFrame:
     """Read a certification log (ours or a published Cohen-format one), validated.
 
-    Raises :class:`LogFormatError` naming the file when a column is missing, a value is bad or a
-    row is incomplete (see :func:`_check_rows`). A log still being written is ``<path>.partial``,
-    whose torn last line only :class:`LogWriter` reads past. With ``require_time=False`` (a user's own
-    log, whose ``time`` column is optional) a log without ``time`` is read with ``time`` NaN.
+    Raises :class:`LogFormatError` naming the file, and where it is a row's, its 1-based line, column
+    and value: a path that is not a regular file, a column missing or named twice, a comment line, the
+    header repeated, a row incomplete (:func:`_check_rows`), a value that is not a number (or not an
+    integer within 64 bits, for ``idx``, ``label``, ``predict`` and ``correct``), a duplicate ``idx``.
+    A log still being written is ``<path>.partial``, whose torn last line only :class:`LogWriter`
+    reads past. With ``require_time=False`` (a user's own log, whose ``time`` column is optional) a
+    log without ``time`` is read with ``time`` NaN.
     """
     path = Path(path)
-    if path.is_dir():
-        raise LogFormatError(f"{path} is a directory, not a certification log; name the log files in it")
+    _regular_file(path)
     try:
         text = path.read_text(encoding="utf-8")
-        frame = pd.read_csv(io.StringIO(text), sep="\t", dtype={"time": str}, float_precision="round_trip")
-    except FileNotFoundError:
-        raise
+        frame = pd.read_csv(
+            io.StringIO(text), sep="\t", dtype={"time": str}, float_precision="round_trip", quoting=csv.QUOTE_NONE
+        )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise LogFormatError(f"{path}: not a tab-separated certification log ({error})") from None
+    header = text.split("\n", 1)[0].rstrip("\r").split("\t")
+    twice = sorted({column for column in header if header.count(column) > 1})
+    if twice:
+        raise LogFormatError(f"{path}: line 1: column {', '.join(twice)} is named twice in the header; name each once")
     required = COHEN_COLUMNS if require_time else tuple(c for c in COHEN_COLUMNS if c != "time")
     missing = [column for column in required if column not in frame.columns]
     if missing:
         raise LogFormatError(f"{path}: missing column(s) {', '.join(missing)}")
-    if "time" not in frame.columns:
-        frame["time"] = float("nan")
-    _check_rows(path, text)
-    try:
-        for column in ("idx", "label", "predict", "correct"):
-            frame[column] = _integers(path, frame[column], column)
-        frame["radius"] = pd.to_numeric(frame["radius"], errors="raise").astype(float)
-        frame["time"] = frame["time"].map(_seconds)
-    except (ValueError, TypeError) as error:
-        raise LogFormatError(f"{path}: bad value ({error})") from None
+    rows = _Rows(path, header, _check_rows(path, text), text.split("\n"))
+    for column in ("idx", "label", "predict", "correct"):
+        frame[column] = _integers(frame[column], column, rows)
+    frame["radius"] = _numbers(frame["radius"], "radius", rows)
+    frame["time"] = _times(frame["time"], rows) if "time" in frame.columns else float("nan")
     if frame["idx"].duplicated().any():
         raise LogFormatError(f"{path}: duplicate idx {frame['idx'][frame['idx'].duplicated()].iloc[0]}")
     return frame
 
 
-def _integers(path: Path, values: pd.Series, column: str) -> pd.Series:
-    """``values`` as integers, refused naming the first data row whose value is not a whole number as
-    written (20.7 is not truncated to 20)."""
-    numbers = pd.to_numeric(values, errors="raise")
+class _Rows:
+    """Where a log's rows lie in its file: each data row's 1-based line and its fields as written."""
+
+    def __init__(self, path: Path, header: list[str], lines: list[int], text_lines: list[str]):
+        self.path, self.header, self.lines, self.text_lines = path, header, lines, text_lines
+
+    def bad(self, row: int, column: str, what: str) -> LogFormatError:
+        """The error of data row ``row``'s value of ``column``: its file, line, column and value as written."""
+        line = self.lines[row]
+        written = self.text_lines[line - 1].rstrip("\r").split("\t")[self.header.index(column)]
+        return LogFormatError(f"{self.path}: line {line}: {column} {written!r} is {what}")
+
+
+def _numbers(values: pd.Series, column: str, rows: _Rows) -> pd.Series:
+    """``values`` of ``column`` as floats. A column pandas read as numbers is kept as read (its exact
+    round trip); in one it could not, the first value that is not a number as written (a hexadecimal,
+    a digit of another script, an underscore) is refused, naming its line. A word pandas reads as
+    missing (``nan``, ``NA``) is NaN, for the caller to judge."""
+    if values.dtype.kind in "iuf":
+        return values.astype(float)
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = numbers.isna() & values.notna()
+    if bad.any():
+        row = int(np.argmax(bad.to_numpy()))
+        raise rows.bad(row, column, "not a number")
+    return values.map(float).astype(float)
+
+
+#: how far a float may lie from 0 and still be a 64-bit integer (beyond, it would wrap when stored)
+_INT64_LIMIT = 2.0**63
+
+
+def _integers(values: pd.Series, column: str, rows: _Rows) -> pd.Series:
+    """``values`` as integers, refused naming the line of the first whose value is not a whole number
+    as written (20.7 is not truncated to 20) or lies beyond a 64-bit integer (1e20 would wrap)."""
+    if values.dtype.kind == "i":
+        return values.astype(np.int64)
+    numbers = _numbers(values, column, rows)
     whole = np.isfinite(numbers) & (numbers == np.round(numbers))
-    if not whole.all():
-        row = int(np.argmax(~whole.to_numpy()))
-        raise LogFormatError(f"{path}: data row {row + 1}: {column} {values.iloc[row]} is not an integer")
-    return numbers.astype(int)
+    inside = (numbers >= -_INT64_LIMIT) & (numbers < _INT64_LIMIT)
+    for good, what in ((whole, "not an integer"), (inside, "beyond a 64-bit integer")):
+        if not good.all():
+            row = int(np.argmax(~good.to_numpy()))
+            raise rows.bad(row, column, what)
+    return numbers.astype(np.int64)
 
 
-def _check_rows(path: Path, text: str) -> None:
-    """Refuse a row of log ``path`` (its ``text``) cut short: fewer fields than the header, an empty
-    Cohen column, or no newline at its end.
+def _times(values: pd.Series, rows: _Rows) -> pd.Series:
+    """The ``time`` column in seconds (``H:MM:SS.ffffff`` or seconds; missing: NaN), refused at a value
+    that is neither."""
+    seconds = []
+    for row, value in enumerate(values):
+        try:
+            seconds.append(float("nan") if pd.isna(value) else _seconds(value))
+        except ValueError:
+            raise rows.bad(row, "time", "neither seconds nor H:MM:SS") from None
+    return pd.Series(seconds, index=values.index, dtype=float)
+
+
+def _check_rows(path: Path, text: str) -> list[int]:
+    """Refuse a row of log ``path`` (its ``text``) that is no row: a comment, the header again, or a
+    row cut short (fewer fields than the header, an empty Cohen column, or no newline at its end);
+    return the 1-based line of each row.
 
     Every writer ends each row with a newline (as :meth:`LogWriter._recover` relies on); columns
     after Cohen's may be empty, as a constant ``extra_columns`` value of None writes them.
@@ -121,11 +194,18 @@ def _check_rows(path: Path, text: str) -> None:
     lines = text.split("\n")
     header = lines[0].rstrip("\r").split("\t")
     required = [position for position, column in enumerate(header) if column in COHEN_COLUMNS]
+    rows = []
     for number, line in enumerate(lines[1:], start=2):
         line = line.rstrip("\r")
         if not line:
             continue  # a blank line, or the end of the file after its last newline
         fields = line.split("\t")
+        if line.lstrip().startswith("#"):
+            raise LogFormatError(
+                f"{path}: line {number} is a comment ({line[:30]!r}): a certification log has none; delete it"
+            )
+        if fields == header:
+            raise LogFormatError(f"{path}: line {number} repeats the header (two logs joined?); keep one log per file")
         if len(fields) < len(header):
             problem = f"has {len(fields)} of the header's {len(header)} fields"
         elif empty := [header[position] for position in required if not fields[position].strip()]:
@@ -135,11 +215,13 @@ def _check_rows(path: Path, text: str) -> None:
                 "does not end with a newline (a complete log ends every row with one: add it if this row is whole)"
             )
         else:
+            rows.append(number)
             continue
         raise LogFormatError(
             f"{path}: line {number} {problem}: an incomplete log (cut mid-row?); "
             "rerun the job that wrote it, or delete it"
         )
+    return rows
 
 
 class LogWriter:

@@ -9,7 +9,7 @@ config's ``train.<method>`` section, the workflow's wildcard values and targets,
 allowed values (checked by a test) and the table row names.
 
 Adding a method: write its loss with the signature
-``loss(model, x, y, scale, generator, params, epoch) -> Tensor`` (``scale`` holds one σᵢ per
+``loss(model, x, y, sigma, generator, params, epoch) -> Tensor`` (``sigma`` holds one σᵢ per
 example; ``params`` is an instance of the entry's dataclass) and add one entry to :data:`METHODS`.
 A method that also decides which training inputs an epoch visits names an epoch plan
 (``Method.epoch_plan``, the protocol :class:`ddrs.training.epoch_plan.EpochPlan`); the trainer

@@ -2,6 +2,9 @@
 
 What is written follows from the result's type: a DataFrame is a table (CSV, Markdown, LaTeX), a
 :class:`~ddrs.analysis.tables.BestTable` also writes its winners, a Figure its PNG and PDF.
+:func:`run_step` runs any step of the workflow that certifies nothing (a catalogue entry, or a
+published-logs step of :mod:`ddrs.pipeline.published_steps`) from the experiment and its rule's
+wildcards, as ``ddrs build`` does for ``rules/tables.smk`` and ``rules/published.smk``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ def build(
     result = getattr(import_module(module), function)(**arguments["builder"])
     write(result, outputs, **arguments["render"])
     record(outputs.values(), name, arguments, inputs)
+
+
+def run_step(exp, rule: str, wildcards: Mapping[str, str]) -> None:
+    """Run the workflow's rule ``rule`` for ``wildcards`` on the experiment ``exp``: what its job reads
+    and writes, and its builder's arguments, computed here as the rule computed them."""
+    from ddrs.pipeline.published_steps import STEPS
+
+    if rule in STEPS:
+        STEPS[rule](exp, **wildcards)
+        return
+    if rule not in CATALOGUE:
+        raise ValueError(f"no step of the workflow is named {rule!r}: a catalogue entry or one of {sorted(STEPS)}")
+    target = CATALOGUE[rule]
+    outputs = target.paths(exp.layout, target.pattern.format(**wildcards))
+    build(rule, target.arguments(exp, wildcards), outputs, target.inputs(exp, wildcards))
 
 
 @singledispatch

@@ -5,8 +5,8 @@ An entry names everything about one table or figure family once: its output name
 ``{wildcards}`` are the rule's), its builder (``module:function``, imported only by the job, so the
 catalogue stays torch-free), its caption and report category, and which questions of
 :mod:`ddrs.pipeline.queries` pick its instances, records, files, parameters and caption. The
-workflow generates one rule per entry (``rules/tables.smk``) and one adapter runs them all
-(``workflow/scripts/target.py`` → :func:`ddrs.pipeline.build.build`).
+workflow generates one rule per entry (``rules/tables.smk``) and one command runs them all
+(``ddrs build`` → :func:`ddrs.pipeline.build.run_step` → :func:`ddrs.pipeline.build.build`).
 
 Adding a table: write its builder (records and keyword parameters in, a DataFrame or
 :class:`~ddrs.analysis.tables.BestTable` out), add one entry here, and its caption under ``report/``;

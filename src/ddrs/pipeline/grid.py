@@ -52,9 +52,18 @@ class RunGrid:
     def k_grid(self, dataset: str, method: str, mode: str) -> list[int]:
         """Algorithm 1's snapshot steps K of one (dataset, method, training mode): the dataset's
         grid, or its ``k_by_method`` entry (Appendix H: Cohen-DS² on CIFAR-10 runs to K = 1500)."""
+        grid: Any = self.config
+        for part in self.k_grid_key(dataset, method, mode):
+            grid = grid.get(part, {})
+        return sorted(grid or [])
+
+    def k_grid_key(self, dataset: str, method: str, mode: str) -> tuple[str, ...]:
+        """The config key whose K grid :meth:`k_grid` reads: the dataset's ``k_by_method`` entry,
+        else its ``k``, else ``optimize_sigma.k``."""
         spec = self.datasets[dataset]
-        grid = spec.get("k_by_method", {}).get(method, {}).get(mode)
-        return sorted(grid or spec.get("k", self._default_k()))
+        if spec.get("k_by_method", {}).get(method, {}).get(mode):
+            return ("datasets", dataset, "k_by_method", method, mode)
+        return ("datasets", dataset, "k") if "k" in spec else ("optimize_sigma", "k")
 
     def _default_k(self) -> list[int]:
         """``optimize_sigma.k``; a logs-only config without it has only the K grids its datasets give."""
@@ -100,6 +109,11 @@ class RunGrid:
             named = spec.get("checkpoints", {}).get(method, {})
             return [s for s in sigmas if scale_label(s) in named]
         return sigmas
+
+    def published_checkpoint(self, run: Run) -> str:
+        """The file of the published checkpoint a run of a published dataset imports (its config path
+        ``datasets.<d>.checkpoints.<method>."<σ₀>"``, keyed by σ₀ as paths spell it)."""
+        return self.datasets[run.dataset]["checkpoints"][run.method][scale_label(run.sigma)]
 
     def replicates(self, dataset: str, method: str) -> int:
         """Training runs of a (dataset, method)'s models: ``replication.runs`` where ``replication.methods``

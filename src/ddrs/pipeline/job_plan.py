@@ -14,7 +14,9 @@ job's files on the command line:
   fields of :class:`~ddrs.core.settings.Algorithm1Settings`, or of
   :class:`~ddrs.core.settings.SigmaSettings` with the grid's ``low``, ``high`` and ``budget``;
 - ``certify``: the statistics of :class:`~ddrs.core.settings.CertifySettings` that decide rows, every
-  σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3).
+  σ-log column certified with them and made sound by Algorithm 3 (DDRS §3.3);
+- ``semi_elastic``: Súkeník et al.'s σ(x) design and the semi-elasticity its certificate assumes
+  (:class:`~ddrs.core.distance_sigma.DistanceSigmaSettings`).
 
 Each settings section is the ``resume_settings()`` of a settings object built from the config's
 section by field name (:func:`~ddrs.core.settings.settings_from`), so a field added to a settings
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddrs.core.distance_sigma import DistanceSigmaSettings
 from ddrs.core.seeds import StudyStream, derived_seed
 from ddrs.core.settings import (
     Algorithm1Settings,
@@ -50,6 +53,7 @@ class JobPlan:
     def __init__(self, grid: RunGrid):
         self.grid = grid
         self.config = grid.config
+        self._certify: dict[tuple[Run, str | None], CertifySettings] = {}
 
     def sigma(self, run: Run) -> float:
         """σ of the run's noise as the library takes it (λ for uniform noise)."""
@@ -77,8 +81,14 @@ class JobPlan:
 
     def certify_settings(self, run: Run, mode: str | None = None) -> CertifySettings:
         """CERTIFY's statistics: the config's ``certify`` section by field name, in ``mode`` where
-        given. The sequential stopping rule is ``certify.sequential`` by field name, deciding the
-        dataset's radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
+        given, built once per run and mode (a job's document and its :meth:`speed` read the one object).
+        The sequential stopping rule is ``certify.sequential`` by field name, deciding the dataset's
+        radius grid in the norm of the method's noise (docs/protocol.md, "Sequential certification")."""
+        if (run, mode) not in self._certify:
+            self._certify[run, mode] = self._certify_settings(run, mode)
+        return self._certify[run, mode]
+
+    def _certify_settings(self, run: Run, mode: str | None) -> CertifySettings:
         section = self.config["certify"]
         radii = self.grid.radii(get_method(run.method).norm)[run.dataset]
         sequential = settings_from(SequentialSettings, section.get("sequential", {}), radii=tuple(radii))
@@ -116,7 +126,7 @@ class JobPlan:
             n=self.grid.algorithm1_n(run.method),
             steps=tuple(self.grid.k_grid(run.dataset, run.method, run.mode)),
             lr=options["lr"],
-            min_scale=options["min_sigma"],
+            min_sigma=options["min_sigma"],
         )
 
     def speed(self, run: Run) -> dict[str, Any]:
@@ -163,6 +173,18 @@ class JobPlan:
             **self.search_order(),
             "algorithm1": self.algorithm1_settings(run).resume_settings(),
             "certify": self.certify_settings(run).resume_settings(),
+        }
+
+    def semi_elastic_certification(self, run: Run) -> dict[str, Any]:
+        """Súkeník et al.'s σ(x) from the training σ over the training inputs (``semi_elastic``, the
+        fields of :class:`~ddrs.core.distance_sigma.DistanceSigmaSettings`), then Cohen's fixed-n
+        CERTIFY at it and their certificate (docs/protocol.md, "A soundly certified data-dependent row")."""
+        return {
+            "kind": "semi_elastic_certification",
+            "inputs": self.inputs(run),
+            "sigma": self.sigma(run),
+            "semi_elastic": settings_from(DistanceSigmaSettings, self.config["semi_elastic"]).resume_settings(),
+            "certify": self.certify_settings(run, mode="fixed").resume_settings(),
         }
 
     def grid_search_certification(self, run: Run, n: int) -> dict[str, Any]:

@@ -19,6 +19,9 @@ RUN_FILES = {
     "grid_sigma_log": "sigma_grid_n{n}.tsv",
     "certify_grid": "certify_grid_n{n}.tsv",
     "memory_grid": "memory_grid_n{n}.tsv",
+    "semi_elastic_sigma_log": "sigma_semi_elastic.tsv",
+    "certify_semi_elastic": "certify_semi_elastic.tsv",
+    "semi_elastic": "semi_elastic.tsv",
     "gradient_norms": "gradient_norms.tsv",
 }
 

@@ -6,6 +6,7 @@ should do about it, said before the DAG is built."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -33,9 +34,9 @@ def missing_checkpoints(grid: RunGrid) -> list[tuple[Run, str]]:
             continue
         for method in grid.methods:
             for sigma in grid.sigmas(dataset, method):
-                path = grid.datasets[dataset]["checkpoints"][method][scale_label(sigma)]
-                if not Path(path).is_file():
-                    missing.append((Run(dataset, method, "fs", sigma), path))
+                run = Run(dataset, method, "fs", sigma)
+                if not Path(path := grid.published_checkpoint(run)).is_file():
+                    missing.append((run, path))
     return missing
 
 
@@ -129,6 +130,30 @@ def missing_own_logs_message(exp) -> str | None:
          *capped(lines, 3),
          "Put each file there, or change its path (or leave it out of published_logs.own)."]
     )  # fmt: skip
+
+
+def own_logs_checked(exp) -> tuple[str | None, list[str]]:
+    """Each of a user's own logs that is there, checked before the DAG is built as far as it can be
+    without the published logs (:func:`ddrs.published.own_logs.checked_own_log`: its settings, every
+    value, the radius cap): the refusal of the first that fails, in a line after its config key (None
+    when none does), and the warnings of the others (a log without ``n``), each a line. Snakemake
+    prints both before any job, where a job's would reach only its log. Its job checks the rest (its
+    inputs are one published input set's)."""
+    from ddrs.errors import DDRSError
+    from ddrs.published.own_logs import checked_own_log
+
+    warned: list[str] = []
+    for name, spec in ({} if exp.published is None else exp.published.own).items():
+        if not Path(spec["path"]).is_file():
+            continue  # missing_own_logs_message names it
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                checked_own_log(name, spec)
+            except DDRSError as error:
+                return f"published_logs.own.{name} is refused: {error}", warned
+        warned += [str(warning.message) for warning in caught]
+    return None, warned
 
 
 def missing_logs_message(grid: RunGrid) -> str | None:

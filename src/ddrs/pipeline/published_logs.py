@@ -75,22 +75,22 @@ class PublishedLogs:
 
         return {repository_slug(repository): repository for repository in self.repositories()}
 
-    def fetch_arguments(self, slug: str) -> dict[str, Any]:
-        """What the fetch job of one repository needs (``workflow/scripts/fetch_published.py``)."""
-        repository = self.slugs()[slug]
+    def fetch_identity(self, repository: str) -> dict[str, Any]:
+        """What decides the manifest the fetch job of ``repository`` writes (what the workflow compares):
+        the repository, the registry that pins its logs and the cache they land in. Where the bytes come
+        from (:meth:`fetch_source`) is not part of it: every file is checked against its sha256."""
+        return {"repository": repository, "registry": self.registry_path, "cache": self.cache}
+
+    def fetch_source(self, repository: str) -> dict[str, Any]:
+        """Where the fetch job of ``repository`` reads its logs: its mirror, or the network's ``base_url``
+        (None: offline), refused where the section is offline and names no mirror of it."""
         mirror = self.mirrors.get(repository)
         if mirror is None and self.offline:
             raise ValueError(
                 f"published_logs.offline is true but published_logs.mirrors names no mirror of {repository}: "
                 "give one (a git directory or a checkout), or allow the network"
             )
-        return {
-            "repository": repository,
-            "registry": self.registry_path,
-            "cache": self.cache,
-            "mirror": mirror,
-            "base_url": None if self.offline else self.base_url,
-        }
+        return {"mirror": mirror, "base_url": None if self.offline else self.base_url}
 
     # --- what it builds ---------------------------------------------------------------------------
 
@@ -157,6 +157,17 @@ class PublishedLogs:
     def own_logs(self, dataset: str) -> dict[str, dict]:
         """The user's own logs of ``dataset`` (``own``: name → {dataset, sigma, path, ...})."""
         return {name: spec for name, spec in self.own.items() if spec["dataset"] == dataset}
+
+    def entries_identity(self, dataset: str) -> dict[str, Any]:
+        """What decides the entries of ``dataset`` (its logs read once, with the user's own): the
+        registry and families tables the config names and each own log's settings (σ, n, α, family,
+        ...); the files' bytes are the job's inputs. What the workflow compares, and the record's identity."""
+        return {
+            "dataset": dataset,
+            "registry": self.registry_path,
+            "families": self.families,
+            "own": self.own_logs(dataset),
+        }
 
     def leaderboard_manifests(self, dataset: str) -> list[str]:
         registry = self.registry

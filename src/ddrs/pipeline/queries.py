@@ -16,7 +16,10 @@ from ddrs.analysis.render import (
     runtime_caption,
     selection_caption,
     selection_optimism_caption,
+    semi_elastic_caption,
 )
+from ddrs.core.distance_sigma import DistanceSigmaSettings
+from ddrs.core.settings import settings_from
 from ddrs.data import get_info
 from ddrs.methods import METHODS, get_method
 from ddrs.pipeline.layout import Run, run_file, scale_label
@@ -429,6 +432,9 @@ def best_caption(selection: str) -> Callable[[Experiment, list[LogRecord]], str]
         conventions = {r.dataset: exp.grid.uniform_convention(r.dataset) for r in records if r.norm == 1}
         method, norm, level = display_name(records[0].method), records[0].norm, exp.statistics.alpha
         text = best_table_caption(method, norm=norm, uniform_conventions=conventions, selection=selection, alpha=level)
+        if any(r.certify_mode == "idrs" for r in records):
+            options = settings_from(DistanceSigmaSettings, exp.config.get("semi_elastic", {}))
+            text += " " + semi_elastic_caption(method, options.rate, options.k)
         table = get_method(records[0].method).table
         if {"table": table} in replicated_tables(selection)(exp, None):
             suffix = "" if selection == "test" else f"_{selection}"

@@ -16,6 +16,7 @@ from ddrs.methods import get_method
 from ddrs.pipeline.grid import RunGrid
 from ddrs.pipeline.layout import Run, run_file
 from ddrs.pipeline.training_plan import TrainingPlan
+from ddrs.pipeline.validation import ConfigError
 
 
 class Records:
@@ -73,6 +74,15 @@ class Records:
             for record in self._records([run], "memory_grid", "grid_sigma_log", {"n": n}, certify_mode="gds", samples=n)
         ]
 
+    def semi_elastic_records(self, dataset: str, method: str, replicate: int = 0) -> list[LogRecord]:
+        """Method-IDRS: the fixed-σ models certified with Súkeník et al.'s semi-elastic σ(x) (config
+        ``semi_elastic``; docs/protocol.md, "A soundly certified data-dependent row")."""
+        options = self.grid.config.get("semi_elastic", {})
+        if not options.get("enabled") or method not in options.get("methods", []) or self.grid.is_logs(dataset):
+            return []
+        runs = self._runs(dataset, method, "fs", replicate)
+        return self._records(runs, "semi_elastic", "semi_elastic_sigma_log", certify_mode="idrs")
+
     def method_records(self, method: str, replicate: int = 0) -> list[LogRecord]:
         """Everything a method's table (or its Appendix H) reads, over all configured datasets:
         Method, then Method-DS and Method-DS² for each training mode the method has."""
@@ -107,14 +117,26 @@ class Records:
         records = []
         for dataset in datasets:
             if k not in (grid := self.grid.k_grid(dataset, method, "fs")):
-                raise ValueError(
-                    f"grid_search.budget {self.grid.grid_search['budget']}: Algorithm 1 spends it at K = {k}, "
-                    f"which {dataset}'s K grid {grid} lacks: Appendix B would have no {method}-DS row"
-                )
+                raise self._budget_off_the_k_grid(dataset, method, k, grid)
             records += self.fixed_records(dataset, method)
             records += self.grid_records(dataset, method)
             records += [r for r in self.ds_records(dataset, method, "fs") if r.K == k]
         return records
+
+    def _budget_off_the_k_grid(self, dataset: str, method: str, k: int, grid: list[int]) -> ConfigError:
+        """Appendix B's refusal of a budget Algorithm 1 spends at a K the K grid lacks, leading with
+        whichever of the two keys the user set last (:meth:`~ddrs.pipeline.validation.ConfigSources.refusal`)."""
+        budget, key = self.grid.grid_search["budget"], self.grid.k_grid_key(dataset, method, "fs")
+        grid_key, row = ".".join(key), f"Appendix B would have no {method}-DS row on {dataset}"
+        return ConfigError(
+            ("grid_search", "budget"),
+            f"grid_search.budget {budget}: Algorithm 1 spends it at K = {k} (2·n·K = budget), which {grid_key} "
+            f"{grid} lacks: {row}; change grid_search.budget or add {k} to {grid_key}",
+            others={
+                key: f"{grid_key} {grid}: lacks K = {k}, where Algorithm 1 spends grid_search.budget {budget} "
+                f"(2·n·K = budget): {row}; add {k} to {grid_key} or change grid_search.budget"
+            },
+        )
 
     def all_records(self) -> list[LogRecord]:
         """Every certification log of the configured experiment grid."""
@@ -145,7 +167,16 @@ class Records:
         return methods
 
     def table_records(self, table: str, replicate: int = 0) -> list[LogRecord]:
-        return [r for m in self.table_methods(table) for r in self.method_records(m, replicate)]
+        """A DDRS-style table's logs: its methods' rows and, where configured, their Method-IDRS rows."""
+        return [
+            record
+            for m in self.table_methods(table)
+            for record in self.method_records(m, replicate) + self._semi_elastic_rows(m, replicate)
+        ]
+
+    def _semi_elastic_rows(self, method: str, replicate: int) -> list[LogRecord]:
+        datasets = [d for d in self.grid.datasets_of(method) if replicate < self.grid.replicates(d, method)]
+        return [record for d in datasets for record in self.semi_elastic_records(d, method, replicate)]
 
     def replicated_table_records(self, table: str) -> list[LogRecord]:
         """A DDRS-style table's records over every training run of its models (:meth:`replicated`)."""

@@ -14,8 +14,8 @@ would otherwise surface only inside a job, after others have run, or never:
 - values a job's own settings refuse together (a σ floor above a σ₀): the training and Algorithm 1
   settings of every run are built here, so their checks name the run before any job.
 
-:func:`configfile_problem` catches a target given after ``--configfile`` where Snakemake read it as
-a config file.
+What Snakemake must read before any of this, the config files themselves, is checked by
+:mod:`ddrs.pipeline.config_files`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from ddrs.methods import get_method
+from ddrs.pipeline.config_files import shown
 from ddrs.pipeline.grid import SIGMA_KEY
 from ddrs.pipeline.layout import SCALE_PATTERN, scale_label
 
@@ -56,11 +57,14 @@ _BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusi
 
 class ConfigError(ValueError):
     """A config the library refuses, raised with the config path of the key at fault (``("certify",
-    "n0")``), so that the message can name the file that set it (:meth:`ConfigSources.named`)."""
+    "n0")``), so that the message can name the file that set it (:meth:`ConfigSources.refusal`).
+    Where keys disagree, ``others`` holds the message that leads with each other key: the one shown
+    is that of the key the last source sets, the one a user edited."""
 
-    def __init__(self, key: Sequence[str], message: str) -> None:
+    def __init__(self, key: Sequence[str], message: str, others: Mapping[tuple[str, ...], str] | None = None) -> None:
         super().__init__(message)
         self.key = tuple(key)
+        self.messages = {self.key: message, **{tuple(other): line for other, line in (others or {}).items()}}
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class ConfigSources:
     @classmethod
     def read(cls, configfiles: Sequence[str | Path], overrides: Mapping[str, Any] | None = None) -> ConfigSources:
         """The sources of a run given ``configfiles`` (already read once by Snakemake) and ``--config``'s values."""
-        layers = [(_shown(Path(path)), yaml.safe_load(Path(path).read_text()) or {}) for path in configfiles]
+        layers = [(shown(path), yaml.safe_load(Path(path).read_text()) or {}) for path in configfiles]
         return cls(tuple(layers + ([("--config", dict(overrides))] if overrides else [])))
 
     def holding(self, key: Sequence[str | int]) -> str:
@@ -88,11 +92,15 @@ class ConfigSources:
         """``line`` after the name of the source that set ``key``."""
         return f"{self.holding(key)}: {line}"
 
-
-def _shown(path: Path) -> str:
-    """``path`` as the user gave it: relative to the working directory when it lies under it
-    (Snakemake makes every config file's path absolute)."""
-    return str(path.relative_to(Path.cwd()) if path.is_absolute() and path.is_relative_to(Path.cwd()) else path)
+    def refusal(self, error: ConfigError) -> str:
+        """``error``'s message that leads with the key the latest source sets (the first key where no
+        source sets one later), after that source's name."""
+        latest = {
+            key: max((i for i, (_, mapping) in enumerate(self.layers) if _sets(mapping, key)), default=-1)
+            for key in error.messages
+        }
+        key = max(latest, key=latest.get)
+        return self.named(key, error.messages[key])
 
 
 def _sets(mapping: Mapping[str, Any], keys: Sequence[str]) -> bool:
@@ -172,6 +180,10 @@ def _problem_line(error: ValidationError, stale_schema: str | None) -> str:
         hint = f" (did you mean {close[0]}?)" if close else ""
         hint += f" ({stale_schema})" if stale_schema else ""
         return f"{where}: {_quoted(error.instance)} is not one of: {', '.join(names)}{hint}"
+    if error.validator == "pattern" and "x-allowed" in error.schema:  # what it allows, not its regular expression
+        *others, last = error.schema["x-allowed"]
+        allowed = " or ".join(filter(None, [", ".join(others), last]))
+        return f"{where}: {_quoted(error.instance)} is not allowed; it takes {allowed}"
     if error.validator == "type":
         expected = error.validator_value
         decimal = expected == "integer" and isinstance(error.instance, float)
@@ -218,35 +230,6 @@ def schema_problems(
     return list(dict.fromkeys(lines))
 
 
-#: the endings of the config files Snakemake reads (YAML, or JSON, which YAML reads)
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def configfile_problem(configfiles: Sequence[str | Path], results: Any) -> str | None:
-    """Why a ``--configfile`` looks like a target, or None: Snakemake's ``--configfile`` takes every
-    word after it, so ``--configfile config/digits.yaml results/tables/table1.csv`` reads the table as
-    one more config file. Seen here are the files Snakemake could read as a mapping: one not named
-    .yaml, .yml or .json, or one of the workflow's outputs (under the config's ``results``, unless that
-    holds the working directory). A target that is no mapping, or no file yet, stops Snakemake itself
-    before the Snakefile is read."""
-    outputs = Path(results).resolve() if isinstance(results, str) and results else None
-    if outputs is not None and Path.cwd().is_relative_to(outputs):
-        outputs = None  # a results folder around the working directory holds the config files too
-    for path in map(Path, configfiles):
-        output = outputs is not None and path.resolve().is_relative_to(outputs)
-        if path.suffix in CONFIG_SUFFIXES and not output:
-            continue
-        shown = _shown(path)
-        given = " ".join(_shown(Path(file)) for file in configfiles if Path(file) != path) or "CONFIG"
-        reason = f"a file under {results}/ (a workflow output)" if output else "not a .yaml, .yml or .json file"
-        return (
-            f"--configfile {shown}: {reason}, read as a config file since --configfile takes every word after it; "
-            f"name a target before --configfile (snakemake {shown} --configfile {given}) or end the config files "
-            f"with -- (snakemake --configfile {given} -- {shown})"
-        )
-    return None
-
-
 def _require_in(given, allowed: list, key: tuple[str, ...]) -> None:
     """Raise :class:`ConfigError` naming ``key`` and the allowed values unless every item of ``given``
     (a list, or a mapping's keys) is one of ``allowed``."""
@@ -271,8 +254,7 @@ def check_references(config: Mapping[str, Any]) -> None:
     grid-search interval, a grid-search n that does not divide its budget, and more of CERTIFY's
     selection draws than estimation draws (``certify.n0 > certify.n``). Each refusal is a
     :class:`ConfigError` naming its key."""
-    methods, grid = list(config.get("methods") or []), config.get("grid_search", {"enabled": False})
-    datasets = config.get("datasets") or {}
+    methods, datasets = list(config.get("methods") or []), config.get("datasets") or {}
     for method in methods:
         key = SIGMA_KEY[get_method(method).noise]
         if datasets and not any(spec.get(key) for spec in datasets.values()):
@@ -282,39 +264,9 @@ def check_references(config: Mapping[str, Any]) -> None:
                 f"(e.g. [0.25, 0.5, 1.0]) or leave {method} out of methods",
             )
     for dataset, spec in datasets.items():
-        for key in SIGMA_KEY.values():
-            for sigma in spec.get(key, []):
-                if float(scale_label(sigma)) != sigma:
-                    raise ConfigError(
-                        ("datasets", dataset, key),
-                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, "
-                        f"which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant digits",
-                    )
-                if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
-                    raise ConfigError(
-                        ("datasets", dataset, key),
-                        f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths, which "
-                        f"the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 to 999999",
-                    )
-        labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
-        every = list(dict.fromkeys(sum(labels.values(), [])))
-        _require_in(spec.get("train_by_sigma", {}), every, ("datasets", dataset, "train_by_sigma"))
-        _require_in(spec.get("train_by_method", {}), methods, ("datasets", dataset, "train_by_method"))
-        for method, paths in spec.get("checkpoints", {}).items():
-            noise = get_method(method).noise
-            _require_in(paths, labels[noise], ("datasets", dataset, "checkpoints", method))
-    _require_in(grid.get("datasets") or [], list(datasets), ("grid_search", "datasets"))
-    if grid["enabled"]:
-        if not grid["low"] < grid["high"]:
-            raise ConfigError(("grid_search",), f"grid_search: low {grid['low']} must be below high {grid['high']}")
-        budget = grid["budget"]
-        for n in grid["n"]:
-            if budget % n:
-                raise ConfigError(
-                    ("grid_search",),
-                    f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
-                    f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)",
-                )
+        _check_sigma_spellings(dataset, spec)
+        _check_dataset_keys(dataset, spec, methods)
+    _check_grid_search(config.get("grid_search", {"enabled": False}), list(datasets))
     certify = config.get("certify") or {}
     if "n0" in certify and "n" in certify and certify["n0"] > certify["n"]:
         raise ConfigError(
@@ -327,6 +279,55 @@ def check_references(config: Mapping[str, Any]) -> None:
     for key in ("ablation_sigmas", "gradient_norm_sigma"):
         given = studies.get(key, [])
         _require_in(given if isinstance(given, list) else [given], sorted(sigmas), ("sun2024", key))
+
+
+def _check_sigma_spellings(dataset: str, spec: Mapping[str, Any]) -> None:
+    """Refuse a σ of the dataset's grids that its path spelling (:func:`scale_label`) would change or
+    that the workflow's ``{sigma}`` wildcard would miss."""
+    for key in SIGMA_KEY.values():
+        for sigma in spec.get(key, []):
+            shown = f"datasets.{dataset}.{key}: σ {sigma!r} is spelled sigma{scale_label(sigma)} in paths"
+            if float(scale_label(sigma)) != sigma:
+                raise ConfigError(
+                    ("datasets", dataset, key),
+                    f"{shown}, which reads back as {float(scale_label(sigma))!r}: give it with at most 6 significant "
+                    "digits",
+                )
+            if not re.fullmatch(SCALE_PATTERN, scale_label(sigma)):
+                raise ConfigError(
+                    ("datasets", dataset, key),
+                    f"{shown}, which the workflow's {{sigma}} wildcard ({SCALE_PATTERN}) misses: give σ from 0.0001 "
+                    "to 999999",
+                )
+
+
+def _check_dataset_keys(dataset: str, spec: Mapping[str, Any], methods: list[str]) -> None:
+    """Refuse ``train_by_sigma`` and ``checkpoints`` keys outside the dataset's σ grids and
+    ``train_by_method`` keys of methods the config does not run."""
+    labels = {noise: [scale_label(s) for s in spec.get(key, [])] for noise, key in SIGMA_KEY.items()}
+    every = list(dict.fromkeys(sum(labels.values(), [])))
+    _require_in(spec.get("train_by_sigma", {}), every, ("datasets", dataset, "train_by_sigma"))
+    _require_in(spec.get("train_by_method", {}), methods, ("datasets", dataset, "train_by_method"))
+    for method, paths in spec.get("checkpoints", {}).items():
+        _require_in(paths, labels[get_method(method).noise], ("datasets", dataset, "checkpoints", method))
+
+
+def _check_grid_search(grid: Mapping[str, Any], datasets: list[str]) -> None:
+    """Refuse ``grid_search.datasets`` not configured and, when the grid search runs, an empty
+    interval or an n that does not divide the budget."""
+    _require_in(grid.get("datasets") or [], datasets, ("grid_search", "datasets"))
+    if not grid["enabled"]:
+        return
+    if not grid["low"] < grid["high"]:
+        raise ConfigError(("grid_search",), f"grid_search: low {grid['low']} must be below high {grid['high']}")
+    budget = grid["budget"]
+    for n in grid["n"]:
+        if budget % n:
+            raise ConfigError(
+                ("grid_search",),
+                f"grid_search: n = {n} does not divide the budget {budget}: its grid would spend "
+                f"{budget // n * n} evaluations, not Algorithm 1's (Appendix B compares at equal budget)",
+            )
 
 
 def check_training_options(exp) -> None:
@@ -352,7 +353,7 @@ def check_algorithm1_options(exp) -> None:
     for run in exp.runs():
         try:
             sigma0 = exp.grid.noise_sigma(run.dataset, run.method, run.sigma)
-            Algorithm1Settings(sigma0=sigma0, min_scale=exp.config["optimize_sigma"]["min_sigma"])
+            Algorithm1Settings(sigma0=sigma0, min_sigma=exp.config["optimize_sigma"]["min_sigma"])
         except ValueError as error:
             raise ValueError(f"optimize_sigma for {exp.grid.run_dir(run)}: {error}") from None
 

@@ -222,8 +222,30 @@ def _read_raw(entry: _Audit, path) -> pd.DataFrame | None:
 def _check_coverage(entry: _Audit) -> None:
     """Rows present against those the stride implies over the test set; where the missing ones are."""
     idx = entry.frame["idx"].to_numpy()
-    steps = np.diff(idx)
     entry.details.update(first_idx=int(idx[0]), last_idx=int(idx[-1]))
+    stride, source = _stride(entry, idx)
+    entry.details.update(stride=stride, stride_source=source)
+    split = str(log_field(entry.log, "split", "") or "test")
+    size = SPLIT_SIZES.get((dataset_key(entry.dataset), split))
+    if size is None or stride is None:
+        reason = f"no size is known for {entry.dataset!r} ({split})" if size is None else "one row gives no stride"
+        entry.findings.append(f"Rows not checked against the {split} set: {reason}.")
+        return
+    where = f"{entry.dataset}'s {size:,} {split} inputs"
+    outside = (idx < 0) | (idx >= size)
+    if outside.any():
+        entry.flags["idx_out_of_range"] = int(outside.sum())
+        entry.findings.append(
+            f"{_rows(outside.sum())} idx outside {where} (up to {idx.max():,}): a log of another split?"
+        )
+        return
+    _check_stride_grid(entry, idx, (stride, source), size, where)
+
+
+def _stride(entry: _Audit, idx: np.ndarray) -> tuple[int | None, str | None]:
+    """The log's stride over the test set and where it comes from (``registry``: its skip, ``idx``: the
+    commonest step of its idx column); flags a decreasing idx and a step that is not the registry's."""
+    steps = np.diff(idx)
     if (steps <= 0).any():
         at = int(np.argmax(steps <= 0)) + 1
         entry.flags["non_monotone_idx"] = True
@@ -241,24 +263,14 @@ def _check_coverage(entry: _Audit) -> None:
             f"{inferred}."
         )
     if registered is not None and inferred in (None, int(registered)):
-        stride, source = int(registered), "registry"
-    else:
-        stride, source = inferred, None if inferred is None else "idx"
-    entry.details.update(stride=stride, stride_source=source)
-    split = str(log_field(entry.log, "split", "") or "test")
-    size = SPLIT_SIZES.get((dataset_key(entry.dataset), split))
-    if size is None or stride is None:
-        reason = f"no size is known for {entry.dataset!r} ({split})" if size is None else "one row gives no stride"
-        entry.findings.append(f"Rows not checked against the {split} set: {reason}.")
-        return
-    where = f"{entry.dataset}'s {size:,} {split} inputs"
-    outside = (idx < 0) | (idx >= size)
-    if outside.any():
-        entry.flags["idx_out_of_range"] = int(outside.sum())
-        entry.findings.append(
-            f"{_rows(outside.sum())} idx outside {where} (up to {idx.max():,}): a log of another split?"
-        )
-        return
+        return int(registered), "registry"
+    return inferred, None if inferred is None else "idx"
+
+
+def _check_stride_grid(entry: _Audit, idx: np.ndarray, stride: tuple[int, str], size: int, where: str) -> None:
+    """The rows against the grid of every ``stride``-th input of the ``size`` test inputs (``where``)
+    from the first idx's offset: missing at the end, at the start, inside, and off the grid."""
+    stride, source = stride
     offset = int(idx[0]) % stride
     grid = np.arange(offset, size, stride)
     expected = len(grid)

@@ -40,7 +40,7 @@ def audit_table(manifests: Paths, registry: str | os.PathLike | None = None) -> 
         [(repository, path) in files for repository, path in zip(rows["repository"], rows["path"], strict=True)]
     ]
     logs = [PublishedLog.from_row(row) for _, row in rows.iterrows()]
-    return audit(logs, [local_file(files, log.repository, log.path) for log in logs])
+    return audit(logs, [local_file(files, log.repository, log.path, log.sha256) for log in logs])
 
 
 def seed_table(
@@ -116,15 +116,19 @@ def dataset_entries(
     families: str | os.PathLike | None = None,
     own: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Read a leaderboard dataset's logs once (:func:`ddrs.published.leaderboard.load_entries`, each
-    validated by :func:`ddrs.logs.certification_log.read_log`, with its family from ``families``, default the
-    shipped table), and the user's ``own`` logs of the dataset (:func:`ddrs.published.own_logs.own_entries`),
-    into ``out``, which its jobs read."""
+    """Read a leaderboard dataset's logs once (:func:`ddrs.published.leaderboard.load_entries`: those of
+    the repositories the ``manifests`` list, the config's selection, each checked against its sha256 and
+    validated by :func:`ddrs.logs.certification_log.read_log`, with its family from ``families``, default
+    the shipped table), and the user's ``own`` logs of the dataset
+    (:func:`ddrs.published.own_logs.own_entries`), into ``out``, which its jobs read."""
     from ddrs.published.families import read_families
     from ddrs.published.leaderboard import load_entries, save_entries
     from ddrs.published.own_logs import own_entries
 
-    entries = load_entries(_registry(registry), dataset, local_files(manifests), read_families(families))
+    files = local_files(manifests)
+    rows = _registry(registry)
+    rows = rows[rows["repository"].isin({repository for repository, _ in files})]  # the selected repositories'
+    entries = load_entries(rows, dataset, files, read_families(families))
     save_entries([*entries, *own_entries(own or {}, dataset, entries)], out)
 
 

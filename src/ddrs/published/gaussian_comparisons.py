@@ -224,29 +224,9 @@ def gaussian_comparisons_table(
     :func:`comparisons`."""
     columns = [*map(radius_column, radii), SINGLE_ACR]
     families = published_families(entries)
-    rows, pairs = [], []
-    for entry in entries:
-        for against, pair in comparisons(entry, families):
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "method": entry.log.method_authors,
-                    "ours": entry.log.method,
-                    "family": entry.family.name,
-                    "extra_data": entry.family.extra_data,
-                    "repository": entry.log.repository,
-                    "arch": entry.log.arch,
-                    "sigma": entry.sigma,
-                    "log": entry.name,
-                    "against": against,
-                    "baseline": "" if pair is None else pair.baseline.name,
-                    "inputs": 0 if pair is None else len(pair.shared),
-                    "tested": pair is not None,
-                    "gaussian_pair": pair is not None and not is_own(entry) and is_gaussian_pair(pair),
-                    "same_recipe": pair is not None and pair.variant.method == pair.baseline.method,
-                }
-            )
-            pairs.append(pair)
+    found = [(entry, against, pair) for entry in entries for against, pair in comparisons(entry, families)]
+    rows = [_leading(entry, against, pair, dataset) for entry, against, pair in found]
+    pairs = [pair for _, _, pair in found]
     tested = [k for k, pair in enumerate(pairs) if pair is not None]
     evidence = {
         k: (
@@ -261,18 +241,7 @@ def gaussian_comparisons_table(
         cells, p[k, :-1] = radius_comparison(*evidence[k])
         rows[k] |= {column: float(value) if column in columns else value for column, value in cells.items()}
         can_reject[k, :-1] = [cells[f"{c}_better"] + cells[f"{c}_worse"] >= 2 for c in columns[:-1]]
-    by_inputs: dict[int, list[int]] = {}
-    for k in tested:
-        by_inputs.setdefault(len(pairs[k].shared), []).append(k)
-    for members in by_inputs.values():
-        differences = np.stack([evidence[k][0].acr[SINGLE_ACR] - evidence[k][1].acr[SINGLE_ACR] for k in members], 1)
-        means = stats.bootstrap_means(differences, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
-        low, high = stats.percentile_interval(means, inference.alpha)
-        p[members, -1] = stats.sign_flip_bound_p(differences)
-        can_reject[members, -1] = (differences != 0).sum(axis=0) >= 2
-        for j, k in enumerate(members):
-            bounds = dict(zip(interval_columns(SINGLE_ACR), (float(low[j]), float(high[j])), strict=True))
-            rows[k] |= {SINGLE_ACR: float(differences[:, j].mean()), **bounds}
+    _compare_acr(rows, evidence, (p, can_reject), inference, dataset)
     adjusted = np.full_like(p, np.nan)
     for family in (
         [k for k in tested if not is_own(pairs[k].variant)],
@@ -280,15 +249,7 @@ def gaussian_comparisons_table(
     ):
         if family:
             adjusted[family] = stats.holm(p[family].ravel(), can_reject[family].ravel()).reshape(len(family), -1)
-    bold = set()
-    for k in tested:
-        better_at, worse_at = [], []
-        for c, column in enumerate(columns):
-            rows[k] |= {f"{column}_p": float(p[k, c]), f"{column}_p_holm": float(adjusted[k, c])}
-            if adjusted[k, c] < inference.alpha and rows[k][column] != 0:
-                bold.add((k, column))
-                (better_at if rows[k][column] > 0 else worse_at).append(column)
-        rows[k] |= {"better_at": " ".join(better_at), "worse_at": " ".join(worse_at)}
+    bold = {(k, column) for k in tested for column in _verdicts(rows[k], columns, p[k], adjusted[k], inference.alpha)}
     suffixes = ("", "_better", "_worse", "_p", "_p_holm")
     grouped = [
         f"{c}{suffix}" for c in columns for suffix in suffixes if c != SINGLE_ACR or suffix in ("", "_p", "_p_holm")
@@ -298,3 +259,57 @@ def gaussian_comparisons_table(
     frame.attrs[BOLD_ATTR] = frozenset(bold)
     frame.attrs[ALPHA_ATTR] = inference.alpha
     return frame
+
+
+def _leading(entry: Entry, against: str, pair: Pair | None, dataset: str) -> dict[str, object]:
+    """The leading columns of ``entry``'s row against ``against`` (``pair`` None: untested)."""
+    return {
+        "dataset": dataset,
+        "method": entry.log.method_authors,
+        "ours": entry.log.method,
+        "family": entry.family.name,
+        "extra_data": entry.family.extra_data,
+        "repository": entry.log.repository,
+        "arch": entry.log.arch,
+        "sigma": entry.sigma,
+        "log": entry.name,
+        "against": against,
+        "baseline": "" if pair is None else pair.baseline.name,
+        "inputs": 0 if pair is None else len(pair.shared),
+        "tested": pair is not None,
+        "gaussian_pair": pair is not None and not is_own(entry) and is_gaussian_pair(pair),
+        "same_recipe": pair is not None and pair.variant.method == pair.baseline.method,
+    }
+
+
+def _compare_acr(
+    rows: list[dict], evidence: dict[int, tuple[Evidence, Evidence]], tests: tuple, inference: stats.Inference, dataset
+) -> None:
+    """The ACR difference of every tested row ``k`` of ``evidence`` into ``rows[k]``, with its
+    percentile interval, and its sign-flip p-value and whether it can reject into the last column of
+    ``tests`` = (p, can_reject). Rows over the same number of shared inputs are bootstrapped together."""
+    p, can_reject = tests
+    by_inputs: dict[int, list[int]] = {}
+    for k in evidence:
+        by_inputs.setdefault(rows[k]["inputs"], []).append(k)
+    for members in by_inputs.values():
+        differences = np.stack([evidence[k][0].acr[SINGLE_ACR] - evidence[k][1].acr[SINGLE_ACR] for k in members], 1)
+        means = stats.bootstrap_means(differences, n_boot=inference.n_boot, seed=inference.seed, dataset=dataset)
+        low, high = stats.percentile_interval(means, inference.alpha)
+        p[members, -1] = stats.sign_flip_bound_p(differences)
+        can_reject[members, -1] = (differences != 0).sum(axis=0) >= 2
+        for j, k in enumerate(members):
+            bounds = dict(zip(interval_columns(SINGLE_ACR), (float(low[j]), float(high[j])), strict=True))
+            rows[k] |= {SINGLE_ACR: float(differences[:, j].mean()), **bounds}
+
+
+def _verdicts(row: dict, columns: Sequence[str], p: np.ndarray, adjusted: np.ndarray, alpha: float) -> list[str]:
+    """Write a tested row's p-values and ``better_at`` / ``worse_at``; return its significant columns."""
+    significant, better_at, worse_at = [], [], []
+    for c, column in enumerate(columns):
+        row |= {f"{column}_p": float(p[c]), f"{column}_p_holm": float(adjusted[c])}
+        if adjusted[c] < alpha and row[column] != 0:
+            significant.append(column)
+            (better_at if row[column] > 0 else worse_at).append(column)
+    row |= {"better_at": " ".join(better_at), "worse_at": " ".join(worse_at)}
+    return significant

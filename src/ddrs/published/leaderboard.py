@@ -195,7 +195,7 @@ def load_entries(
     orders = read_orders() if orders is None else orders
     entries = []
     for log, names in dataset_logs(registry, dataset):
-        frame = read_log(local_file(files, log.repository, log.path))
+        frame = read_log(local_file(files, log.repository, log.path, log.sha256))
         family = family_of(families, log.repository, log.method_authors)
         declared = order_of(orders, dataset, log.repository, log.path)
         order = guard_order(names[0], dataset, frame, declared, str(ORDERS_PATH), order_labels)

@@ -171,39 +171,8 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
     capped = False
     for row, lines in zip(axes, rows, strict=True):
         for ax, sigma in zip(row, sigmas, strict=True):
-            best = {
-                family: lines.best(_at(members, sigma))
-                for family, members in lines.members.items()
-                if _at(members, sigma)
-            }
-            ax.set_title(f"σ = {sigma:g}" if best else f"σ = {sigma:g}: no log on these inputs", fontsize="medium")
-            if not best:
-                continue
-            radii = radius_grid([lines.cut(entry) for entry in best.values()])
-            past = []
-            for family, entry in best.items():
-                frame = lines.cut(entry)
-                curve = 100 * certified_accuracy(frame, radii)
-                band = alpha if family.name == GAUSSIAN_FAMILY else None
-                drawn = accuracy_curve(
-                    ax, radii, curve, len(lines.idx), alpha=band, label=family.label, **styles[family]
-                )
-                handles.setdefault(family.label, drawn)
-                if beyond_cap(entry, frame):
-                    past.append(family.label)
-            for cap in sorted({cap for entry in best.values() if (cap := radius_cap(entry)) is not None}):
-                ax.axvline(cap, color="grey", linestyle=":", linewidth=1)
-                capped = True
-            if past:
-                ax.text(
-                    0.97,
-                    0.97,
-                    textwrap.fill(f"past its cap: {', '.join(past)}", 28),
-                    transform=ax.transAxes,
-                    ha="right",
-                    va="top",
-                    fontsize="x-small",
-                )
+            drawn, panel_capped = _best_curves_panel(ax, lines, sigma, styles, alpha)
+            handles, capped = {**drawn, **handles}, capped or panel_capped
         row[0].set_ylabel(
             textwrap.fill(input_set(lines.idx, lines.order), 34) + f"\n{ACCURACY_LABEL}", fontsize="small"
         )
@@ -233,6 +202,32 @@ def curves_figure(entries: Sequence[Entry], dataset: str, *, alpha: float | None
     )
     figure.suptitle(f"{dataset}: the best log (highest ACR) of each family at each σ", fontsize="medium")
     return figure
+
+
+def _best_curves_panel(ax, lines: FamilyLines, sigma: float, styles: dict, alpha: float | None) -> tuple[dict, bool]:
+    """One panel of :func:`curves_figure`: each family's best log at ``sigma`` on ``lines``' inputs, and
+    the radius caps of those logs. Returns each family's line by label and whether a cap was drawn."""
+    best = {family: lines.best(_at(members, sigma)) for family, members in lines.members.items() if _at(members, sigma)}
+    ax.set_title(f"σ = {sigma:g}" if best else f"σ = {sigma:g}: no log on these inputs", fontsize="medium")
+    if not best:
+        return {}, False
+    radii = radius_grid([lines.cut(entry) for entry in best.values()])
+    handles, past = {}, []
+    for family, entry in best.items():
+        frame = lines.cut(entry)
+        curve = 100 * certified_accuracy(frame, radii)
+        band = alpha if family.name == GAUSSIAN_FAMILY else None
+        drawn = accuracy_curve(ax, radii, curve, len(lines.idx), alpha=band, label=family.label, **styles[family])
+        handles.setdefault(family.label, drawn)
+        if beyond_cap(entry, frame):
+            past.append(family.label)
+    caps = sorted({cap for entry in best.values() if (cap := radius_cap(entry)) is not None})
+    for cap in caps:
+        ax.axvline(cap, color="grey", linestyle=":", linewidth=1)
+    if past:
+        text = textwrap.fill(f"past its cap: {', '.join(past)}", 28)
+        ax.text(0.97, 0.97, text, transform=ax.transAxes, ha="right", va="top", fontsize="x-small")
+    return handles, bool(caps)
 
 
 def recovered_p_a_lower(frame: pd.DataFrame, sigma: float) -> pd.DataFrame:

@@ -8,19 +8,21 @@ atomically) and writes a *manifest*, one CSV row per log::
     repository, commit, path, sha256, size, file
 
 ``file`` is where the log lies on this machine. The tables read the logs through the manifests
-(:func:`local_files`), so a DAG of a few jobs stands for thousands of logs.
+(:func:`local_files`), so a DAG of a few jobs stands for thousands of logs; every cached log is
+checked against the sha256 its manifest pins each time it is read (:class:`CachedLogs`), not only
+when it is fetched.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from ddrs.errors import FetchError
-from ddrs.io import atomic_path
+from ddrs.io import atomic_path, file_digest
 
 #: a manifest's columns, in order
 MANIFEST_COLUMNS = ("repository", "commit", "path", "sha256", "size", "file")
@@ -90,17 +92,62 @@ def read_manifests(manifests: Iterable[str | os.PathLike]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def local_files(manifests: Iterable[str | os.PathLike]) -> dict[tuple[str, str], Path]:
-    """``(repository, path)`` → the local file of each log the manifests list."""
-    frame = read_manifests(manifests)
-    return {
-        (repository, path): Path(file)
-        for repository, path, file in zip(frame["repository"], frame["path"], frame["file"], strict=True)
-    }
+class CachedLogs(Mapping[tuple[str, str], Path]):
+    """``(repository, path)`` → the local file of each log the manifests list, each checked when it is
+    looked up against the sha256 its manifest pins (the registry's, which its fetch checked): a cached
+    log edited, truncated or replaced since its fetch is refused with a :class:`FetchError`, never read."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self._rows = {
+            (repository, path): (Path(file), sha256)
+            for repository, path, file, sha256 in zip(
+                frame["repository"], frame["path"], frame["file"], frame["sha256"], strict=True
+            )
+        }
+        self._checked: set[tuple[str, str]] = set()
+
+    def __getitem__(self, key: tuple[str, str]) -> Path:
+        file, sha256 = self._rows[key]
+        if key not in self._checked:
+            _check_cached(key, file, sha256)
+            self._checked.add(key)
+        return file
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def sha256(self, key: tuple[str, str]) -> str:
+        """The sha256 the manifest pins for the log ``key``."""
+        return self._rows[key][1]
 
 
-def local_file(files: Mapping[tuple[str, str], Path], repository: str, path: str) -> Path:
-    """The local file of one log, or an error saying what to fetch."""
+def _check_cached(key: tuple[str, str], file: Path, sha256: str) -> None:
+    """Refuse the cached copy ``file`` of the log ``key`` unless it is there with ``sha256``."""
+    name = ":".join(key)
+    if not file.is_file():
+        raise FetchError(
+            f"{name}: its manifest names {file}, which is gone (a cleaned cache?); fetch it again: "
+            "snakemake --forcerun fetch_published_logs ..."
+        )
+    got = file_digest(file)
+    if got != sha256.lower():
+        raise FetchError(
+            f"{name}: its cached copy {file} has sha256 {got}, not the registry's {sha256}: the cache was changed "
+            "since its fetch; delete the file and fetch it again (snakemake --forcerun fetch_published_logs ...)"
+        )
+
+
+def local_files(manifests: Iterable[str | os.PathLike]) -> CachedLogs:
+    """``(repository, path)`` → the local file of each log the manifests list, checked as it is looked up."""
+    return CachedLogs(read_manifests(manifests))
+
+
+def local_file(files: Mapping[tuple[str, str], Path], repository: str, path: str, sha256: str | None = None) -> Path:
+    """The local file of one log, or an error saying what to fetch; ``sha256``, where the caller holds
+    the registry's, must be the one the manifest pins (a manifest of another registry is refused)."""
     try:
         file = Path(files[repository, path])
     except KeyError:
@@ -108,6 +155,11 @@ def local_file(files: Mapping[tuple[str, str], Path], repository: str, path: str
             f"{repository}:{path} is in no manifest of this run: fetch its repository first "
             "(the fetch_published_logs rule, or ddrs logs fetch)"
         ) from None
+    if sha256 is not None and isinstance(files, CachedLogs) and files.sha256((repository, path)) != sha256:
+        raise FetchError(
+            f"{repository}:{path}: its manifest pins sha256 {files.sha256((repository, path))}, the registry "
+            f"{sha256}: it was fetched for another registry; fetch it again (snakemake --forcerun fetch_published_logs)"
+        )
     if not file.is_file():
         raise FetchError(
             f"{repository}:{path}: its manifest names {file}, which is gone (a cleaned cache?); fetch it again: "

@@ -9,8 +9,8 @@ repository ``own`` and the name ``own:<name>``, its family its own name unless g
 go through :func:`own_entries`, and every check below refuses the log with an error naming the file
 (and the row) and the defect.
 
-**Settings** (:func:`check_spec`): σ finite and above 0; ``n``, when given, a whole number ≥ 1;
-``alpha`` in (0, 1) (default Cohen et al.'s 0.001).
+**Settings** (:func:`check_spec`): σ in :data:`SIGMA_RANGE`; ``n``, when given, a whole number from 1
+to :data:`LARGEST_N`; ``alpha`` in (0, 1) (default Cohen et al.'s 0.001).
 
 **Values** (:func:`check_values`), after :func:`~ddrs.logs.certification_log.read_log` (the columns, a duplicate
 ``idx``, and ``idx``, ``label``, ``predict`` and ``correct`` whole numbers as written): radius
@@ -30,8 +30,8 @@ the nearest set (a subset alone in its input set would be "rank 1" of nothing: :
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import math
 import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +44,7 @@ import pandas as pd
 from ddrs.data.registry import DATASETS
 from ddrs.errors import DDRSError
 from ddrs.logs.certification_log import read_log
-from ddrs.published.audit import audit, flag_table
+from ddrs.published.audit import audit, flag_table, radius_bound
 from ddrs.published.families import Family
 from ddrs.published.input_orders import describe, guard_order
 from ddrs.published.leaderboard import Entry, input_set, inputs_digest
@@ -59,6 +59,14 @@ DEFAULT_ALPHA = 0.001
 REFUSING = ("header_only", "impossible_radius")
 #: the classes of the published logs' datasets that :mod:`ddrs.data` does not load
 PUBLISHED_CLASSES = {"cifar100": 100, "fmnist": 10}
+#: the largest n a certification could plausibly have spent on one input: 10¹⁰ draws, 10⁵ times Cohen
+#: et al.'s n = 100,000, which took 15 s per CIFAR-10 input on their GPU (§4): 17 GPU-days per input.
+#: Every n-draw certificate is at most σ·Φ⁻¹(α^(1/n)) (all n draws correct: Clopper–Pearson's p̲A = α^(1/n)),
+#: which grows with n, so no log of any feasible n holds a radius above the cap at 10¹⁰: 6.06σ at α = 0.001
+LARGEST_N = 10**10
+#: the σ an own log may state, [0.01, 10]: the published logs certify at 0.12 to 1 on images in [0, 1];
+#: below 0.01 the noise is under 3 levels of an 8-bit pixel, above 10 it is ten times the pixel range
+SIGMA_RANGE = (0.01, 10.0)
 
 
 class OwnLogError(DDRSError):
@@ -111,12 +119,15 @@ def _number(value: Any) -> float | None:
 def check_spec(name: str, spec: Mapping[str, Any]) -> None:
     """Refuse an own log's settings that cannot be its certification's (module docstring), naming the log."""
     where = f"{spec['path']}: own log {name!r}"
-    sigma = _number(spec["sigma"])
-    if sigma is None or not math.isfinite(sigma) or sigma <= 0:
-        raise OwnLogError(f"{where}: σ {spec['sigma']!r} is not a finite number above 0")
+    sigma, (low, high) = _number(spec["sigma"]), SIGMA_RANGE
+    if sigma is None or not low <= sigma <= high:
+        raise OwnLogError(f"{where}: σ {spec['sigma']!r} is not a number from {low:g} to {high:g} (a smoothing σ)")
     n = spec.get("n")
-    if n is not None and (_number(n) is None or not float(n).is_integer() or n < 1):
-        raise OwnLogError(f"{where}: n {n!r} is not a whole number ≥ 1 (the Monte Carlo samples of CERTIFY)")
+    if n is not None and (_number(n) is None or not float(n).is_integer() or not 1 <= n <= LARGEST_N):
+        raise OwnLogError(
+            f"{where}: n {n!r} is not a whole number from 1 to 10^10 (the Monte Carlo samples of CERTIFY; "
+            "more than any certification could spend on one input)"
+        )
     alpha = spec.get("alpha")
     if alpha is not None and (_number(alpha) is None or not 0 < alpha < 1):
         raise OwnLogError(f"{where}: alpha {alpha!r} is not in (0, 1)")
@@ -180,20 +191,36 @@ def _registry_row(name: str, spec: Mapping[str, Any], dataset: str, path: Path, 
 
 def audit_own(name: str, log: PublishedLog, path: Path) -> None:
     """Refuse ``log`` (at ``path``) where the audit finds a defect of :data:`REFUSING`, naming the file and
-    the finding; warn (:class:`OwnLogWarning`) where its n is unknown."""
-    found = audit([log], [path])
+    the finding; its radii against the cap of its n, or of :data:`LARGEST_N` (with a :class:`OwnLogWarning`)
+    where its n is unknown."""
+    if log.n is None:
+        cap = radius_bound(log.sigma, LARGEST_N, log.alpha)
+        warnings.warn(
+            f"own log {name!r} ({path}): no n is given, so its radii are checked only against σ·Φ⁻¹(α^(1/n)) at "
+            f"the largest plausible n, 10^10 ({cap:.3g}); give its n (published_logs.own.{name}.n, or ddrs logs "
+            "rank --n) for the cap of its own certification",
+            OwnLogWarning,
+            stacklevel=3,
+        )
+    found = audit([dataclasses.replace(log, n=LARGEST_N) if log.n is None else log], [path])
     flags = flag_table(found).iloc[0]
     flagged = [flag for flag in REFUSING if flags[flag]]
     if flagged:
         findings = found["findings"].iloc[0]
-        raise OwnLogError(f"{path}: own log {name!r} fails the audit ({', '.join(flagged)}): {findings}")
-    if log.n is None:
-        warnings.warn(
-            f"own log {name!r} ({path}): its radii are not checked against σ·Φ⁻¹(α^(1/n)), the largest its "
-            f"certification could give: no n is given (published_logs.own.{name}.n, or ddrs logs rank --n)",
-            OwnLogWarning,
-            stacklevel=3,
-        )
+        unknown = " (no n given: the cap at the largest plausible n, 10^10)" if log.n is None else ""
+        raise OwnLogError(f"{path}: own log {name!r} fails the audit ({', '.join(flagged)}){unknown}: {findings}")
+
+
+def checked_own_log(name: str, spec: Mapping[str, Any]) -> tuple[pd.DataFrame, PublishedLog]:
+    """The own log ``name`` read and checked as far as it can be without the published logs (its
+    settings, every value and the radius cap: module docstring), and its registry row."""
+    check_spec(name, spec)
+    path = Path(spec["path"])
+    frame = read_log(path, require_time=False)
+    check_values(name, path, frame, dataset_classes(spec["dataset"]))
+    log = _registry_row(name, spec, spec["dataset"], path, len(frame))
+    audit_own(name, log, path)
+    return frame, log
 
 
 def _labels(entries: Sequence[Entry]) -> pd.Series:
@@ -249,18 +276,12 @@ def own_entries(
     """The own logs of ``dataset`` (module docstring) as entries, each checked, its order decided by its
     labels (in the fingerprints ``order_labels``, default the shipped ones) and its inputs one of the
     ``published`` entries' input sets."""
-    chosen = {name: spec for name, spec in own.items() if spec["dataset"] == dataset}
-    if not chosen:
-        return []
-    classes = dataset_classes(dataset)
     entries = []
-    for name, spec in chosen.items():
-        check_spec(name, spec)
+    for name, spec in own.items():
+        if spec["dataset"] != dataset:
+            continue
+        frame, log = checked_own_log(name, spec)
         path = Path(spec["path"])
-        frame = read_log(path, require_time=False)
-        check_values(name, path, frame, classes)
-        log = _registry_row(name, spec, dataset, path, len(frame))
-        audit_own(name, log, path)
         declared_by = f"published_logs.own.{name}.order (ddrs logs rank --order)"
         order = guard_order(f"{path} (own log {name!r})", dataset, frame, spec.get("order"), declared_by, order_labels)
         check_inputs(name, path, frame, order, dataset, published)

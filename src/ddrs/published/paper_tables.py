@@ -288,11 +288,11 @@ class _Logs:
     """Published logs read once each, from the local files the caller names."""
 
     def __init__(self, files: LocalFiles):
-        self.files = {(str(repo), str(path)): Path(local) for (repo, path), local in files.items()}
+        self.files = files  # looked up only when read: a manifest's files are checked then (CachedLogs)
         self.cache: dict[tuple[str, str], pd.DataFrame] = {}
 
     def available(self, repository: str, path: str) -> bool:
-        return (repository, path) in self.files and self.files[repository, path].is_file()
+        return (repository, path) in self.files and Path(self.files[repository, path]).is_file()
 
     def __call__(self, repository: str, path: str) -> pd.DataFrame:
         key = (repository, path)
@@ -302,7 +302,7 @@ class _Logs:
                     f"no local copy of {repository}:{path}; fetch the published logs first (or pass its file in "
                     "`files`)"
                 )
-            self.cache[key] = read_log(self.files[key])
+            self.cache[key] = read_log(Path(self.files[key]))
         return self.cache[key]
 
 

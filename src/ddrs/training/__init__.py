@@ -26,7 +26,7 @@ _MODULE_OF = {
     "smoothadv_consistency_loss": "consistency",
     "correct_counts": "correctness",
     "SigmaTable": "data_dependent",
-    "optimize_batch_scale": "data_dependent",
+    "optimize_batch_sigma": "data_dependent",
     "top_class": "data_dependent",
     "EasyFocusPlan": "easy_focus",
     "adaptive_attack": "easy_focus",

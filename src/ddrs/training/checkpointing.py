@@ -144,7 +144,7 @@ class RunState:
             train_mode=config.train_mode,
             sigma=float(config.sigma),
             noise=config.noise_name,
-            scale=config.initial_scale,
+            scale=config.initial_sigma,
             epoch=self.epoch,
             config=config.to_dict(),
             init=config.init,

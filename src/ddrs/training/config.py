@@ -269,28 +269,29 @@ class TrainConfig:
         """The method's smoothing noise: ``uniform`` for YANG (Yang et al. 2020, DDRS §4.4), else ``gaussian``."""
         return get_method(self.method).noise
 
-    def library_scale(self, value: float) -> float:
-        """The scale ``ddrs.core.noise`` uses for ``value``: σ, or the uniform half-width λ."""
+    def library_sigma(self, value: float) -> float:
+        """The σ ``ddrs.core.noise`` draws with for the config's ``value``: σ, or the uniform half-width λ
+        (:func:`~ddrs.core.settings.noise_sigma`)."""
         return noise_sigma(self.noise_name, value, self.uniform_convention)
 
     @property
-    def initial_scale(self) -> float:
-        """σ₀ (or λ₀) every example's scale starts from (DDRS Algorithm 2)."""
-        return self.library_scale(self.sigma)
+    def initial_sigma(self) -> float:
+        """σ₀ (or λ₀) every example's σ starts from (DDRS Algorithm 2)."""
+        return self.library_sigma(self.sigma)
 
     @functools.cached_property
     def algorithm1(self) -> Algorithm1Settings:
         """Algorithm 1 as Algorithm 2 runs it on each batch (DDRS §3.5): ``k`` steps of ``sigma_lr``
-        from the stored scales, with this config's n, objective, clamp, noise, lower bound and precision."""
+        from the stored σᵢ, with this config's n, objective, clamp, noise, lower bound and precision."""
         return Algorithm1Settings(
-            sigma0=self.initial_scale,
+            sigma0=self.initial_sigma,
             steps=(self.k,),
             n=self.n,
             lr=self.sigma_lr,
             objective=self.sigma_objective,
             clamp=self.sigma_clamp,
             noise=self.noise_name,
-            min_scale=self.library_scale(self.min_sigma),
+            min_sigma=self.library_sigma(self.min_sigma),
             precision=self.precision,
         )
 

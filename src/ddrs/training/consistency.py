@@ -73,18 +73,18 @@ def consistency_objective(logits: Tensor, y: Tensor, lam: float, eta: float, div
     return copies_cross_entropy(logits, y) + regularizer.mean()
 
 
-def consistency_loss(model, x, y, scale, generator, params: ConsistencyParams, epoch=0) -> Tensor:
-    """Gaussian + Consistency (Jeong & Shin 2020): m draws at scale σᵢ per input."""
-    points = noisy_copies(GAUSSIAN, x, scale, params.m, generator)
+def consistency_loss(model, x, y, sigma, generator, params: ConsistencyParams, epoch=0) -> Tensor:
+    """Gaussian + Consistency (Jeong & Shin 2020): m draws at σᵢ per input."""
+    points = noisy_copies(GAUSSIAN, x, sigma, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     return consistency_objective(logits, y, params.lam, params.eta, params.divergence)
 
 
-def smoothadv_consistency_loss(model, x, y, scale, generator, params: SmoothAdvConsistencyParams, epoch=0) -> Tensor:
+def smoothadv_consistency_loss(model, x, y, sigma, generator, params: SmoothAdvConsistencyParams, epoch=0) -> Tensor:
     """SmoothAdv + Consistency (Jeong & Shin 2020, their ``train_consistency.py --adv-training``):
     SmoothAdv's attack with the m draws as their ``SmoothAdv_PGD`` steps (radius warmed up as
     SmoothAdv's), then the consistency loss on the adversarial point with the same draws."""
-    noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    noise = noise_copies(GAUSSIAN, x, sigma, params.m, generator)
     radius = smoothadv_radius(params, epoch)
     adversarial = smoothadv_attack(model, x, y, noise, radius, params.steps, generator, rule="jeong_shin")
     logits = chunked_copies_logits(model, adversarial.unsqueeze(1) + noise, params.draws_per_pass)

@@ -22,7 +22,7 @@ def correct_counts(
     model: nn.Module,
     dataset: Dataset,
     indices: Sequence[int],
-    scales: Tensor,
+    sigmas: Tensor,
     draws: int,
     *,
     noise: str,
@@ -32,14 +32,14 @@ def correct_counts(
     precision: str = "fp32",
     num_workers: int = 0,
 ) -> Tensor:
-    """For each ``dataset[i]``, ``i`` in ``indices``: how many of ``draws`` noisy copies at scale
-    ``scales[k]`` the base classifier labels correctly; a CPU ``LongTensor`` aligned with ``indices``.
+    """For each ``dataset[i]``, ``i`` in ``indices``: how many of ``draws`` noisy copies at σ =
+    ``sigmas[k]`` the base classifier labels correctly; a CPU ``LongTensor`` aligned with ``indices``.
 
     ``generator`` is one generator for the whole pass or one per listed input. ``batch_size`` is
     the number of noisy copies per forward pass. The model runs in eval mode; its mode is restored.
     """
-    if len(scales) != len(indices):
-        raise ValueError(f"got {len(scales)} scales for {len(indices)} inputs")
+    if len(sigmas) != len(indices):
+        raise ValueError(f"got {len(sigmas)} sigmas for {len(indices)} inputs")
     per_input = generator is not None and not isinstance(generator, torch.Generator)
     if per_input and len(generator) != len(indices):
         raise ValueError(f"got {len(generator)} generators for {len(indices)} inputs")
@@ -53,7 +53,7 @@ def correct_counts(
             x, y = x.to(device), torch.as_tensor(y).to(device)
             sources = generator[start:stop] if per_input else generator
             classes = sample_counts(
-                model, x, scales[start:stop].to(device), draws, noise, batch_size, sources, precision
+                model, x, sigmas[start:stop].to(device), draws, noise, batch_size, sources, precision
             )
             counts.append(classes.gather(1, y.view(-1, 1)).squeeze(1).cpu())
             start = stop

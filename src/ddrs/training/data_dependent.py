@@ -28,12 +28,12 @@ class SigmaTable:
 
     def __init__(self, values: Tensor):
         if values.ndim != 1 or not bool(torch.all(values > 0)):
-            raise ValueError("a σ table must be a 1-d tensor of positive scales")
+            raise ValueError("a σ table must be a 1-d tensor of positive σ")
         self.values = values.detach().to(torch.float32).cpu().clone()
 
     @classmethod
-    def constant(cls, size: int, scale: float) -> SigmaTable:
-        return cls(torch.full((size,), float(scale)))
+    def constant(cls, size: int, sigma: float) -> SigmaTable:
+        return cls(torch.full((size,), float(sigma)))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -41,8 +41,8 @@ class SigmaTable:
     def gather(self, indices: Tensor) -> Tensor:
         return self.values[indices.cpu()]
 
-    def update(self, indices: Tensor, scales: Tensor) -> None:
-        self.values[indices.cpu()] = scales.detach().to(torch.float32).cpu()
+    def update(self, indices: Tensor, sigmas: Tensor) -> None:
+        self.values[indices.cpu()] = sigmas.detach().to(torch.float32).cpu()
 
     def summary(self) -> dict[str, float]:
         """Mean, min and max σᵢ (for the per-epoch log)."""
@@ -62,7 +62,7 @@ class SigmaTable:
 def top_class(
     model: nn.Module,
     x: Tensor,
-    scale: Tensor,
+    sigma: Tensor,
     *,
     rule: str,
     num_classes: int,
@@ -84,7 +84,7 @@ def top_class(
         return smoothed_top_class(
             model,
             x,
-            scale,
+            sigma,
             num_classes=num_classes,
             noise=noise,
             n0=n0,
@@ -95,30 +95,30 @@ def top_class(
     raise ValueError(f"unknown c_A rule {rule!r}; choose 'clean' or 'smoothed'")
 
 
-def optimize_batch_scale(
+def optimize_batch_sigma(
     model: nn.Module,
     x: Tensor,
-    scale: Tensor,
+    sigma: Tensor,
     config: TrainConfig,
     *,
     num_classes: int,
     generator: torch.Generator,
 ) -> Tensor:
-    """σ*ᵢ for one batch: ``config.k`` steps of Algorithm 1 from the stored ``scale`` (DDRS Algorithm 2).
+    """σ*ᵢ for one batch: ``config.k`` steps of Algorithm 1 from the stored ``sigma`` (DDRS Algorithm 2).
 
     Uses the config's n, step α (``sigma_lr``), objective and clamp (:func:`ddrs.core.sigma.radius_objective`),
     lower bound, c_A rule (``fixed_class`` only), precision and the model's mode (``sigma_model_mode``).
-    Takes no labels, so the scale can never depend on them. K = 0 returns ``scale`` unchanged (the
+    Takes no labels, so σ can never depend on them. K = 0 returns ``sigma`` unchanged (the
     fixed-σ warm-up epochs).
     """
     if config.k == 0:
-        return scale
+        return sigma
     c_a = None
     if config.sigma_objective == "fixed_class":
         c_a = top_class(
             model,
             x,
-            scale,
+            sigma,
             rule=config.c_a,
             num_classes=num_classes,
             noise=config.noise_name,
@@ -132,7 +132,7 @@ def optimize_batch_scale(
         config.algorithm1,
         c_a,
         generator=generator,
-        sigma0=scale,
+        sigma0=sigma,
         batch_statistics=config.sigma_model_mode == "train",
     )
     return snapshots[-1].detach()

@@ -106,10 +106,10 @@ def focus_started(params: EasyFocusParams, epoch: int) -> bool:
     return epoch >= first_focus_epoch(params)
 
 
-def easy_focus_loss(model, x, y, scale, generator, params: EasyFocusParams, epoch=0) -> Tensor:
-    """Gaussian training with m draws per input at scale σᵢ, cross-entropy averaged over the draws;
+def easy_focus_loss(model, x, y, sigma, generator, params: EasyFocusParams, epoch=0) -> Tensor:
+    """Gaussian training with m draws per input at σᵢ, cross-entropy averaged over the draws;
     from epoch E_t on the draws are first attacked by :func:`adaptive_attack` (when ``params.attack``)."""
-    noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    noise = noise_copies(GAUSSIAN, x, sigma, params.m, generator)
     if params.attack and focus_started(params, epoch):
         noise = adaptive_attack(model, x, y, noise, params.steps, params.epsilon)
     return copies_cross_entropy(copies_logits(model, x.unsqueeze(1) + noise), y)
@@ -153,7 +153,7 @@ class EasyFocusPlan:
         self.kept: Tensor | None = None
         self.weights: Tensor | None = None
 
-    def plan(self, epoch: int, model: nn.Module, dataset: Dataset, scales: Tensor, seed: int) -> Tensor | None:
+    def plan(self, epoch: int, model: nn.Module, dataset: Dataset, sigmas: Tensor, seed: int) -> Tensor | None:
         """``None`` (a plain shuffled pass) before E_t, or under the ``paper`` schedule with both
         components off; from E_t on, |D| indices drawn with replacement from the kept inputs,
         uniformly or by weight (under ``code`` uniformly from all inputs when both are off: their
@@ -170,7 +170,7 @@ class EasyFocusPlan:
         if self.kept is None:
             everyone = torch.ones(size, dtype=torch.bool)
             if params.discard:
-                correct = self._counts(model, dataset, scales, everyone, params.discard_draws, noise)
+                correct = self._counts(model, dataset, sigmas, everyone, params.discard_draws, noise)
                 self.kept = correct.double() / params.discard_draws >= params.threshold
             else:
                 self.kept = everyone
@@ -183,7 +183,7 @@ class EasyFocusPlan:
             raise ValueError(f"the easy_focus state covers {len(self.kept)} inputs, the training set has {size}")
         since = epoch - first_focus_epoch(params)
         if params.reweigh and (self.weights is None or since % params.reweigh_every == 0):
-            counts = self._counts(model, dataset, scales, self.kept, params.reweigh_draws, noise)
+            counts = self._counts(model, dataset, sigmas, self.kept, params.reweigh_draws, noise)
             lower = lower_confidence_bound(counts, params.reweigh_draws, params.reweigh_alpha)
             self.weights = torch.zeros(size, dtype=torch.float64)
             self.weights[self.kept] = radius_weights(lower, self.reference)
@@ -191,14 +191,14 @@ class EasyFocusPlan:
         sampler = torch.Generator().manual_seed(derived_seed(seed, 1))
         return torch.multinomial(probabilities, size, replacement=True, generator=sampler)
 
-    def _counts(self, model, dataset, scales: Tensor, among: Tensor, draws: int, generator) -> Tensor:
+    def _counts(self, model, dataset, sigmas: Tensor, among: Tensor, draws: int, generator) -> Tensor:
         """Correct draws out of ``draws`` for the inputs where ``among`` is true (in index order)."""
         indices = among.nonzero().squeeze(1)
         return correct_counts(
             model,
             dataset,
             indices.tolist(),
-            scales[indices],
+            sigmas[indices],
             draws,
             noise=self.config.noise_name,
             generator=generator,

@@ -18,11 +18,11 @@ class EpochPlan(Protocol):
     """Built once per training run as ``Plan(params, config, device)`` (the method's hyper-parameters,
     the :class:`~ddrs.training.config.TrainConfig`, the training device)."""
 
-    def plan(self, epoch: int, model: nn.Module, dataset: Dataset, scales: Tensor, seed: int) -> Tensor | None:
+    def plan(self, epoch: int, model: nn.Module, dataset: Dataset, sigmas: Tensor, seed: int) -> Tensor | None:
         """The dataset indices 0-based ``epoch`` visits, in order (repeats allowed), or ``None`` for
         one shuffled pass over the whole training set.
 
-        ``scales`` holds every training input's current σᵢ (σ₀ everywhere at fixed σ); every random
+        ``sigmas`` holds every training input's current σᵢ (σ₀ everywhere at fixed σ); every random
         draw must come from ``seed`` (the trainer derives it from the run's seed and ``epoch``, and
         seeds torch's global generator with it around the call).
         """

@@ -1,10 +1,11 @@
-"""One training loss per method of the registry (:mod:`ddrs.methods`), each taking one smoothing scale per example.
+"""One training loss per method of the registry (:mod:`ddrs.methods`), each taking one σ per example.
 
-Every loss has the signature ``loss(model, x, y, scale, generator, params, epoch) -> Tensor``
-(a scalar to minimise): ``scale`` is the ``(B,)`` tensor of σᵢ (or λᵢ for uniform noise) that
-Algorithm 2 of DDRS (§3.6) supplies, or σ₀ repeated for fixed-σ training; ``params`` holds the
-method's hyper-parameters (its registry entry's dataclass). All noise comes from ``ddrs.core.noise``
-with the caller's ``generator``, so a step is reproducible.
+Every loss has the signature ``loss(model, x, y, sigma, generator, params, epoch) -> Tensor``
+(a scalar to minimise): ``sigma`` is the ``(B,)`` tensor of σᵢ that Algorithm 2 of DDRS (§3.6)
+supplies, or σ₀ repeated for fixed-σ training; the uniform loss, whose tensor holds half-widths
+λᵢ, calls it ``scale``. ``params`` holds the method's hyper-parameters (its registry entry's
+dataclass). All noise comes from ``ddrs.core.noise`` with the caller's ``generator``, so a step is
+reproducible.
 """
 
 from __future__ import annotations
@@ -43,14 +44,14 @@ def _unit_copies(noise, x: Tensor, m: int, generator: torch.Generator) -> Tensor
     return noise.unit((len(x), m, *x.shape[1:]), generator=generator, device=x.device, dtype=x.dtype)
 
 
-def noise_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
-    """``m`` noise vectors per input, shape ``(B, m, *x.shape[1:])``, already multiplied by ``scale``."""
-    return scaled_noise(scale, _unit_copies(noise, x, m, generator))
+def noise_copies(noise, x: Tensor, sigma: Tensor, m: int, generator: torch.Generator) -> Tensor:
+    """``m`` noise vectors per input, shape ``(B, m, *x.shape[1:])``, already multiplied by ``sigma``."""
+    return scaled_noise(sigma, _unit_copies(noise, x, m, generator))
 
 
-def noisy_copies(noise, x: Tensor, scale: Tensor, m: int, generator: torch.Generator) -> Tensor:
+def noisy_copies(noise, x: Tensor, sigma: Tensor, m: int, generator: torch.Generator) -> Tensor:
     """``m`` noisy copies ``x + σ·ε̂`` per input, shape ``(B, m, *x.shape[1:])``."""
-    return add_noise(x.unsqueeze(1), scale, _unit_copies(noise, x, m, generator))
+    return add_noise(x.unsqueeze(1), sigma, _unit_copies(noise, x, m, generator))
 
 
 def copies_logits(model: nn.Module, points: Tensor) -> Tensor:
@@ -82,10 +83,10 @@ def copies_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(logits.flatten(0, 1), y.repeat_interleave(logits.shape[1]))
 
 
-def cohen_loss(model, x, y, scale, generator, params: GaussianParams, epoch=0) -> Tensor:
+def cohen_loss(model, x, y, sigma, generator, params: GaussianParams, epoch=0) -> Tensor:
     """Gaussian data augmentation: cross-entropy on ``x + σᵢ·ε`` (Cohen et al. 2019, §3.3), averaged
     over ``params.m`` draws per input (m = 1 is Cohen's; Sun et al. 2024, §6, train with m = 4)."""
-    return copies_cross_entropy(copies_logits(model, noisy_copies(GAUSSIAN, x, scale, params.m, generator)), y)
+    return copies_cross_entropy(copies_logits(model, noisy_copies(GAUSSIAN, x, sigma, params.m, generator)), y)
 
 
 def uniform_loss(model, x, y, scale, generator, params: NoParams, epoch=0) -> Tensor:
@@ -206,19 +207,19 @@ def smoothadv_attack(
     return (x + delta).detach()
 
 
-def smoothadv_loss(model, x, y, scale, generator, params: SmoothAdvParams, epoch=0) -> Tensor:
+def smoothadv_loss(model, x, y, sigma, generator, params: SmoothAdvParams, epoch=0) -> Tensor:
     """SmoothAdv (Salman et al. 2019): attack the soft smoothed classifier, then train on the
     adversarial points with the same m noise draws, cross-entropy averaged over the m copies
     (their ``--train-multi-noise``; DDRS §4.2: 2 steps, ζ = 0.25, m = 1 on CIFAR-10). The attack
     ascends ``params.attack``'s objective (:func:`attacked_nll`)."""
-    noise = noise_copies(GAUSSIAN, x, scale, params.m, generator)
+    noise = noise_copies(GAUSSIAN, x, sigma, params.m, generator)
     radius = smoothadv_radius(params, epoch)
     adversarial = smoothadv_attack(model, x, y, noise, radius, params.steps, generator, attack=params.attack)
     return copies_cross_entropy(copies_logits(model, adversarial.unsqueeze(1) + noise), y)
 
 
 def macer_objective(
-    logits: Tensor, y: Tensor, scale: Tensor, lam: float, gamma: float, beta: float, form: str = "zhai"
+    logits: Tensor, y: Tensor, sigma: Tensor, lam: float, gamma: float, beta: float, form: str = "zhai"
 ) -> Tensor:
     """MACER's loss from ``(B, m, C)`` logits: ``CE = −log(mean softmax of y + 1e-10)`` averaged over
     the batch, plus λ times a robustness term whose ``form`` (:data:`ddrs.methods.MACER_FORMS`) is
@@ -241,7 +242,7 @@ def macer_objective(
     if form == "released":
         # their hinge is on the radius Algorithm 1 ascends (the authors' get_sigma, clamp 0.02)
         correct = probs.argmax(dim=1) == y
-        radius = radius_objective(probs[correct], scale[correct].to(probs.dtype), GAUSSIAN)
+        radius = radius_objective(probs[correct], sigma[correct].to(probs.dtype), GAUSSIAN)
         robustness = F.relu(gamma - radius).mean() if bool(correct.any()) else probs.new_zeros(())
         return classification + lam * robustness
     if form != "zhai":
@@ -253,7 +254,7 @@ def macer_objective(
         hinged = (top2_class[:, 0] == y) & torch.isfinite(xi) & (xi <= gamma)
     # recompute ξ on the hinged inputs only, so non-finite Φ⁻¹ never enters the backward pass
     xi = torch.special.ndtri(top2[hinged, 0]) - torch.special.ndtri(top2[hinged, 1])
-    robustness = ((gamma - xi) * scale[hinged].to(xi.dtype)).sum() / 2
+    robustness = ((gamma - xi) * sigma[hinged].to(xi.dtype)).sum() / 2
     return classification + lam * robustness / batch
 
 
@@ -264,16 +265,16 @@ def macer_deferred(params: MacerParams, epoch: int) -> bool:
     return params.deferred > 0 and epoch <= params.deferred
 
 
-def macer_loss(model, x, y, scale, generator, params: MacerParams, epoch=0) -> Tensor:
-    """MACER (Zhai et al. 2020) with m Gaussian draws per input at scale σᵢ (DDRS §4.3: m = 64,
+def macer_loss(model, x, y, sigma, generator, params: MacerParams, epoch=0) -> Tensor:
+    """MACER (Zhai et al. 2020) with m Gaussian draws per input at σᵢ (DDRS §4.3: m = 64,
     λ = 12, γ = 8, β = 16); λ = 0 in the deferred epochs (:func:`macer_deferred`, Jeong & Shin's
     ``train_macer.py --deferred``). ``params.draws_per_pass`` draws at a time when set
     (:func:`chunked_copies_logits`): the same noise in less memory; the same gradient for a model
     without batch-norm."""
-    points = noisy_copies(GAUSSIAN, x, scale, params.m, generator)
+    points = noisy_copies(GAUSSIAN, x, sigma, params.m, generator)
     logits = chunked_copies_logits(model, points, params.draws_per_pass)
     lam = 0.0 if macer_deferred(params, epoch) else params.lam
-    return macer_objective(logits, y, scale, lam, params.gamma, params.beta, params.form)
+    return macer_objective(logits, y, sigma, lam, params.gamma, params.beta, params.form)
 
 
 def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float, divergence: str) -> Tensor:
@@ -294,9 +295,9 @@ def stability_objective(clean: Tensor, noisy: Tensor, y: Tensor, gamma: float, d
     return F.cross_entropy(clean, y) + gamma * term
 
 
-def stability_loss(model, x, y, scale, generator, params: StabilityParams, epoch=0) -> Tensor:
+def stability_loss(model, x, y, sigma, generator, params: StabilityParams, epoch=0) -> Tensor:
     """Stability training (Li et al. 2019): clean and noisy ``x + σᵢ·ε`` in two forward passes (so
     batch-norm statistics stay per pass, as in Jeong & Shin's ``train_stab.py``)."""
     clean = at_least_float32(model(x))
-    noisy = at_least_float32(model(GAUSSIAN.perturb(x, scale, generator)))
+    noisy = at_least_float32(model(GAUSSIAN.perturb(x, sigma, generator)))
     return stability_objective(clean, noisy, y, params.gamma, params.divergence)

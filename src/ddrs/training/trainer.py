@@ -39,7 +39,7 @@ from ddrs.methods import get_method
 from ddrs.models import build_model, load_checkpoint
 from ddrs.training.checkpointing import RunState, initial_weights, resume_source
 from ddrs.training.config import LR_DROP_DELAYS, TrainConfig
-from ddrs.training.data_dependent import SigmaTable, optimize_batch_scale
+from ddrs.training.data_dependent import SigmaTable, optimize_batch_sigma
 from ddrs.training.device_feed import DeviceFeed, training_feed
 from ddrs.training.recompute import with_recomputation
 
@@ -100,7 +100,7 @@ def advance_schedule(scheduler: Any, config: TrainConfig, epoch: int) -> None:
 def evaluate(
     model: nn.Module,
     dataset: Dataset,
-    scale: float,
+    sigma: float,
     noise: str,
     *,
     seed: int,
@@ -108,7 +108,7 @@ def evaluate(
     device: torch.device,
     precision: str = "fp32",
 ) -> tuple[float, float]:
-    """Accuracy of the base classifier on clean inputs and under one draw of noise at ``scale``."""
+    """Accuracy of the base classifier on clean inputs and under one draw of noise at ``sigma`` (uniform: λ)."""
     model.eval()
     generator = make_generator(derived_seed(seed, TrainingStream.EVAL), device)
     distribution = get_noise(noise)
@@ -117,7 +117,7 @@ def evaluate(
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with autocast(device, precision):
             correct_clean += int((model(x).argmax(dim=1) == y).sum())
-            correct_noisy += int((model(distribution.perturb(x, scale, generator)).argmax(dim=1) == y).sum())
+            correct_noisy += int((model(distribution.perturb(x, sigma, generator)).argmax(dim=1) == y).sum())
         total += len(y)
     return correct_clean / total, correct_noisy / total
 
@@ -188,7 +188,7 @@ class Trainer:
         scaler = torch.amp.GradScaler(
             self.device.type, enabled=config.precision == "fp16" and self.device.type == "cuda"
         )
-        table = SigmaTable.constant(len(train_set), config.initial_scale)
+        table = SigmaTable.constant(len(train_set), config.initial_sigma)
         state = RunState(optimizer, scheduler, scaler, table, self.epoch_plan)
         if source is not None:
             state.restore(source, config, model)
@@ -204,7 +204,7 @@ class Trainer:
             clean, noisy = evaluate(
                 model,
                 eval_set,
-                config.initial_scale,
+                config.initial_sigma,
                 config.noise_name,
                 seed=config.run_seed,
                 batch_size=config.batch_size,
@@ -286,12 +286,12 @@ class Trainer:
             if self.channels_last and x.ndim == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
             # pinned first: a copy from pageable memory would wait for the queued steps, every step
-            scale = copy_to(table.gather(indices), device)
+            sigma = copy_to(table.gather(indices), device)
             if optimise_sigma:
-                scale = optimize_batch_scale(model, x, scale, config, num_classes=self.num_classes, generator=noise)
-                table.update(indices, scale)
+                sigma = optimize_batch_sigma(model, x, sigma, config, num_classes=self.num_classes, generator=noise)
+                table.update(indices, sigma)
             with autocast(device, config.precision):
-                loss = self.loss_fn(forward, x, y, scale, noise, config.params, epoch)
+                loss = self.loss_fn(forward, x, y, sigma, noise, config.params, epoch)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(optimizer)
@@ -299,27 +299,31 @@ class Trainer:
             total += loss.detach() * len(y)
             count += len(y)
         mean = float(total) / count
-        if not math.isfinite(mean):
-            raise FloatingPointError(
-                f"training diverged in epoch {epoch + 1}: the mean {config.method} loss is {mean}; "
-                f"lower the learning rate (lr = {config.lr})"
-            )
-        # a non-finite gradient in a step after the last forward pass leaves the loss finite and the
-        # weights not: a checkpoint of them would certify garbage in every later job
-        broken = [
-            name
-            for name, value in model.state_dict().items()
-            if value.is_floating_point() and not value.isfinite().all()
-        ]
-        if broken:
-            raise FloatingPointError(
-                f"training diverged in epoch {epoch + 1}: {len(broken)} weight tensors are no longer finite "
-                f"(first {broken[0]}) though the mean {config.method} loss is {mean}; lower the learning rate "
-                f"(lr = {config.lr})"
-            )
+        check_finite(model, mean, config, epoch)
         return mean
 
     # -- outputs ------------------------------------------------------------------------------
+
+
+def check_finite(model: nn.Module, mean: float, config: TrainConfig, epoch: int) -> None:
+    """Raise :class:`FloatingPointError` naming the learning rate when 0-based ``epoch`` diverged: its
+    mean loss ``mean`` or a weight of ``model`` is not finite. A non-finite gradient in a step after
+    the last forward pass leaves the loss finite and the weights not: a checkpoint of them would
+    certify garbage in every later job."""
+    if not math.isfinite(mean):
+        raise FloatingPointError(
+            f"training diverged in epoch {epoch + 1}: the mean {config.method} loss is {mean}; "
+            f"lower the learning rate (lr = {config.lr})"
+        )
+    broken = [
+        name for name, value in model.state_dict().items() if value.is_floating_point() and not value.isfinite().all()
+    ]
+    if broken:
+        raise FloatingPointError(
+            f"training diverged in epoch {epoch + 1}: {len(broken)} weight tensors are no longer finite "
+            f"(first {broken[0]}) though the mean {config.method} loss is {mean}; lower the learning rate "
+            f"(lr = {config.lr})"
+        )
 
 
 def write_history(history: Iterable[dict[str, Any]], path: Path) -> None:

@@ -1,5 +1,5 @@
-"""What re-runs when a config key changes (no torch), as the config schema says: every leaf of
-``config/schema/config.schema.yaml`` carries the kinds of job it decides in its ``x-reruns``
+"""What re-runs when a config key changes, as the config schema says (the tests' reading of it,
+no torch): every leaf of ``config/schema/config.schema.yaml`` carries the kinds of job it decides in its ``x-reruns``
 (docs/architecture.md, "What re-runs"; the schema's head says how the keyword is written).
 
 A job's identity, what Snakemake compares to decide a re-run, is exactly what decides its output's
@@ -36,6 +36,7 @@ JOB_KINDS = {
     "grid_search": ("certify_grid_search",),
     "sequential": ("certify_sequential",),
     "monte_carlo": ("certify_monte_carlo",),
+    "semi_elastic": ("certify_semi_elastic",),
     "gradient_norms": ("gradient_norms",),
     "audit": ("audit_fixed", "audit_data_dependent"),
     "published": ("fetch_published_logs", "published_dataset_logs"),
@@ -46,8 +47,8 @@ JOB_KINDS = {
 #: ``certify.mode`` to one
 KEYWORD = "x-reruns"
 
-#: the schema of this checkout (the package is installed editable from it)
-_SCHEMA = Path(__file__).resolve().parents[3] / SCHEMA
+#: the schema of this checkout
+_SCHEMA = Path(__file__).resolve().parents[1] / SCHEMA
 
 #: a key's class: the kinds of job it decides under each ``certify.mode``
 Class = Mapping[str, frozenset[str]]
