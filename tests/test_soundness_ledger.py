@@ -7,11 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 from ddrs.analysis.log_record import LogRecord
 from ddrs.analysis.order_dependence import order_dependence_table, order_row
-from ddrs.analysis.soundness_ledger import soundness_ledger
+from ddrs.analysis.soundness_ledger import allowed_elasticity, soundness_ledger
 from ddrs.core.binomial import clopper_pearson
+from ddrs.core.semi_elastic import max_semi_elasticity, semi_elastic_radius
 from ddrs.data import load_images, load_labels
 
 
@@ -39,7 +41,7 @@ def test_the_ledger_counts_confirmed_violations_per_classifier_with_exact_interv
         LogRecord("f.tsv", "digits", "cohen", sigma0=0.25),
         LogRecord("m.tsv", "digits", "cohen", certify_mode="ds", sigma0=0.25, K=200),
     ]
-    table, figure = soundness_ledger(records, [fixed, ds], alpha=0.05, certify_alpha=0.001)
+    table, figure = soundness_ledger(records, [fixed, ds], alpha=0.05, certify_alpha=0.001, dim=64)
     assert list(table["classifier"]) == ["fixed σ", "Algorithm 1", "Algorithm 1 + memory"]
     assert list(table["variant"]) == ["Cohen", "Cohen-DS", "Cohen-DS"]
     assert list(table["certificates"]) == [10, 8, 7] and list(table["violations"]) == [0, 3, 0]
@@ -61,9 +63,29 @@ def test_a_memory_violation_counts_only_inside_the_memory_radius(tmp_path):
     frame["memory_radius"] = [0.5, 0.5, 0.3]  # … but the third row's memory ball stops before it (0.4)
     frame.to_csv(tmp_path / "ds.tsv", sep="\t", index=False)
     record = LogRecord("m.tsv", "digits", "cohen", train_mode="ds", certify_mode="ds", sigma0=0.5, K=100)
-    table, _ = soundness_ledger([record], [tmp_path / "ds.tsv"], alpha=0.05, certify_alpha=0.001)
+    table, _ = soundness_ledger([record], [tmp_path / "ds.tsv"], alpha=0.05, certify_alpha=0.001, dim=64)
     memory = table[table["classifier"] == "Algorithm 1 + memory"].iloc[0]
     assert (memory["variant"], memory["certificates"], memory["violations"]) == ("Cohen-DS²", 3, 2)
+
+
+def test_a_path_more_elastic_than_sukenik_et_al_allow_is_flagged(tmp_path):
+    # radius 0.5 at σ 0.25 (p̲ = Φ(2)): what their certificate allows for it to reach R/2 = 0.25
+    frame = audit_frame([0, 0], memory=False)
+    p_lower = float(norm.cdf(2.0))
+    allowed = max_semi_elasticity(0.25, p_lower, 0.25, 64)
+    # the allowed rate is the certificate's: it reaches R/2 at that rate, not at twice it
+    assert semi_elastic_radius(p_lower, 0.25, allowed, 64) >= 0.25 * (1 - 1e-3)
+    assert semi_elastic_radius(p_lower, 0.25, 2 * allowed, 64) < 0.25
+    assert allowed_elasticity(frame, 64).tolist() == pytest.approx([allowed, allowed])
+    frame["pgd_elasticity"], frame["line_elasticity"] = [0.5 * allowed, 2 * allowed], 0.0
+    frame.to_csv(tmp_path / "ds.tsv", sep="\t", index=False)
+    record = LogRecord("c.tsv", "digits", "cohen", certify_mode="ds", sigma0=0.25, K=100)
+    table, _ = soundness_ledger([record], [tmp_path / "ds.tsv"], alpha=0.05, certify_alpha=0.001, dim=64)
+    row = table.iloc[0]
+    assert row["beyond_allowed"] == 1 and row["allowed_median"] == pytest.approx(allowed)
+    # the path below the bound keeps more than half of R, the one beyond it less
+    shares = [semi_elastic_radius(p_lower, 0.25, r, 64) / 0.5 for r in (0.5 * allowed, 2 * allowed)]
+    assert shares[0] > 0.5 > shares[1] and row["sound_share_median"] == pytest.approx(np.median(shares))
 
 
 def test_another_order_changes_what_algorithm_3_does_only_where_regions_of_other_classes_meet():

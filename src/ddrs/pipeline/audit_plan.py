@@ -11,12 +11,14 @@ threads its σ searches sum on, and the audit's sizes (``audit``, :class:`~ddrs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ddrs.analysis.log_record import LogRecord
 from ddrs.core.audit_settings import AuditSettings
 from ddrs.core.settings import settings_from
+from ddrs.data import get_info
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import Run, run_file
 from ddrs.pipeline.target import Experiment, Target, Wildcards
@@ -110,8 +112,10 @@ def ledger_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any
 
 
 def ledger_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    """The intervals' level and the certification's α (a sound certificate's bound on violations is 2α)."""
-    return {"alpha": exp.statistics.alpha, "certify_alpha": exp.config["certify"]["alpha"]}
+    """The intervals' level, the certification's α (a sound certificate's bound on violations is 2α) and the
+    input's dimension (Súkeník et al.'s allowed semi-elasticity depends on it)."""
+    dim = math.prod(get_info(dataset).input_shape)
+    return {"alpha": exp.statistics.alpha, "certify_alpha": exp.config["certify"]["alpha"], "dim": dim}
 
 
 def order_records(exp: Experiment, target: Target, dataset: str) -> list[LogRecord]:
