@@ -103,7 +103,7 @@ def main() -> None:
     with torch.no_grad():
         label = model(x).argmax(dim=1)
     radius = torch.full((args.inputs,), SIGMA, dtype=torch.float64)
-    search = Algorithm1Settings(sigma0=SIGMA, steps=(args.k,), lr=5e-4, min_scale=0.01)
+    search = Algorithm1Settings(sigma0=SIGMA, steps=(args.k,), lr=5e-4, min_sigma=0.01)
     sizes = AuditSettings(inputs=args.inputs, steps=args.steps, draws=args.draws, line_points=args.line_points,
                           n=args.predict_n)  # fmt: skip
     images, labels = training_inputs(args.dataset, "data", 0, CPU)

@@ -113,7 +113,7 @@ def test_the_memory_answers_a_query_inside_an_earlier_certified_ball_with_that_b
 def data_dependent(digits_model, digits_data, tmp_path_factory):
     """A Cohen-DS log of the digits model (Algorithm 1 to K = 20) and its Algorithm 3 log."""
     folder = tmp_path_factory.mktemp("ds")
-    search = Algorithm1Settings(sigma0=SIGMA, steps=(20,), lr=0.002, min_scale=0.01)
+    search = Algorithm1Settings(sigma0=SIGMA, steps=(20,), lr=0.002, min_sigma=0.01)
     sigma_log_dataset(digits_model, digits_data["test"], INDICES, folder / "sigma_opt.tsv", search, num_classes=10)
     sigmas = read_sigma_log(folder / "sigma_opt.tsv", k=20)
     log = certify(digits_model, digits_data["test"], sigmas, folder / "certify_K20.tsv")
