@@ -44,7 +44,7 @@ SEQUENTIAL_MEASURED = (
 #: the soundness ledger's columns of values (not counts)
 LEDGER_MEASURED = (
     "share", "share_low", "share_high", "bound", "found_min", "found_median", "radius_median",
-    "elasticity_median", "elasticity_max", "sigma_noise",
+    "elasticity_median", "elasticity_max", "allowed_median", "sound_share_median", "sigma_noise",
 )  # fmt: skip
 TABLES = "ddrs.analysis.tables"
 REPLICATION = "ddrs.analysis.replication"
