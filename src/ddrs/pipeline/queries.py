@@ -347,9 +347,7 @@ def budget_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any
 
 
 def budget_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    replication = exp.config.get("replication", {})
-    effects = {key: replication[key] for key in ("effect_acr", "effect_accuracy") if key in replication}
-    return {**l2_radii(exp, target), **effects}
+    return {"radii": exp.grid.radii(2)}
 
 
 def _claim(paper: str, claim: str, kind: str, variant: str, baseline: str | None, metric: str, direction: str):
@@ -414,10 +412,13 @@ def claims_records(exp: Experiment, target: Target, dataset: str) -> list[LogRec
 
 
 def claims_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """The claims, the dataset's classes, and the effects their runs are planned for."""
+    replication = exp.config.get("replication", {})
     return {
         **l2_radii(exp, target),
         "claims": seed_claims(exp, target),
         "classes": {dataset: get_info(dataset).num_classes},
+        **{key: replication[key] for key in ("effect_acr", "effect_accuracy") if key in replication},
     }
 
 
