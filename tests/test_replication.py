@@ -360,18 +360,41 @@ def test_replicates_have_their_own_paths_seeds_and_init_and_share_the_certificat
 
 
 def test_run_zero_trains_the_single_run_and_another_run_changes_every_training_seed(tmp_path):
+    """Run 0's weights and tables equal the single run's, timings aside: the same weights, the same
+    checkpoint metadata and per-epoch log but for the seconds each epoch took (its certification
+    options are the single run's, above, and a certificate is a function of weights and options)."""
     base = dict(
         dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=1, batch_size=128, eval_max=50, device="cpu"
     )
     assert TrainConfig(**base).run_seed == TrainConfig(**base, replicate=0).run_seed == 0
     assert TrainConfig(**base, replicate=1).run_seed != TrainConfig(**base, replicate=2).run_seed
-    paths = {name: tmp_path / f"{name}.pt" for name in ("plain", "zero", "one")}
-    train(TrainConfig(**base), paths["plain"], progress=False)
-    train(TrainConfig(**base, replicate=0), paths["zero"], progress=False)
-    train(TrainConfig(**base, replicate=1), paths["one"], progress=False)
-    (plain, _), (zero, _), (one, meta) = (load_checkpoint(paths[n]) for n in ("plain", "zero", "one"))
+    runs = {
+        "plain": TrainConfig(**base),
+        "zero": TrainConfig(**base, replicate=0),
+        "one": TrainConfig(**base, replicate=1),
+    }
+    for name, config in runs.items():
+        train(config, tmp_path / f"{name}.pt", log=tmp_path / f"{name}.csv", progress=False)
+    (plain, plain_meta), (zero, zero_meta), (one, meta) = (load_checkpoint(tmp_path / f"{n}.pt") for n in runs)
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), zero.state_dict().values(), strict=True))
     assert not all(
         torch.equal(a, b) for a, b in zip(plain.state_dict().values(), one.state_dict().values(), strict=True)
     )
     assert meta["config"]["replicate"] == 1 and meta["config"]["seed"] == 0  # the data split stays seed 0's
+
+    def timings_aside(meta: dict) -> dict:
+        return {**meta, "history": [{k: v for k, v in epoch.items() if k != "seconds"} for epoch in meta["history"]]}
+
+    def same(a, b) -> bool:
+        if isinstance(a, torch.Tensor):
+            return torch.equal(a, b)
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list | tuple):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return a == b
+
+    assert plain_meta["history"] and all("seconds" in epoch for epoch in plain_meta["history"])
+    assert same(timings_aside(plain_meta), timings_aside(zero_meta))
+    logs = [pd.read_csv(tmp_path / f"{name}.csv") for name in ("plain", "zero")]
+    pd.testing.assert_frame_equal(*(log.drop(columns="seconds") for log in logs))
