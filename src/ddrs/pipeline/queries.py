@@ -457,7 +457,8 @@ def replicated_caption_of(selection: str) -> Callable[[Experiment, list[LogRecor
         counts = "; ".join(f"{method} on {dataset}: {n} run{'s' * (n > 1)}" for (dataset, method), n in runs.items())
         return (
             f"Mean over training runs, {100 * (1 - exp.statistics.alpha):g}% pigeonhole-bootstrap intervals over runs "
-            f"and test inputs; run-level paired t-tests, Holm-adjusted. Runs per method: {counts}. "
+            f"and test inputs; run-level paired t-tests, Holm-adjusted over the table (exploratory: a comparison "
+            f"that is also a pre-stated claim is decided in claims_<dataset>). Runs per method: {counts}. "
             f"{selection_caption(selection)}"
         )
 
