@@ -65,7 +65,7 @@ def claims_section(arguments: dict, dataset: str) -> tuple[pd.DataFrame, dict]:
 
 def records(frame: pd.DataFrame) -> list[dict]:
     """A table's rows as JSON values (NaN and missing counts as null)."""
-    return json.loads(frame.to_json(orient="records", force_ascii=False))
+    return json.loads(frame.to_json(orient="records", force_ascii=False, double_precision=15))
 
 
 def seeds_section(arguments: dict, table: pd.DataFrame, seeds: int) -> dict:
