@@ -23,7 +23,6 @@ tree), and prints:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -64,8 +63,11 @@ def claims_section(arguments: dict, dataset: str) -> tuple[pd.DataFrame, dict]:
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
-    """A table's rows as JSON values (NaN and missing counts as null)."""
-    return json.loads(frame.to_json(orient="records", force_ascii=False, double_precision=15))
+    """A table's rows as JSON values at full precision (NaN and missing counts as null)."""
+    return [
+        {key: None if pd.isna(value) else getattr(value, "item", lambda v=value: v)() for key, value in row.items()}
+        for row in frame.to_dict(orient="records")
+    ]
 
 
 def seeds_section(arguments: dict, table: pd.DataFrame, seeds: int) -> dict:
