@@ -42,6 +42,13 @@ from ddrs.analysis.tables import Radii, radii_for
 PART_NAMES = {"run": "training runs", "input": "test inputs", "residual": "residual", "monte_carlo": "Monte Carlo"}
 #: the table's variance columns, printed in scientific notation
 VARIANCES = [*(f"sigma2_{part}" for part in PARTS), "sigma2_monte_carlo"]
+#: the table's columns, in order
+COLUMNS = [
+    *("dataset", "variant", "sigma0", "runs", "inputs", "monte_carlo", "metric", "value"),
+    *VARIANCES,
+    *(f"share_{part}" for part in (*PARTS, "monte_carlo")),
+    *("dominant", "flag"),
+]
 
 
 def metric_values(log: pd.DataFrame, radii: Sequence[float]) -> tuple[list[str], np.ndarray]:
@@ -104,7 +111,7 @@ def variance_budget(records: Sequence[LogRecord], monte_carlo: Sequence[str | os
         mc = np.stack([metric_values(log, grid)[1] for log in draws])
         keys = {"dataset": dataset, "variant": name, "sigma0": sigma0, "runs": len(by_run), "inputs": runs.shape[1]}
         rows += [keys | {"monte_carlo": len(draws) - 1} | row for row in budget_rows(runs, mc, columns)]
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=COLUMNS)
     table.attrs[SCIENTIFIC_ATTR] = VARIANCES
     return table, budget_figure(table)
 
