@@ -389,17 +389,10 @@ ENTRIES = (
         records=q.budget_records,
         files=q.budget_files,
         params=q.budget_params,
+        # shares to 4 decimals; the variances in scientific notation (the table's own attribute)
         decimals=4,
         bold=False,
-        measured=(
-            "value",
-            "var_runs",
-            "var_inputs",
-            "var_monte_carlo",
-            "share_runs",
-            "share_inputs",
-            "share_monte_carlo",
-        ),
+        measured=("value", "share_run", "share_input", "share_residual", "share_monte_carlo"),
     ),
     Target(
         "claims_table",
@@ -412,7 +405,20 @@ ENTRIES = (
         params=q.claims_params,
         decimals=3,
         bold=False,
-        measured=("effect", "low", "high", "p", "p_holm"),
+        measured=(
+            "effect",
+            "low",
+            "high",
+            "p_fixed_inputs",
+            "df",
+            "p",
+            "p_fixed_inputs_holm",
+            "p_holm",
+            "share_run",
+            "share_input",
+            "share_residual",
+            "planned_effect",
+        ),
     ),
     # what table 1's certificates guarantee (issue 69): the certificate audit's ledger, the memory's order dependence
     Target(
