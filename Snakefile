@@ -28,6 +28,7 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/certify.smk"
+include: "rules/audit.smk"
 include: "rules/tables.smk"
 include: "rules/published.smk"
 

@@ -8,11 +8,13 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from ddrs.methods import METHODS
+from ddrs.pipeline.audit_plan import AuditPlan
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.layout import REPLICATE_PATTERN, SCALE_PATTERN, run_file
 from ddrs.pipeline.resources import job_minutes
 
 PLAN = JobPlan(EXP.grid)
+AUDIT = AuditPlan(EXP)
 LAYOUT = EXP.layout
 # A logs-only config (every dataset `source: logs`) may leave out what only computing jobs read.
 GPUS = config.get("gpus_per_job", 0)
@@ -106,6 +108,13 @@ def job_speed(wildcards, resources):
     #3154; 9.1.5, #3507), so an edit of certify.batch re-runs nothing. tests/test_workflow_rerun.py
     and tests/test_speed_keys.py hold it against the installed Snakemake."""
     return json.dumps(PLAN.speed(run_of(wildcards)), sort_keys=True)
+
+
+def audit_document(wildcards):
+    """The JSON document of a certificate audit (``AuditPlan.document``), for `ddrs audit --config -`: of
+    the run's fixed-σ log, or of its log at Algorithm 1's ``{k}``."""
+    k = int(wildcards.k) if "k" in wildcards.keys() else None
+    return json.dumps(AUDIT.document(run_of(wildcards), k))
 
 
 def certify_runtime(wildcards, passes=1):

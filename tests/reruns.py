@@ -38,6 +38,7 @@ JOB_KINDS = {
     "monte_carlo": ("certify_monte_carlo",),
     "semi_elastic": ("certify_semi_elastic",),
     "gradient_norms": ("gradient_norms",),
+    "audit": ("audit_fixed", "audit_data_dependent"),
     "published": ("fetch_published_logs", "published_dataset_logs"),
     "tables": ("*",),  # every other rule: one per catalogue entry (ddrs.pipeline.catalogue)
 }

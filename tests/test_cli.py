@@ -32,7 +32,7 @@ def test_every_pipeline_step_is_a_command():
     commands = build_parser(command_modules())._subparsers._group_actions[0].choices
     assert set(commands) == {
         "prepare-data", "train", "import-checkpoint", "certify", "optimize-sigma", "memory", "table", "plot", "batch",
-        "gradient-norms", "logs", "job", "build", "provenance", "show",
+        "gradient-norms", "logs", "job", "build", "provenance", "show", "audit",
     }  # fmt: skip
 
 

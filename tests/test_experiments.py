@@ -103,8 +103,10 @@ def test_default_grid_tables_figures_and_models():
         "appendix_b",
         "appendix_f",
         "memory_summary",
+        "soundness_ledger_digits",  # issue 69: the certificate audit of table 1's rows
+        "order_dependence_digits",
     }
-    assert len(exp.figures()) == 3 * 2 + 4 + 1  # and the variance budget's
+    assert len(exp.figures()) == 3 * 2 + 4 + 1 + 1  # and the variance budget's, and the soundness ledger's
     runs = exp.runs()
     # three methods x fs/ds x σ, plus uniform noise (fs only), plus runs 1 and 2 of Cohen's fs/ds x σ
     assert len(runs) == 3 * 2 * 3 + 3 + 2 * 2 * 3

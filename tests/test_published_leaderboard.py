@@ -22,7 +22,7 @@ from published_helpers import (
     write_families,
     write_registry,
 )
-from scipy.stats import binom, norm
+from scipy.stats import binom, levene, norm
 from scipy.stats import t as student_t
 from statsmodels.stats.multitest import multipletests
 
@@ -36,7 +36,7 @@ from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.published import builders
 from ddrs.published.families import read_families
 from ddrs.published.gaussian_comparisons import choose_baseline, gaussian_comparisons_table
-from ddrs.published.headline import headline
+from ddrs.published.headline import headline, run_margins
 from ddrs.published.leaderboard import (
     ENVELOPE,
     dataset_logs,
@@ -48,7 +48,7 @@ from ddrs.published.leaderboard import (
 from ddrs.published.leaderboard_figures import curves_figure, family_lines, p_a_figure, recovered_p_a_lower
 from ddrs.published.log_registry import load_registry
 from ddrs.published.own_logs import OwnLogError, OwnLogWarning, own_entries
-from ddrs.published.run_margin import replication_table, run_spread
+from ddrs.published.run_margin import levene_p, replicated_recipes, replication_table, run_spread, welch_margin
 
 N = 600
 RADII = (0.0, 0.25, 0.5, 0.75)
@@ -63,6 +63,10 @@ FAMILIES = {
     "half": "Strong",
     "near": "Near",
     "far": "Far",
+    "steady": "Steady",
+    "wild": "Wild",
+    "pair": "Pair",
+    "single": "Single",
 }
 
 
@@ -778,7 +782,8 @@ def test_a_win_counts_beyond_runs_only_past_the_margin_of_its_sigma(tmp_path):
     total = summary.iloc[0]
     counted = ["compared", "better_ACR", "compared_with_margin", "better_ACR_beyond_runs", "methods_better_beyond_runs"]
     assert total[counted].tolist() == [5, 5, 4, 3, 1]  # far's three runs, one method
-    assert "σ 0.25: no replication data" in total["run_margin"] and "σ 0.5: 0.06" in total["run_margin"]
+    assert "σ 0.25: no replication data" in total["run_margin"] and "σ 0.5: pooled 0.06" in total["run_margin"]
+    assert total["beyond_runs_by_margin"] == "σ 0.5 (pooled): 3 of 4"
     by_family = summary[summary["family"] != "all"].set_index("family")
     assert by_family.loc["Near", "better_ACR"] == 1 and by_family.loc["Near", "better_ACR_beyond_runs"] == 0
     assert by_family.loc["Strong", "better_ACR"] == 1 and by_family.loc["Strong", "compared_with_margin"] == 0
@@ -816,3 +821,53 @@ def test_the_margin_figure_draws_wins_against_the_margin_per_sigma_and_marks_onl
     assert marks[0].get_xdata()[0] == pytest.approx(margin, rel=1e-12)  # read back from the CSV
     written = save_figure(figure, tmp_path / "published_margin_cifar10.png")
     assert {path.suffix for path in written} == {".png", ".pdf"} and all(path.stat().st_size > 0 for path in written)
+
+
+def test_the_welch_margin_is_the_t_quantile_of_the_satterthwaite_df_times_the_combined_spread():
+    (sd_a, df_a), (sd_b, df_b) = (0.01, 4), (0.03, 5)
+    nu = (sd_a**2 + sd_b**2) ** 2 / (sd_a**4 / df_a + sd_b**4 / df_b)
+    expected = student_t.ppf(0.975, nu) * np.hypot(sd_a, sd_b)
+    assert welch_margin((sd_a, df_a), (sd_b, df_b), 0.05) == pytest.approx(expected, rel=1e-12)
+    # two runs of one recipe: its own spread twice, on its own df (the two SDs are one estimate)
+    assert welch_margin((sd_a, df_a), (sd_a, df_a), 0.05, same=True) == pytest.approx(
+        student_t.ppf(0.975, df_a) * np.sqrt(2) * sd_a, rel=1e-12
+    )
+
+
+def unequal_spreads_world(tmp_path) -> list:
+    """At σ 0.5, six runs each of Gaussian and of a steady method 0.1 above it (run spread about 0.015
+    in radius) and of a wild one (about 0.23), two runs of a pair method, and one run of a single
+    method (every log's offset its own: byte-identical logs would be one)."""
+    recipes = {
+        ("gaussian", 0.5): (0.0, 0.01, -0.01, 0.02, -0.02, 0.005),
+        ("steady", 0.5): (0.1, 0.11, 0.09, 0.12, 0.08, 0.105),
+        ("wild", 0.5): (0.15, 0.45, -0.15, 0.35, -0.05, 0.25),
+        ("pair", 0.5): (0.102, 0.118),
+        ("single", 0.5): (0.115,),
+    }
+    return replicated_world(tmp_path, runs_by_recipe=recipes)[0]
+
+
+def test_where_levene_rejects_one_run_variance_each_comparison_gets_the_margin_of_its_two_recipes(tmp_path):
+    entries = unequal_spreads_world(tmp_path)
+    replication = replication_table(entries, "cifar10", 0.05)
+    pooled = replication[replication["kind"] == "pooled"].iloc[0]
+    recipes = replication[replication["kind"] == "recipe"].set_index("method")
+    acrs = {recipe.runs[0].log.method_authors: recipe.acrs for recipe in replicated_recipes(entries)}
+    own = [acrs[method] for method in ("gaussian", "steady", "wild")]  # the pair's 2 runs give no own spread
+    assert pooled["levene_p"] == pytest.approx(levene(*own, center="median").pvalue, rel=1e-12)
+    assert levene_p(list(acrs.values())) == pooled["levene_p"] < 0.05
+    assert pooled["margin_rule"] == "per recipe" and np.isnan(pooled["margin"])
+    table = gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE)
+    table = table[table["against"] == "Gaussian"].assign(margin=lambda frame: run_margins(frame, replication, 0.05))
+    by_method = table.groupby("method")["margin"].first()
+    spread = {m: (recipes.loc[m, "ACR_sd"], int(recipes.loc[m, "df"])) for m in ("gaussian", "steady", "wild")}
+    assert by_method["steady"] == pytest.approx(welch_margin(spread["steady"], spread["gaussian"], 0.05), rel=1e-9)
+    assert by_method["wild"] == pytest.approx(welch_margin(spread["wild"], spread["gaussian"], 0.05), rel=1e-9)
+    steady_win = table.loc[table["method"] == "steady", "ACR"].min()
+    assert by_method["steady"] < steady_win < by_method["wild"]  # steady's wins lie beyond runs, wild's do not
+    assert np.isnan(by_method["pair"]) and np.isnan(by_method["single"])  # no spread of their own
+    summary = headline(gaussian_comparisons_table(entries, "cifar10", RADII, inference=INFERENCE), replication, 0.05)
+    total = summary.iloc[0]
+    assert total["run_margin"].startswith("σ 0.5: per recipe, Welch–Satterthwaite")
+    assert total["compared_with_margin"] == 12 and total["beyond_runs_by_margin"].startswith("σ 0.5 (per recipe): ")

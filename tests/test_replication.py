@@ -4,7 +4,6 @@ variance_budget, claims; the replicates of the run grid and the trainer)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import pandas as pd
@@ -22,8 +21,8 @@ from ddrs.analysis.replication import (
     replicated_study_table,
     run_level_p,
 )
-from ddrs.analysis.stats import Inference, bootstrap_means, percentile_interval, pigeonhole_means
-from ddrs.analysis.variance_budget import runs_needed, variance_budget
+from ddrs.analysis.stats import Inference, bootstrap_means, holm, percentile_interval, pigeonhole_means
+from ddrs.analysis.variance_budget import variance_budget
 from ddrs.models import load_checkpoint
 from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
@@ -180,94 +179,138 @@ def test_replicated_best_rows_choose_their_envelope_in_each_run(tmp_path):
 # --- the variance budget ----------------------------------------------------------------------------
 
 
-def test_the_variance_budget_recovers_planted_run_input_and_monte_carlo_parts(tmp_path):
+def test_the_variance_budget_partitions_a_run_s_metric_as_mixedlm_does_and_shows_the_monte_carlo_part(tmp_path):
+    from ddrs.analysis.crossed import mixed_model_components
+
     rng = np.random.default_rng(9)
-    n = 400
-    base = rng.uniform(0, 2, n)  # input spread: var ≈ 1/3, /n
-    shifts = rng.normal(0, 0.1, 8)  # run spread: var ≈ 0.01
+    n = 80
+    base = rng.uniform(0, 2, n)  # input spread: σ²_input ≈ 1/3
+    shifts = rng.normal(0, 0.1, 6)  # run spread: σ²_run ≈ 0.01
     correct = np.ones(n, dtype=bool)
-    logs = [_log(base + s, correct) for s in shifts]
+    logs = [_log(np.clip(base + s + rng.normal(0, 0.05, n), 0, None), correct) for s in shifts]  # σ²_residual 0.0025
     run0 = tmp_path / "cohen" / "sigma0.5"
     run0.mkdir(parents=True)
     logs[0].to_csv(run0 / "certify_fixed.tsv", sep="\t", index=False)
     monte_carlo = []
-    for d in range(1, 6):  # MC spread per input: var 0.04, /n = 1e-4
+    for d in range(1, 6):  # another noise draw moves each input by SD 0.04 around run 0's model
         path = run0 / f"certify_fixed_mc{d}.tsv"
-        _log(np.clip(base + shifts[0] + rng.normal(0, 0.2, n), 0, None), correct).to_csv(path, sep="\t", index=False)
+        radius = np.clip(logs[0]["radius"] + rng.normal(0, 0.04, n), 0, None)
+        _log(radius, correct).to_csv(path, sep="\t", index=False)
         monte_carlo.append(path)
     records = [LogRecord(run0 / "certify_fixed.tsv", "digits", "cohen", sigma0=0.5)]
     records += [LogRecord(log, "digits", "cohen", sigma0=0.5, replicate=r) for r, log in enumerate(logs) if r]
-    table, figure = variance_budget(records, monte_carlo, RADII, effect_acr=0.05, inference=INFERENCE)
+    table, figure = variance_budget(records, monte_carlo, [0.0, 0.5, 4.0])
     acr = table[table["metric"] == "ACR"].iloc[0]
-    assert acr["var_runs"] == pytest.approx(np.var(shifts, ddof=1), rel=1e-9)
-    assert acr["var_inputs"] == pytest.approx(np.var(base, ddof=1) / n, rel=0.05)
-    assert acr["var_monte_carlo"] == pytest.approx(0.04 / n, rel=0.3)
-    assert acr["dominant"] == "training runs" and (acr["runs"], acr["monte_carlo"]) == (8, 5)
-    assert acr["share_runs"] + acr["share_inputs"] + acr["share_monte_carlo"] == pytest.approx(1.0)
-    # a paired t-test of differences of SD √2 · 0.1 needs ≥ 30 runs to detect 0.05 at power 0.8
-    assert 20 <= acr["runs_needed"] <= 60
+    values = np.stack([np.where(log["correct"] == 1, log["radius"], 0) for log in logs])
+    fitted = mixed_model_components(values)
+    for part in ("run", "input", "residual"):
+        assert acr[f"sigma2_{part}"] == pytest.approx(fitted[part], rel=0.05)
+    assert acr["sigma2_residual"] == pytest.approx(0.05**2, rel=0.2)
+    assert acr[["share_run", "share_input", "share_residual"]].sum() == pytest.approx(1.0)
+    assert acr["share_run"] == pytest.approx(
+        acr["sigma2_run"] / (acr["sigma2_run"] + 1 / n * (fitted["input"] + fitted["residual"])), rel=0.05
+    )
+    assert acr["sigma2_monte_carlo"] == pytest.approx(0.04**2, rel=0.3)
+    assert acr["dominant"] == "training runs" and (acr["runs"], acr["inputs"], acr["monte_carlo"]) == (6, n, 5)
+    # every input is certified at 0 in every run and draw: no variance at any level, no row; none at 4.0 either
+    assert set(table["metric"]) == {"0.50", "ACR"}
+    assert table.attrs["scientific"] == ["sigma2_run", "sigma2_input", "sigma2_residual", "sigma2_monte_carlo"]
     assert figure.axes
 
 
-@pytest.mark.parametrize(("effect_in_run_sds", "expected"), [(0.5, 65), (3.0, 5), (8.0, 3), (20.0, 2), (100.0, 2)])
-def test_runs_needed_is_the_least_run_count_with_the_power_even_where_the_solver_fails(effect_in_run_sds, expected):
-    """Large effects (the default's DS-against-FS ACR) once crashed variance_budget: statsmodels' solver
-    gives NaN from an effect size of about 8 (here 20 and 100 run SDs). The count is the least n >= 2
-    whose paired t-test over n runs has power 0.8."""
-    from statsmodels.stats.power import TTestPower
-
-    needed = runs_needed(effect_in_run_sds * 0.1, 0.01, 0.05)  # run SD 0.1
-    assert needed == expected
-    size = effect_in_run_sds / math.sqrt(2)
-    power = [
-        TTestPower().power(effect_size=size, nobs=n, alpha=0.05, alternative="two-sided") for n in (needed - 1, needed)
-    ]
-    assert power[1] >= 0.8 and not power[0] >= 0.8  # NaN (not evaluable) counts as not reached
+def test_a_negative_run_component_is_shown_as_zero_with_a_flag(tmp_path):
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0, 2, 200)
+    correct = np.ones(200, dtype=bool)
+    logs = [_log(base + rng.normal(0, 0.3, 200), correct) for _ in range(4)]  # no run effect: σ²_run ≈ 0 ± noise
+    records = [LogRecord(log, "digits", "cohen", sigma0=0.5, replicate=r) for r, log in enumerate(logs)]
+    table, _ = variance_budget(records, (), [0.0])
+    flagged = table[table["flag"] != ""]
+    assert len(flagged) and (flagged["sigma2_run"] == 0).all()
+    assert flagged["flag"].str.fullmatch(r"σ²_run estimated -\d\.\d\de-\d\d, shown as 0").all()
 
 
 # --- the claims ---------------------------------------------------------------------------------------
 
 
-def test_claims_hold_are_contradicted_or_not_shown_by_the_run_level_test_and_the_interval():
+def _planted_claims():
+    """Claims on planted runs (5 runs, 150 inputs): a clean shift, its opposite, and an effect that is
+    the same in every run but made of a per-input pattern of spread 1.5 (a run-level effect with a
+    large per-input spread: across runs a sure difference, on new inputs not shown); and one of 1 run."""
     rng = np.random.default_rng(10)
     base = rng.uniform(5, 6.5, 150)  # no radius reaches 0, so shifts and patterns are not clipped
     gaussian = _runs(rng, [0.0, 0.03, -0.03, 0.01, -0.01], base=base)
     better = _runs(rng, [0.2, 0.22, 0.18, 0.21, 0.19], base=base)
     worse = _runs(rng, [-0.2, -0.22, -0.18, -0.21, -0.19], base=base)
-    # every run 0.1 above Gaussian's on average, but by a pattern over inputs (the same in every run)
-    # with a spread of 1.5: across runs a sure difference, on new inputs not shown
     pattern = rng.normal(0, 1.5, len(base))
     these_inputs = _runs(rng, [0.1, 0.11, 0.09, 0.1, 0.1], base=base + pattern - pattern.mean())
     records = _records(gaussian, name="Gaussian") + _records(better, name="Better") + _records(worse, name="Worse")
     records += _records(these_inputs, name="TheseInputs") + _records(_runs(rng, [0.0], base=base), name="Single")
     claims = [
-        {
-            "paper": "P",
-            "claim": c,
-            "kind": "per_sigma",
-            "variant": v,
-            "baseline": "Gaussian",
-            "metric": "ACR",
-            "direction": d,
-        }
-        for c, v, d in (
-            ("better", "Better", "greater"),
-            ("worse", "Worse", "greater"),
-            ("these_inputs", "TheseInputs", "greater"),
-            ("single", "Single", "greater"),
-        )
-    ]
-    table = claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE).set_index("claim")
+        {"paper": "P", "claim": c, "kind": "per_sigma", "variant": v, "baseline": "Gaussian", "metric": "ACR",
+         "direction": "greater"}
+        for c, v in (("better", "Better"), ("worse", "Worse"), ("these_inputs", "TheseInputs"), ("single", "Single"))
+    ]  # fmt: skip
+    return records, claims
+
+
+@pytest.fixture(scope="module")
+def planted_claims():
+    records, claims = _planted_claims()
+    return records, claims, claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE)
+
+
+def test_a_claim_holds_only_where_the_unconditional_test_adjusted_over_the_claims_says_so(planted_claims):
+    table = planted_claims[2].set_index("claim")
     assert table["verdict"].to_dict() == {
         "better": "holds",
         "worse": "contradicted",
         "these_inputs": "holds on these inputs only",
         "single": "not testable (1 run)",
     }
-    assert table.loc["these_inputs", "p_holm"] < INFERENCE.alpha
+    # the run-level effect with a large per-input spread: the runs agree, new inputs would not
+    assert table.loc["these_inputs", "p_fixed_inputs_holm"] < INFERENCE.alpha <= table.loc["these_inputs", "p_holm"]
     assert table.loc["these_inputs", "low"] < 0 < table.loc["these_inputs", "high"]
-    assert table.loc["better", "low"] > 0 and table.loc["worse", "high"] < 0
-    assert table.loc["better", "runs"] == 5
+    assert table.loc["these_inputs", "df"] > 50  # the inputs' part weighs, and brings its degrees of freedom
+    assert table.loc["better", "low"] > 0 and table.loc["worse", "high"] < 0 and table.loc["better", "runs"] == 5
+    tested = table.loc[["better", "worse", "these_inputs"]]
+    np.testing.assert_allclose(tested["p_holm"], holm(tested["p"].to_numpy()), rtol=1e-12)
+
+
+def test_the_claims_verdicts_do_not_move_with_the_bootstrap_s_seed(planted_claims, monkeypatch):
+    """20 bootstrap seeds (the split's seed kept): the same verdicts and tests, and each interval bound
+    on the same side of 0 wherever it settled (its Monte Carlo error below a tenth of its distance to 0)."""
+    import ddrs.analysis.claims as claims_module
+
+    records, claims, table = planted_claims
+    claims, table = claims[:3], table.iloc[:3]  # the row of one run has no test to move
+    settled = table["interval_note"] == ""
+    for seed in range(1, 21):
+
+        def reseeded(values, *, n_boot, seed=seed, dataset):
+            return pigeonhole_means(values, n_boot=n_boot, seed=seed, dataset=dataset)
+
+        monkeypatch.setattr(claims_module, "pigeonhole_means", reseeded)
+        again = claims_table(records, claims, RADII, classes={"digits": 10}, inference=INFERENCE)
+        assert again["verdict"].tolist() == table["verdict"].tolist()
+        tests = ["p", "p_holm", "p_fixed_inputs_holm"]
+        pd.testing.assert_frame_equal(again[tests], table[tests])
+        for bound in ("low", "high"):
+            assert (np.sign(again.loc[settled, bound]) == np.sign(table.loc[settled, bound])).all()
+
+
+def test_a_claim_s_effect_variance_is_partitioned_and_its_runs_planned_for_the_verdict_rule(planted_claims):
+    table = planted_claims[2].set_index("claim")
+    tested = table.loc[["better", "worse", "these_inputs"]]
+    np.testing.assert_allclose(tested[["share_run", "share_input", "share_residual"]].sum(axis=1), 1.0)
+    assert table.loc["these_inputs", "share_input"] > 0.99  # the per-input pattern is the effect's uncertainty
+    # its input part alone, SE 0.12, is six times the planned 0.02: no run count reaches the verdict
+    assert pd.isna(table.loc["these_inputs", "runs_needed"])
+    assert table.loc["these_inputs", "plan"].startswith("not reachable at 150 inputs")
+    better = table.loc["better"]
+    assert better["planned_effect"] == 0.02
+    assert better["runs_needed_low"] <= better["runs_needed"] <= better["runs_needed_high"]
+    assert pd.isna(table.loc["single", "runs_needed"])
 
 
 # --- replicates in the run grid and the trainer ---------------------------------------------------------
@@ -317,18 +360,41 @@ def test_replicates_have_their_own_paths_seeds_and_init_and_share_the_certificat
 
 
 def test_run_zero_trains_the_single_run_and_another_run_changes_every_training_seed(tmp_path):
+    """Run 0's weights and tables equal the single run's, timings aside: the same weights, the same
+    checkpoint metadata and per-epoch log but for the seconds each epoch took (its certification
+    options are the single run's, above, and a certificate is a function of weights and options)."""
     base = dict(
         dataset="digits", arch="mlp", method="cohen", sigma=0.25, epochs=1, batch_size=128, eval_max=50, device="cpu"
     )
     assert TrainConfig(**base).run_seed == TrainConfig(**base, replicate=0).run_seed == 0
     assert TrainConfig(**base, replicate=1).run_seed != TrainConfig(**base, replicate=2).run_seed
-    paths = {name: tmp_path / f"{name}.pt" for name in ("plain", "zero", "one")}
-    train(TrainConfig(**base), paths["plain"], progress=False)
-    train(TrainConfig(**base, replicate=0), paths["zero"], progress=False)
-    train(TrainConfig(**base, replicate=1), paths["one"], progress=False)
-    (plain, _), (zero, _), (one, meta) = (load_checkpoint(paths[n]) for n in ("plain", "zero", "one"))
+    runs = {
+        "plain": TrainConfig(**base),
+        "zero": TrainConfig(**base, replicate=0),
+        "one": TrainConfig(**base, replicate=1),
+    }
+    for name, config in runs.items():
+        train(config, tmp_path / f"{name}.pt", log=tmp_path / f"{name}.csv", progress=False)
+    (plain, plain_meta), (zero, zero_meta), (one, meta) = (load_checkpoint(tmp_path / f"{n}.pt") for n in runs)
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), zero.state_dict().values(), strict=True))
     assert not all(
         torch.equal(a, b) for a, b in zip(plain.state_dict().values(), one.state_dict().values(), strict=True)
     )
     assert meta["config"]["replicate"] == 1 and meta["config"]["seed"] == 0  # the data split stays seed 0's
+
+    def timings_aside(meta: dict) -> dict:
+        return {**meta, "history": [{k: v for k, v in epoch.items() if k != "seconds"} for epoch in meta["history"]]}
+
+    def same(a, b) -> bool:
+        if isinstance(a, torch.Tensor):
+            return torch.equal(a, b)
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list | tuple):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return a == b
+
+    assert plain_meta["history"] and all("seconds" in epoch for epoch in plain_meta["history"])
+    assert same(timings_aside(plain_meta), timings_aside(zero_meta))
+    logs = [pd.read_csv(tmp_path / f"{name}.csv") for name in ("plain", "zero")]
+    pd.testing.assert_frame_equal(*(log.drop(columns="seconds") for log in logs))

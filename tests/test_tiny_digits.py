@@ -115,6 +115,15 @@ def test_the_claims_and_the_variance_budget_rest_on_both_training_runs(tiny_run)
     assert set(budget["runs"]) == {2} and set(budget["monte_carlo"]) == {1} and set(budget["variant"]) == {"Cohen"}
 
 
+def test_the_certificate_audit_has_a_ledger_row_per_certificate_kind_and_the_order_dependence(tiny_run):
+    """Issue 69's audit on the tiny tree: the soundness ledger's rows each audit some certificates,
+    beside the memory's order dependence."""
+    tables = tiny_run.tree.workdir / "results" / "tables"
+    ledger = pd.read_csv(tables / "soundness_ledger_digits.csv")
+    assert len(ledger) > 0 and (ledger["certificates"] > 0).all()
+    assert len(pd.read_csv(tables / "order_dependence_digits.csv")) > 0
+
+
 def test_the_report_holds_the_tables_and_figures(tiny_run):
     result = tiny.run(tiny_run.tree, "--report", "results/report.html")
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]

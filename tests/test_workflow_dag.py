@@ -54,6 +54,18 @@ def test_the_default_target_builds_every_table_and_figure(tmp_path):
     assert {rule: counts[rule] for rule in CLAIM_RULES} == dict.fromkeys(CLAIM_RULES, 4)
 
 
+def test_the_certificate_audit_attacks_table1s_logs_for_the_ledger_and_the_orders(tmp_path):
+    """Issue 69: Cohen's fixed-σ logs and Cohen-DS's and Cohen-DS²'s at the largest K, one audit each, read by
+    the soundness ledger; the order dependence reads the data-dependent logs."""
+    targets = ("results/tables/soundness_ledger_digits.csv", "results/tables/order_dependence_digits.csv")
+    counts = dry_run(tmp_path, load_config(), *targets)
+    audit = {rule: counts.get(rule) for rule in ("audit_fixed", "audit_data_dependent")}
+    assert audit == {"audit_fixed": 3, "audit_data_dependent": 2 * 3}
+    assert counts["soundness_ledger"] == counts["order_dependence"] == 1
+    assert counts["train"] == 2 * 3 and counts["certify_data_dependent_digits"] == 2 * 3
+    assert "audit_fixed" not in dry_run(tmp_path, {**load_config(), "audit": {"enabled": False}})
+
+
 #: issue 19's rules, one job per best table each: held-out selection, comparisons, optimism
 CLAIM_RULES = ("best_table_held_out", "comparisons_table", "comparisons_held_out_table", "selection_optimism_table")
 

@@ -96,7 +96,11 @@ def test_the_whole_default_dag_and_its_report(run_dir):
             assert (workdir / "results" / "tables" / f"{name}.csv").exists(), name
         assert (workdir / "results" / "tables" / f"selection_optimism_{table}.md").exists()
     figures = list((workdir / "results" / "figures").glob("*.png"))
-    assert len(figures) == 3 * 2 + 4 + 1  # and the variance budget's
+    assert len(figures) == 3 * 2 + 4 + 1 + 1  # and the variance budget's, and the soundness ledger's
+    # issue 69: the certificate audit of table 1's logs and the memory's order dependence
+    ledger = pd.read_csv(workdir / "results" / "tables" / "soundness_ledger_digits.csv")
+    assert len(ledger) == 3 + 2 * 3 * 2 and (ledger["certificates"] > 0).all()
+    assert (workdir / "results" / "tables" / "order_dependence_digits.csv").exists()
     # issue 55: Cohen's three training runs give table1 over runs, its comparisons, the budget and the claims
     for name in (
         "replicated_table1",

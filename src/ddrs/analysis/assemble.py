@@ -59,6 +59,8 @@ ACR_COLUMNS = (PER_LOG, PER_INPUT_BEST, SINGLE_ACR)
 BOLD_ATTR = "bold_cells"
 #: the frame's significance level, for printing p-values on the right side of it
 ALPHA_ATTR = "alpha"
+#: the frame's columns printed in scientific notation (variances spanning many orders of magnitude)
+SCIENTIFIC_ATTR = "scientific"
 
 
 def radius_column(radius: float) -> str:

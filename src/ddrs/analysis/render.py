@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddrs.analysis.assemble import ACR_COLUMNS, ALPHA_ATTR, BOLD_ATTR, interval_columns, metric_columns
+from ddrs.analysis.assemble import (
+    ACR_COLUMNS,
+    ALPHA_ATTR,
+    BOLD_ATTR,
+    SCIENTIFIC_ATTR,
+    interval_columns,
+    metric_columns,
+)
 from ddrs.io import atomic_path, write_text_atomic
 
 #: Columns whose groups are bolded separately (the paper bolds per dataset block).
@@ -112,6 +119,8 @@ def _formatted(frame: pd.DataFrame, decimals: int, acr_decimals: int, empty: str
                 text += f" ({p_text(frame.at[i, f'{column}_p_holm'], alpha)})"
             cells.append(text)
         out[column] = cells
+    for column in frame.attrs.get(SCIENTIFIC_ATTR, ()):
+        out[column] = ["" if pd.isna(value) else f"{value:.2e}" for value in frame[column]]
     return out.drop(columns=annotation_columns(frame))
 
 

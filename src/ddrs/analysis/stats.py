@@ -126,6 +126,43 @@ def percentile_interval(samples: np.ndarray, alpha: float = 0.05) -> tuple[np.nd
     return low, high
 
 
+#: a settled interval's bounds each have a Monte Carlo error below this share of their distance to 0
+BOUND_TOLERANCE = 0.1
+#: a settled interval draws at most this many times the configured resamples (×4 at a time)
+MAX_BOOT_FACTOR = 64
+
+
+def percentile_error(samples: np.ndarray, q: float) -> np.ndarray:
+    """The Monte Carlo standard error of the ``q``-quantile of bootstrap ``samples`` (along axis 0):
+    half the spread between the order statistics of ranks Bq ± √(Bq(1 − q)), the distribution-free
+    ±1 SE interval of a quantile (its rank is binomial)."""
+    ordered = np.sort(np.asarray(samples, dtype=float), axis=0)
+    count = len(ordered)
+    half = math.sqrt(count * q * (1 - q))
+    low = min(max(math.floor(count * q - half), 0), count - 1)
+    high = min(max(math.ceil(count * q + half), 0), count - 1)
+    return (ordered[high] - ordered[low]) / 2
+
+
+def settled_interval(
+    draw, n_boot: int, alpha: float, tolerance: float = BOUND_TOLERANCE
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """A percentile interval at 1 − ``alpha`` whose bounds do not depend on the bootstrap's seed:
+    ``draw(B)`` gives B resamples (B × columns); from ``n_boot`` on, B grows fourfold until each
+    bound's Monte Carlo error (:func:`percentile_error`) lies below ``tolerance`` times its distance
+    to 0, or B reaches :data:`MAX_BOOT_FACTOR` · ``n_boot``. Returns the bounds, the B drawn, and per
+    column whether it settled (a bound that stays within its error of 0 says so where it is shown)."""
+    boot = n_boot
+    while True:
+        samples = draw(boot)
+        low, high = percentile_interval(samples, alpha)
+        errors = np.stack([percentile_error(samples, alpha / 2), percentile_error(samples, 1 - alpha / 2)])
+        settled = (errors <= tolerance * np.abs(np.stack([low, high]))).all(axis=0)
+        if settled.all() or boot >= MAX_BOOT_FACTOR * n_boot:
+            return low, high, boot, settled
+        boot = min(4 * boot, MAX_BOOT_FACTOR * n_boot)
+
+
 def mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact McNemar test of paired indicators ``a`` and ``b`` (… × inputs, compared on the last axis).
 

@@ -92,6 +92,32 @@ def exact_distances(points: np.ndarray, rows: np.ndarray, cols: np.ndarray, norm
     return np.concatenate(parts)
 
 
+def largest_in_subset(
+    own: int, predict: np.ndarray, radius: np.ndarray, distance: np.ndarray
+) -> tuple[int, float] | None:
+    """LargestInSubset (Figure 2 middle) for a new input of prediction ``own`` at ``distance`` from stored inputs
+    of ``predict`` and ``radius``: where it lies in a stored region S_j of another prediction (``distance < r_j``,
+    or on x_j itself), that region's prediction and the radius of the largest ball around the new input inside
+    the regions of that prediction; None where it lies in none."""
+    inside = (predict != own) & ((distance < radius) | (distance == 0))
+    if not inside.any():
+        return None
+    room = np.where(inside, radius - distance, -np.inf)
+    adopted = predict[np.argmax(room)]
+    return int(adopted), max(0.0, float(np.max(room[predict == adopted])))
+
+
+def memory_answer(points, predict, radius, query, query_predict: int, norm: int) -> int:
+    """The class Algorithm 3's classifier answers a new input ``query`` whose data-dependent prediction is
+    ``query_predict``, against a memory of stored ``points``, ``predict`` and ``radius`` (a memory log's rows):
+    the prediction of a stored region of another prediction that holds it (:func:`largest_in_subset`), else its
+    own. Inside a stored region the answer is that region's class whatever ``query_predict`` is."""
+    flat = np.asarray(points).reshape(len(points), -1).astype(np.float64)
+    distance = np.linalg.norm(flat - np.asarray(query, dtype=np.float64).reshape(1, -1), ord=norm, axis=1)
+    moved = largest_in_subset(int(query_predict), np.asarray(predict), np.asarray(radius, dtype=np.float64), distance)
+    return int(query_predict) if moved is None else moved[0]
+
+
 def memory_certify(points, predict, radius, norm: int, *, block: int = 1024) -> MemoryResult:
     """Algorithm 3 over the stream ``points`` (N, ...) in order, with ℓ``norm`` balls (2 or 1).
 
@@ -120,16 +146,14 @@ def memory_certify(points, predict, radius, norm: int, *, block: int = 1024) -> 
     action = ["kept"] * count
     for i in np.unique(rows):
         j, d = cols[bounds[i] : bounds[i + 1]], dist[bounds[i] : bounds[i + 1]]
-        other = new_predict[j] != new_predict[i]
         r_j = new_radius[j]
-        inside = other & ((d < r_j) | (d == 0))
-        if inside.any():
-            room = np.where(inside, r_j - d, -np.inf)
-            adopted = new_predict[j[np.argmax(room)]]
-            new_radius[i] = min(new_radius[i], max(0.0, float(np.max(room[new_predict[j] == adopted]))))
-            new_predict[i] = adopted
+        moved = largest_in_subset(int(new_predict[i]), new_predict[j], r_j, d)
+        if moved is not None:
+            new_predict[i], room = moved
+            new_radius[i] = min(new_radius[i], room)
             action[i] = "moved_in"
             continue
+        other = new_predict[j] != new_predict[i]
         overlapping = other & (d < new_radius[i] + r_j)
         if overlapping.any():
             new_radius[i] = min(new_radius[i], float(np.min(d[overlapping] - r_j[overlapping])))

@@ -47,11 +47,16 @@ class TrainingStream(IntEnum):
 
 class StudyStream(IntEnum):
     """The streams of the studies: of one training input in Sun et al.'s gradient-norm study, keyed
-    further by its ``idx``; of the variance budget's re-certifications; of the semi-elastic σ(x)."""
+    further by its ``idx``; of the variance budget's re-certifications; of the certificate audit (issue 69); of the
+    semi-elastic σ(x)."""
 
     P_CORRECT = 20  #: the draws that count p_A (easy or hard)
     GRADIENT = 21  #: the draws of the loss whose gradient is measured
     RECERTIFY = 22  #: the CERTIFY seed of a model's Monte Carlo re-certification d (the variance budget), keyed by d
+    ORDER = 23  #: one seeded order of a log's inputs through Algorithm 3 (order dependence), keyed by the order
+    AUDIT_SIGMA = 24  #: Algorithm 1 at the points an audit's attacker sends (:mod:`ddrs.jobs.audit`), keyed by idx
+    AUDIT_ATTACK = 25  #: the soft smoothed classifier's draws of an audit's attacks, keyed by idx
+    AUDIT_PREDICT = 26  #: PREDICT's draws confirming an audit's candidates, keyed by idx
     SEMI_ELASTIC = 27  #: the semi-elastic σ(x)'s reference and calibration subsamples and its check, keyed by draw
 
 

@@ -16,6 +16,7 @@ selection of the run grid's logs, in :class:`~ddrs.pipeline.records.Records`).
 
 from __future__ import annotations
 
+from ddrs.pipeline import audit_plan as audit
 from ddrs.pipeline import queries as q
 from ddrs.pipeline.target import FIGURE, TABLE, Target
 from ddrs.published import captions
@@ -39,6 +40,11 @@ SEQUENTIAL_MEASURED = (
     "difference", "mcnemar_p", "mcnemar_p_holm", "acr_fixed", "acr_sequential", "acr_fixed_grid", "acr_sequential_grid",
     *(f"passes_{mode}_{stat}" for mode in ("fixed", "sequential") for stat in ("mean", "median", "p99")),
     "undecided_at_cap", "seconds_fixed", "seconds_sequential",
+)  # fmt: skip
+#: the soundness ledger's columns of values (not counts)
+LEDGER_MEASURED = (
+    "share", "share_low", "share_high", "bound", "found_min", "found_median", "radius_median",
+    "elasticity_median", "elasticity_max", "allowed_median", "sound_share_median", "sigma_noise",
 )  # fmt: skip
 TABLES = "ddrs.analysis.tables"
 REPLICATION = "ddrs.analysis.replication"
@@ -383,17 +389,10 @@ ENTRIES = (
         records=q.budget_records,
         files=q.budget_files,
         params=q.budget_params,
+        # shares to 4 decimals; the variances in scientific notation (the table's own attribute)
         decimals=4,
         bold=False,
-        measured=(
-            "value",
-            "var_runs",
-            "var_inputs",
-            "var_monte_carlo",
-            "share_runs",
-            "share_inputs",
-            "share_monte_carlo",
-        ),
+        measured=("value", "share_run", "share_input", "share_residual", "share_monte_carlo"),
     ),
     Target(
         "claims_table",
@@ -406,7 +405,51 @@ ENTRIES = (
         params=q.claims_params,
         decimals=3,
         bold=False,
-        measured=("effect", "low", "high", "p", "p_holm"),
+        measured=(
+            "effect",
+            "low",
+            "high",
+            "p_fixed_inputs",
+            "df",
+            "p",
+            "p_fixed_inputs_holm",
+            "p_holm",
+            "share_run",
+            "share_input",
+            "share_residual",
+            "planned_effect",
+        ),
+    ),
+    # what table 1's certificates guarantee (issue 69): the certificate audit's ledger, the memory's order dependence
+    Target(
+        "soundness_ledger",
+        "soundness_ledger_{dataset}",
+        "ddrs.analysis.soundness_ledger:soundness_ledger",
+        "soundness_ledger",
+        "Certificate audit",
+        outputs=(*TABLE, *FIGURE),
+        instances=audit.audited_datasets,
+        records=audit.audited_records,
+        files=audit.ledger_files,
+        params=audit.ledger_params,
+        decimals=3,
+        bold=False,
+        measured=LEDGER_MEASURED,
+    ),
+    Target(
+        "order_dependence",
+        "order_dependence_{dataset}",
+        "ddrs.analysis.order_dependence:order_dependence_table",
+        "order_dependence",
+        "Certificate audit",
+        instances=audit.audited_datasets,
+        records=audit.order_records,
+        files=audit.order_files,
+        params=audit.order_params,
+        needs_data=True,
+        decimals=4,
+        bold=False,
+        measured=("changed_mean", "radius_change_max", "radius_change_mean"),
     ),
     study_comparisons("consistency_comparisons", CONSISTENCY_STUDY, q.first_method),
     study_comparisons("methods_comparisons", METHODS_STUDY, q.first_method),

@@ -75,6 +75,11 @@ class Layout:
         """One base classifier's name in log and benchmark file names."""
         return f"{dataset}_{method}_{mode}_sigma{sigma}{replicate}"
 
+    def audit(self, dataset: str, method: str, mode: str, sigma: str, replicate: str, log: str) -> str:
+        """The certificate audit of a run's certification log ``log`` (``fixed``, or ``K<k>`` for Algorithm 1's
+        K; :mod:`ddrs.jobs.audit`), in a tree of its own beside the run directories."""
+        return f"{self.results}/audit/{dataset}/{method}/{mode}/sigma{sigma}{replicate}/audit_{log}.tsv"
+
     def benchmark(self, stage: str, name: str) -> str:
         """Snakemake's ``benchmark:`` file of a job."""
         return f"{self.results}/benchmarks/{stage}/{name}.tsv"

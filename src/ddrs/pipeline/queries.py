@@ -350,9 +350,7 @@ def budget_files(exp: Experiment, target: Target, dataset: str) -> dict[str, Any
 
 
 def budget_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
-    replication = exp.config.get("replication", {})
-    effects = {key: replication[key] for key in ("effect_acr", "effect_accuracy") if key in replication}
-    return {**l2_radii(exp, target), **effects}
+    return {"radii": exp.grid.radii(2)}
 
 
 def _claim(paper: str, claim: str, kind: str, variant: str, baseline: str | None, metric: str, direction: str):
@@ -417,10 +415,13 @@ def claims_records(exp: Experiment, target: Target, dataset: str) -> list[LogRec
 
 
 def claims_params(exp: Experiment, target: Target, dataset: str) -> dict[str, Any]:
+    """The claims, the dataset's classes, and the effects their runs are planned for."""
+    replication = exp.config.get("replication", {})
     return {
         **l2_radii(exp, target),
         "claims": seed_claims(exp, target),
         "classes": {dataset: get_info(dataset).num_classes},
+        **{key: replication[key] for key in ("effect_acr", "effect_accuracy") if key in replication},
     }
 
 
@@ -462,7 +463,8 @@ def replicated_caption_of(selection: str) -> Callable[[Experiment, list[LogRecor
         counts = "; ".join(f"{method} on {dataset}: {n} run{'s' * (n > 1)}" for (dataset, method), n in runs.items())
         return (
             f"Mean over training runs, {100 * (1 - exp.statistics.alpha):g}% pigeonhole-bootstrap intervals over runs "
-            f"and test inputs; run-level paired t-tests, Holm-adjusted. Runs per method: {counts}. "
+            f"and test inputs; run-level paired t-tests, Holm-adjusted over the table (exploratory: a comparison "
+            f"that is also a pre-stated claim is decided in claims_<dataset>). Runs per method: {counts}. "
             f"{selection_caption(selection)}"
         )
 

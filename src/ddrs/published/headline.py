@@ -5,13 +5,16 @@ on the test inputs. The headline counts a log as beating Gaussian *beyond runs* 
 (an intersection–union test, level α for the claim that needs both):
 
 - it is significantly better on ACR by the per-input test (Holm over the published logs, p < α);
-- its ΔACR exceeds the run-level margin of its dataset and σ (:mod:`ddrs.published.run_margin`:
-  t_{1−α/2, df} · √2 · s_run, from the authors' replicated recipes).
+- its ΔACR exceeds the run-level margin of its comparison (:mod:`ddrs.published.run_margin`): the
+  σ's pooled margin t_{1−α/2, df} · √2 · s_run where Levene's test does not reject one run variance,
+  else t_{1−α/2, ν} · √(s²_log + s²_baseline) from the spreads of the two recipes compared
+  (Welch–Satterthwaite ν), none where either has no spread of its own.
 
 The margin is a per-comparison level; the family-wise control over the table is the per-input Holm.
-A σ without replication data has no margin, so no log there is counted beyond runs
-(``compared_with_margin`` counts the logs that can be); a dataset with none says ``no replication
-data`` (``run_margin``) and leaves the counts beyond runs empty.
+A comparison without a margin is not counted beyond runs (``compared_with_margin`` counts those that
+can be); ``run_margin`` says which margin each σ's wins were tested against, and
+``beyond_runs_by_margin`` how many wins each gave; a dataset with no replicated recipe says ``no
+replication data`` and leaves the counts beyond runs empty.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pandas as pd
 from ddrs.published.families import GAUSSIAN_FAMILY
 from ddrs.published.gaussian_comparisons import ALTERNATIVE_GAUSSIANS, MATCHED
 from ddrs.published.own_logs import is_own_repository
-from ddrs.published.run_margin import NO_REPLICATION, POOLED, margin_at, margins
+from ddrs.published.run_margin import NO_REPLICATION, PER_RECIPE_RULE, POOLED, Margins
 
 #: the headline's columns, in order
 COLUMNS = (
@@ -49,6 +52,7 @@ COLUMNS = (
     "gaussian_vs_gaussian_rate",
     "gaussian_vs_gaussian_beyond_runs",
     "run_margin",
+    "beyond_runs_by_margin",
 )
 #: ``family`` of a headline row over every family
 ALL_FAMILIES = "all"
@@ -59,26 +63,36 @@ def published_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["repository"].astype(str).map(is_own_repository)]
 
 
-def run_margins(table: pd.DataFrame, replication: pd.DataFrame) -> pd.Series:
-    """Each row's run-level margin (the replication table's at the row's σ; NaN: no replication data)."""
-    by_sigma = margins(replication)
-    return table["sigma"].astype(float).map(lambda sigma: margin_at(by_sigma, sigma))
+def run_margins(table: pd.DataFrame, replication: pd.DataFrame, alpha: float) -> pd.Series:
+    """Each row's run-level margin (:class:`~ddrs.published.run_margin.Margins`; NaN: none)."""
+    margins = Margins.of(replication)
+    return pd.Series(
+        [
+            margins.margin(float(row.sigma), str(row.log), str(row.baseline), alpha)
+            for row in table[["sigma", "log", "baseline"]].itertuples(index=False)
+        ],
+        index=table.index,
+        dtype=float,
+    )
 
 
 def describe_margins(replication: pd.DataFrame) -> str:
-    """``σ 0.25: 0.0123 (df 36); σ 0.5: …``, or ``no replication data`` where no σ has any."""
+    """``σ 0.25: pooled 0.0123 (s_run 0.0041, df 36, Levene p 0.31); σ 0.5: per recipe (Levene p
+    4e-06); …``, or ``no replication data`` where no σ has any."""
     pooled = replication[replication["kind"] == POOLED]
     if not (pooled["df"].astype(float) > 0).any():
         return NO_REPLICATION
-    return "; ".join(
-        f"σ {float(row.sigma):g}: "
-        + (
-            f"{float(row.margin):.4f} (s_run {float(row.ACR_sd):.4f}, df {int(row.df)})"
-            if row.df > 0
-            else NO_REPLICATION
-        )
-        for row in pooled.itertuples(index=False)
-    )
+    described = []
+    for row in pooled.itertuples(index=False):
+        levene = "" if pd.isna(row.levene_p) else f", Levene p {float(row.levene_p):.2g}"
+        if not row.df > 0:
+            text = NO_REPLICATION
+        elif row.margin_rule == PER_RECIPE_RULE:
+            text = f"per recipe, Welch–Satterthwaite (pooled s_run {float(row.ACR_sd):.4f} not used{levene})"
+        else:
+            text = f"pooled {float(row.margin):.4f} (s_run {float(row.ACR_sd):.4f}, df {int(row.df)}{levene})"
+        described.append(f"σ {float(row.sigma):g}: {text}")
+    return "; ".join(described)
 
 
 def headline(table: pd.DataFrame, replication: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -93,7 +107,8 @@ def headline(table: pd.DataFrame, replication: pd.DataFrame, alpha: float) -> pd
     counted among the methods: the Gaussian logs compared are counted apart, with how many Gaussian
     pairs (``gaussian_vs_gaussian``: two Gaussian logs of one σ from other runs or repositories) the
     per-input test calls better, and how many of them lie beyond runs."""
-    published = published_rows(table).assign(_margin=lambda frame: run_margins(frame, replication))
+    published = published_rows(table).assign(_margin=lambda frame: run_margins(frame, replication, alpha))
+    published = published.assign(_rule=published["sigma"].map(Margins.of(replication).rule))
     described = describe_margins(replication)
     pairs = gaussian_pairs(published, alpha, described != NO_REPLICATION) | {"run_margin": described}
     rows = [_headline_row(published, MATCHED, "all", alpha, pairs)]
@@ -146,6 +161,7 @@ def _headline_row(
     beyond = better & margin.notna() & (difference > margin)
     compared = tested & ~gaussian
     with_margin = int((compared & margin.notna()).sum())
+    by_margin = _by_margin(at, compared & beyond, compared & margin.notna())
     replicated = pairs["run_margin"] != NO_REPLICATION
     method = at["repository"].astype(str) + "\0" + at["method"].astype(str) + "\0" + at["arch"].fillna("").astype(str)
     return {
@@ -168,7 +184,20 @@ def _headline_row(
         "gaussian_compared": int((tested & gaussian).sum()),
         "gaussian_better_ACR": int((tested & gaussian & better).sum()),
         **pairs,
+        "beyond_runs_by_margin": by_margin,
     }
+
+
+def _by_margin(rows: pd.DataFrame, beyond: pd.Series, with_margin: pd.Series) -> str:
+    """Per σ of the compared logs with a margin: which margin they were tested against, and how many
+    of them beat Gaussian beyond it (``σ 0.5 (pooled): 3 of 12; …``)."""
+    sigma = rows["sigma"].astype(float)
+    described = []
+    for value in sorted(sigma[with_margin].unique()):
+        here = sigma == value
+        rule = rows.loc[here, "_rule"].iloc[0]
+        described.append(f"σ {value:g} ({rule}): {int((beyond & here).sum())} of {int((with_margin & here).sum())}")
+    return "; ".join(described)
 
 
 def _rate(part: int, whole: int) -> float:
