@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 CORES  ?= all
-# pytest-xdist workers of make test (auto: one per CPU), each running a test file at a time
+# pytest-xdist workers of the test targets (auto: one per CPU), each running a test file at a time
 TEST_WORKERS ?= auto
+# more pytest options for the test targets (CI: --durations=25, each tier's slowest tests)
+PYTEST_ARGS ?=
+# the full-size runs make test-slow runs (CI's: TEST_SLOW="slow and not seed_miniature")
+TEST_SLOW ?= slow
 
 # Workflow jobs call the `ddrs` command: keep the venv first on PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -17,7 +21,7 @@ else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup table1 readme-figure all test test-seed-miniature slurm lint bench clean
+.PHONY: setup table1 readme-figure all test test-slow test-seed-miniature test-slurm slurm lint bench clean
 
 $(BIN)/ddrs: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,15 +46,24 @@ readme-figure: setup
 all: setup
 	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete
 
-# The tests include a real SLURM run on a one-node cluster started here (needs root). Where it
-# cannot start, the SLURM test is skipped, except in CI (CI=true), where it must run. The seed
-# papers' miniature run (31 min of 2 CPU cores: it would take CI past its 90 minutes) has a target
-# of its own; make test still checks its overlay and its DAG's job counts.
-test: setup slurm
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not seed_miniature"
+# The tests in tiers (README, "Tests"): make test runs the unit tests, the dry-run DAG tests and
+# every configuration's whole DAG on an overlay sized for the test (tests/configs/tiny/), and
+# touches nothing outside the checkout; make test-slow the full-size runs (the digits DAG at its
+# size, the paper miniatures); make test-slurm the SLURM profile on a one-node cluster it starts
+# (installs slurm-wlm and munge as root: CI's throw-away machine). Where the cluster cannot start
+# the SLURM test is skipped, except in CI (CI=true). The seed papers' miniature alone: make
+# test-seed-miniature.
+test: setup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm" $(PYTEST_ARGS)
+
+test-slow: setup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "$(TEST_SLOW)" $(PYTEST_ARGS)
 
 test-seed-miniature: setup
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m seed_miniature tests/test_miniature.py
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m seed_miniature tests/test_miniature.py $(PYTEST_ARGS)
+
+test-slurm: setup slurm
+	$(BIN)/python -m pytest -m slurm $(PYTEST_ARGS)
 
 slurm:
 	scripts/slurm_local.sh start || test -z "$$CI"

@@ -27,8 +27,7 @@
 #                      second against fixed-n CERTIFY's, 256 inputs to the cap n = 10,000)
 #   certify_resnet50   gpu_throughput.py --sections imagenet_resnet50 --imagenet-n 5000 (scaled to n = 100,000)
 #   miniature          both paper configurations in miniature, every job of their DAGs (tests/miniature.py,
-#                      as tests/test_miniature.py runs them on the CPU: `make test` and `make
-#                      test-seed-miniature`), here on CUDA under
+#                      as tests/test_miniature.py runs them on the CPU: `make test-slow`), here on CUDA under
 #                      --profile profiles/gpu with tests/configs/miniature_cuda.yaml. What the CPU run does
 #                      not prove: that every job of config/paper.yaml and config/seed_papers.yaml also runs
 #                      on a GPU in bf16 (training, Algorithm 1 and CERTIFY: autocast on each network, the

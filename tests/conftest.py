@@ -19,11 +19,12 @@ DIGITS_ARCH = "mlp"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the files with end-to-end tests (marked ``slow``: whole workflows, minutes each) first, each
-    file's tests in their order: under ``make test``'s workers (pytest-xdist, a file per worker at a
-    time) the longest start at once, and the unit files fill the time left."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    """Run the files with end-to-end runs first (marked ``e2e`` in ``make test``, ``slow`` in ``make
+    test-slow``: minutes each), each file's tests in their order: under the test targets' workers
+    (pytest-xdist, a file per worker at a time) the longest start at once, and the unit files fill
+    the time left."""
+    long = {item.path for item in items if item.get_closest_marker("e2e") or item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in long)
 
 
 @pytest.fixture(scope="session", autouse=True)

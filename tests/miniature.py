@@ -18,8 +18,8 @@ statistics and wall time, and exits with Snakemake's status.
   ``norm`` / ``model`` wrapper.
 
 The files need attributes patched in every process (torchvision's CIFAR-10 md5 sums, ImageNet's
-class count and input side): ``tests/miniature_site/sitecustomize.py`` does it from the JSON file :func:`write`
-leaves, named by ``DDRS_MINIATURE_DATA``.
+class count and input side): ``tests/workflow_site/sitecustomize.py`` does it from the JSON file
+:func:`site_environment` leaves, named by ``DDRS_WORKFLOW_SITE``.
 """
 
 from __future__ import annotations
@@ -43,12 +43,52 @@ MINIATURES = {
     "seed_papers": (["seed_papers.yaml"], "seed_papers_miniature.yaml"),
 }
 
-SITE = REPO / "tests" / "miniature_site"
+SITE = REPO / "tests" / "workflow_site"
 IMAGENET_CLASSES = ("n01440764", "n01443537")  # ImageNet's first two synsets, as folder names
 IMAGENET_SIZE = 64  # the crop the networks see: ImageNet's is 224; at 32, ResNet-50's last batch-norm
 # normalises 2 values per channel (a 1×1 map, 2 images), and a DS² fine-tuning step made its weights NaN
 #: the published layout of each ImageNet method of config/paper.yaml (ddrs.models.published.SOURCES)
 SOURCE_OF = {"cohen": "cohen", "smoothadv": "smoothadv", "uniform": "rs4a"}
+
+
+#: the sections that train a model, and the keys of theirs that set a size (lengths, counts, steps)
+TRAIN_SECTIONS = (
+    "train", "train.*", "datasets.*.train", "datasets.*.train_by_method.*", "datasets.*.train_by_sigma.*.*",
+    "datasets.*.ds_fine_tune.*",
+)  # fmt: skip
+TRAIN_SIZES = (
+    "epochs", "warmup_epochs", "lr_step", "lr_milestones", "eval_max", "steps", "warmup", "start_epoch",
+    "reweigh_every", "discard_draws", "deferred",
+)  # fmt: skip
+#: what a miniature overlay may set, as key paths (``*`` one key of any name): sizes, nothing that
+#: changes which jobs run (grid_search.n, say, names Appendix B's grid searches, not a size)
+SIZE_PATHS = (
+    "threads_per_job", "statistics.n_boot", "datasets.*.test_skip", "datasets.*.k", "datasets.*.k_by_method.*.*",
+    "certify.n0", "certify.n", "optimize_sigma.k", "optimize_sigma.n0", "grid_search.budget",
+    "sun2024.gradient_norm_skip", *(f"{section}.{key}" for section in TRAIN_SECTIONS for key in TRAIN_SIZES),
+)  # fmt: skip
+
+
+def leaves(section: dict, above: tuple[str, ...] = ()):
+    """The key path of every leaf of a YAML mapping (a list is one leaf)."""
+    for key, value in section.items():
+        if isinstance(value, dict):
+            yield from leaves(value, (*above, str(key)))
+        else:
+            yield (*above, str(key))
+
+
+def matches(path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    """Whether ``path`` is one of the key paths ``patterns`` (a σ key such as "0.25" is one key, dots and all)."""
+    return any(
+        len(parts) == len(path) and all(part in ("*", key) for part, key in zip(parts, path, strict=True))
+        for parts in (pattern.split(".") for pattern in patterns)
+    )
+
+
+def is_size(path: tuple[str, ...]) -> bool:
+    """Whether ``path`` is one of :data:`SIZE_PATHS`."""
+    return matches(path, SIZE_PATHS)
 
 
 def config_files(name: str, *, overlay: bool = True) -> list[Path]:
@@ -97,10 +137,16 @@ def write(workdir: Path, config: dict, cifar10_per_batch: int = 2) -> dict[str, 
         write_image_folder(data / "imagenet", classes=IMAGENET_CLASSES, per_class=1, size=(8, 8))
         patches["imagenet"] = {"classes": len(IMAGENET_CLASSES), "size": IMAGENET_SIZE}
         _write_published(Path(workdir), imagenet["checkpoints"])
-    path = Path(workdir) / "miniature_data.json"
+    return site_environment(workdir, patches)
+
+
+def site_environment(workdir: Path, patches: dict) -> dict[str, str]:
+    """The environment under which every process of a run has ``patches`` applied
+    (tests/workflow_site/sitecustomize.py), their JSON file written under ``workdir``."""
+    path = Path(workdir) / "workflow_site.json"
     path.write_text(json.dumps(patches))
     python_path = os.pathsep.join(filter(None, [str(SITE), os.environ.get("PYTHONPATH")]))
-    return {"DDRS_MINIATURE_DATA": str(path), "PYTHONPATH": python_path}
+    return {"DDRS_WORKFLOW_SITE": str(path), "PYTHONPATH": python_path}
 
 
 def _write_published(workdir: Path, checkpoints: dict[str, dict[str, str]]) -> None:

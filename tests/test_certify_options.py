@@ -81,7 +81,6 @@ def test_a_job_compiles_its_model_once_and_reuses_it(monkeypatch):
     assert compiled == [model]
 
 
-@pytest.mark.slow
 def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_cpu():
     """torch.compile on the CPU (inductor, about half a minute to build): same counts, same certificates."""
     x = images(2, torch.float64)

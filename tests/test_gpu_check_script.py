@@ -7,6 +7,7 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 from benchmark_helpers import BENCHMARKS, REPO
 
 SCRIPT = BENCHMARKS / "gpu_check.sh"
@@ -37,56 +38,84 @@ def summary(tmp_path) -> dict:
     return json.loads((tmp_path / "out" / "summary.json").read_text())
 
 
-def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
-    """Whatever the machine's speed: --quick gives each step the hang guard, not the visit's time limit."""
-    result = gpu_check(tmp_path, COMMIT="abc1234")
+#: what each benchmark step's record must hold besides the quick CPU run's marks: its section's figures
+SECTION_OF = {
+    "macer": "macer_memory_resnet18",
+    "algorithm1": "algorithm1_resnet110",
+    "training": "training_resnet18",
+    "certify_sequential": "sequential_resnet110",
+}
+#: what the certification steps certify
+CERTIFIED = {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
+#: the steps whose code no other test of ``make test`` runs: the quick CUDA-test selection, one
+#: benchmark step (in --quick every one runs gpu_throughput.py alike, but for its section, whose
+#: sections tests/test_benchmark_gpu_throughput.py runs) and the miniature's command
+UNIQUE_STEPS = ["install", "cuda_tests", "certify_sequential", "miniature"]
+
+
+def quick_run(tmp_path, steps: list[str]) -> dict:
+    """``gpu_check.sh --quick`` over ``steps`` (all: no --only), checked for what every quick run
+    gives: each step passed (install skipped: ddrs is importable here) with its record, the CUDA
+    tests' quick selection, the seed papers' miniature to one model; returns the summary."""
+    only = [] if steps == STEPS else ["--only", ",".join(steps)]
+    result = gpu_check(tmp_path, *only, COMMIT="abc1234")
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     out = tmp_path / "out"
-    records = {f"gpu_throughput-{step}.json" for step in BENCH_STEPS}
+    bench = [step for step in steps if step in BENCH_STEPS]
+    records = {f"gpu_throughput-{step}.json" for step in bench}
     # the device tool returns at most 8 files from $OUT
     assert {path.name for path in out.iterdir()} == {"gpu_check.log", "summary.json", *records}
     written = summary(tmp_path)
     assert (written["commit"], written["quick"], written["failed"]) == ("abc1234", True, [])
-    assert written["budget_s"] == len(STEPS) * QUICK_LIMIT
-    assert [step["name"] for step in written["steps"]] == STEPS
-    limits = [step["limit_s"] for step in written["steps"]]
-    assert limits[0] == QUICK_LIMIT and all(limit >= QUICK_LIMIT for limit in limits)
-    assert limits[1] > QUICK_LIMIT  # the time the skipped install left unused passes to the next step
+    assert [step["name"] for step in written["steps"]] == steps
     statuses = {step["name"]: step["status"] for step in written["steps"]}
-    assert statuses == {"install": "skipped", **{step: "passed" for step in STEPS[1:]}}  # ddrs is importable here
+    assert statuses == {"install": "skipped", **{step: "passed" for step in steps[1:]}}
     assert all(step["exit_code"] == 0 for step in written["steps"][1:])
     assert {step["name"]: step["record"] for step in written["steps"]} == {
-        "install": None,
-        "cuda_tests": None,
-        **{step: f"gpu_throughput-{step}.json" for step in BENCH_STEPS},
-        "miniature": None,
+        step: f"gpu_throughput-{step}.json" if step in bench else None for step in steps
     }
-    sections = {
-        "macer": "macer_memory_resnet18",
-        "algorithm1": "algorithm1_resnet110",
-        "training": "training_resnet18",
-        "certify_sequential": "sequential_resnet110",
-    }
-    for step in BENCH_STEPS:
+    for step in bench:
         record = json.loads((out / f"gpu_throughput-{step}.json").read_text())
         figures = record["figures"]
         assert record["benchmark"] == "gpu_throughput" and figures["quick"] and figures["device"] == "cpu", step
         assert record["threads"] == 1, step
-        if step in sections:
-            assert sections[step] in figures and not figures["certify_s_per_input"], step
-    certified = {
-        step: set(json.loads((out / f"gpu_throughput-{step}.json").read_text())["figures"]["certify_s_per_input"])
-        for step in ("certify_resnet110", "certify_resnet50")
-    }
-    assert certified == {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
+        if step in SECTION_OF:
+            assert SECTION_OF[step] in figures and not figures["certify_s_per_input"], step
+        if step in CERTIFIED:
+            assert set(figures["certify_s_per_input"]) == CERTIFIED[step], step
     log = (out / "gpu_check.log").read_text()
     assert "3 passed" in log  # the quick selection of the CUDA tests
-    assert "9 of 9 steps passed or skipped" in result.stdout and "9 of 9 steps" in log
+    assert f"{len(steps)} of {len(steps)} steps passed or skipped" in result.stdout
     # the miniature step ran the seed papers' miniature on the CPU, to one model, under the GPU profile
     assert "miniature seed_papers: 2 jobs of 2 rules, exit 0" in log
     sequential = json.loads((out / "gpu_throughput-certify_sequential.json").read_text())["figures"]
     ratio = sequential["sequential_resnet110"]["sequential_over_fixed_ratio"]
     assert ratio > 0 and sequential["sizes"]["sequential_inputs"] == 4
+    return written
+
+
+def test_a_quick_run_of_the_steps_no_other_test_runs_writes_their_records_and_a_summary(tmp_path):
+    quick_run(tmp_path, UNIQUE_STEPS)
+
+
+def test_each_benchmark_step_runs_a_section_of_gpu_throughput():
+    """What the quick run of every step adds to the one above: each step's section is one
+    gpu_throughput.py has (its records' figures: the full quick run, ``make test-slow``)."""
+    names = "import sys; sys.path.insert(0, sys.argv[1]); from gpu_throughput import SECTIONS; print(*SECTIONS)"
+    sections = subprocess.run([sys.executable, "-c", names, BENCHMARKS], capture_output=True, text=True, check=True)
+    steps = dict(re.findall(r"^step_(\w+)\(\) \{ step_bench \1 (\w+)", SCRIPT.read_text(), flags=re.MULTILINE))
+    assert list(steps) == BENCH_STEPS and set(steps.values()) <= set(sections.stdout.split())
+
+
+@pytest.mark.slow
+def test_the_quick_run_writes_every_steps_record_and_a_summary(tmp_path):
+    """Whatever the machine's speed: --quick gives each step the hang guard, not the visit's time limit."""
+    written = quick_run(tmp_path, STEPS)
+    assert written["budget_s"] == len(STEPS) * QUICK_LIMIT
+    limits = [step["limit_s"] for step in written["steps"]]
+    assert limits[0] == QUICK_LIMIT and all(limit >= QUICK_LIMIT for limit in limits)
+    assert limits[1] > QUICK_LIMIT  # the time the skipped install left unused passes to the next step
+    assert "9 of 9 steps" in (tmp_path / "out" / "gpu_check.log").read_text()
 
 
 def test_the_steps_shares_fit_the_default_budget():
@@ -98,11 +127,11 @@ def test_the_steps_shares_fit_the_default_budget():
 
 
 def test_a_failing_step_is_reported_the_others_still_run_and_the_exit_is_non_zero(tmp_path):
-    result = gpu_check(tmp_path, "--only", "install,cuda_tests", "--fail", "install")
+    result = gpu_check(tmp_path, "--only", "install,algorithm1", "--fail", "install")  # one of the quickest steps
     assert result.returncode == 1, result.stdout[-5000:] + result.stderr[-5000:]
     written = summary(tmp_path)
     statuses = [(step["name"], step["status"]) for step in written["steps"]]
-    assert statuses == [("install", "failed"), ("cuda_tests", "passed")]
+    assert statuses == [("install", "failed"), ("algorithm1", "passed")]
     assert written["failed"] == ["install"]
     assert "rerun: bash benchmarks/gpu_check.sh --only install" in result.stdout
 

@@ -1,7 +1,10 @@
 """config/paper.yaml and config/seed_papers.yaml, executed end to end in miniature: every job of
 both DAGs runs to its end on the CPU, with the paper's datasets in their on-disk formats, its
 architectures, methods, modes, schedules and overlays, and the published ImageNet checkpoints in
-their authors' layouts; only sizes are cut (tests/configs/*_miniature.yaml). Minutes of CPU: slow.
+their authors' layouts; only sizes are cut (tests/configs/*_miniature.yaml). The runs take tens of
+minutes of CPU (marked slow: ``make test-slow``); the dry runs that hold each overlay to sizes and
+each rule to its job count are in ``make test``, whose tests/test_tiny_paper.py and
+tests/test_tiny_seed_papers.py run the miniatures' DAGs at the size of a test.
 
 The same runs on CUDA are a step of benchmarks/gpu_check.sh (``miniature``)."""
 
@@ -13,29 +16,10 @@ from typing import NamedTuple
 
 import pytest
 import yaml
-from miniature import MINIATURES, TEST_CONFIGS, config_files, merged, run, snakemake, write
+from miniature import MINIATURES, TEST_CONFIGS, config_files, is_size, leaves, merged, run, snakemake, write
 from workflow_helpers import job_counts, published_imagenet_in_place, write_config
 
 from ddrs.pipeline import Experiment
-
-pytestmark = pytest.mark.slow
-
-#: the sections that train a model, and the keys of theirs that set a size (lengths, counts, steps)
-TRAIN_SECTIONS = (
-    "train", "train.*", "datasets.*.train", "datasets.*.train_by_method.*", "datasets.*.train_by_sigma.*.*",
-    "datasets.*.ds_fine_tune.*",
-)  # fmt: skip
-TRAIN_SIZES = (
-    "epochs", "warmup_epochs", "lr_step", "lr_milestones", "eval_max", "steps", "warmup", "start_epoch",
-    "reweigh_every", "discard_draws",
-)  # fmt: skip
-#: what a miniature overlay may set, as key paths (``*`` one key of any name): sizes, nothing that
-#: changes which jobs run (grid_search.n, say, names Appendix B's grid searches, not a size)
-SIZE_PATHS = (
-    "threads_per_job", "statistics.n_boot", "datasets.*.test_skip", "datasets.*.k", "datasets.*.k_by_method.*.*",
-    "certify.n0", "certify.n", "optimize_sigma.k", "optimize_sigma.n0", "grid_search.budget",
-    *(f"{section}.{key}" for section in TRAIN_SECTIONS for key in TRAIN_SIZES),
-)  # fmt: skip
 
 
 class Miniature(NamedTuple):
@@ -46,8 +30,8 @@ class Miniature(NamedTuple):
     env: dict  # the environment its jobs had
 
 
-#: the seed papers' run (218 jobs, 63 of them ResNet-110 trainings; about an hour of 2 busy CPU cores)
-#: is left out of ``make test``, which CI runs within its time: ``make test-seed-miniature`` runs it
+#: the seed papers' run (218 jobs, 63 of them ResNet-110 trainings; 31 minutes of 2 CPU cores) is in
+#: ``make test-slow`` but not in CI's part of it, which fits CI's time: ``make test-seed-miniature`` runs it alone
 RUNS = [pytest.param(name, marks=pytest.mark.seed_miniature) if name == "seed_papers" else name for name in MINIATURES]
 
 
@@ -57,23 +41,6 @@ def mini(request, tmp_path_factory) -> Miniature:
     workdir = tmp_path_factory.mktemp(name)
     result, env = run(name, workdir, "--cores", "2")
     return Miniature(name, workdir, merged(config_files(name, overlay=False)), result, env)
-
-
-def leaves(section: dict, above: tuple[str, ...] = ()):
-    """The key path of every leaf of a YAML mapping (a list is one leaf)."""
-    for key, value in section.items():
-        if isinstance(value, dict):
-            yield from leaves(value, (*above, str(key)))
-        else:
-            yield (*above, str(key))
-
-
-def is_size(path: tuple[str, ...]) -> bool:
-    """Whether ``path`` is one of :data:`SIZE_PATHS` (a σ key such as "0.25" is one key, dots and all)."""
-    return any(
-        len(parts) == len(path) and all(part in ("*", key) for part, key in zip(parts, path, strict=True))
-        for parts in (pattern.split(".") for pattern in SIZE_PATHS)
-    )
 
 
 def test_the_size_paths_tell_a_size_from_a_key_of_the_same_name():
@@ -113,12 +80,14 @@ def test_the_miniature_schedules_each_rule_as_often_as_its_paper_configuration(n
     } == {}
 
 
+@pytest.mark.slow
 def test_every_job_of_the_miniature_runs_to_its_end(mini):
     assert mini.run.returncode == 0, mini.run.stdout[-5000:] + mini.run.stderr[-8000:]
     again = snakemake(mini.workdir, config_files(mini.name), "-n", env=mini.env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
+@pytest.mark.slow
 def test_the_miniature_runs_every_rule_its_paper_configuration_asks_for(mini, tmp_path):
     """Every rule of the full configuration's DAG (dry-run, the published files and ImageNet folders
     present) ran."""
@@ -133,6 +102,7 @@ def test_the_miniature_runs_every_rule_its_paper_configuration_asks_for(mini, tm
     }  # every model of the paper's grid is trained or imported
 
 
+@pytest.mark.slow
 def test_the_miniature_builds_every_table_and_figure_of_the_catalogue_its_configuration_asks_for(mini):
     experiment = Experiment(mini.config)
     entries = experiment.targets()

@@ -206,6 +206,7 @@ def judged(workdir: Path, configs: tuple[Path, ...]) -> set[str]:
     return set(judged_outputs(exp, JobPlan(exp.grid), lambda path: workdir / path))
 
 
+@pytest.mark.e2e
 def test_a_tree_the_workflow_just_made_is_clean_to_both_and_every_record_is_judged(tree, monkeypatch):
     """Snakemake has nothing to do and ``ddrs provenance`` names nothing; every file with a record
     (the Monte Carlo logs, the published logs' manifest and entries included) is one it judges; and
@@ -224,7 +225,7 @@ def test_a_tree_the_workflow_just_made_is_clean_to_both_and_every_record_is_judg
     assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_model_made_with_other_settings_is_named_with_every_log_made_from_it(tree):
     workdir, configs = tree
     path = workdir / f"{MODEL}{SUFFIX}"
@@ -242,7 +243,7 @@ def test_a_model_made_with_other_settings_is_named_with_every_log_made_from_it(t
     assert not any("sigma0.5" in line for line in lines)  # the other model and its log are the config's
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_an_edited_config_names_the_outputs_it_no_longer_describes(tree):
     workdir, configs = tree
     edited = write_config(workdir, {"certify": {"n": 300}}, "n300.yaml")
@@ -256,7 +257,7 @@ def test_an_edited_config_names_the_outputs_it_no_longer_describes(tree):
     assert provenance(workdir, *configs, speed).returncode == 0  # speed is not identity
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_outputs_without_records_or_of_other_code_are_not_trusted(tree):
     workdir, configs = tree
     path = workdir / f"{FIXED}{SUFFIX}"
@@ -281,7 +282,7 @@ def named(result: subprocess.CompletedProcess) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in result.stdout.splitlines())
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_fine_tuning_and_a_table_of_files_follow_their_stale_inputs(tree):
     """The DS² model's own options name its init model by path, so a stale fixed-σ model leaves them
     as they were; a table of a catalogue entry's ``files`` has no records to follow. Both follow the
@@ -331,7 +332,7 @@ def kept(tree):
     saved.put_back()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_copied_model_is_named_with_everything_made_from_it(tree, kept):
     shutil.copyfile(kept / MODEL.replace("sigma0.25", "sigma0.5"), kept / MODEL)
     found = named(provenance(kept, *tree[1]))
@@ -340,7 +341,7 @@ def test_a_copied_model_is_named_with_everything_made_from_it(tree, kept):
     assert not any("sigma0.5" in path for path in found)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_hand_edited_log_is_named_with_the_tables_made_from_it(tree, kept):
     rows = (kept / FIXED).read_text().splitlines()
     header = rows[0].split("\t")
@@ -353,7 +354,7 @@ def test_a_hand_edited_log_is_named_with_the_tables_made_from_it(tree, kept):
     assert MODEL not in found
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_changed_data_split_is_named_with_every_model_and_log_made_from_it(tree, kept):
     """The test inputs reversed: no setting changes and Snakemake has nothing to do, yet every
     certificate would."""

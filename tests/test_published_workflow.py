@@ -167,7 +167,7 @@ def test_the_shipped_published_config_dry_runs_every_repository_and_table(tmp_pa
     assert not {"train", "certify_fixed", "prepare_data"} & set(counts)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_published_config_builds_every_table_from_a_mirror(tmp_path):
     made = world(tmp_path)
     result = snakemake(tmp_path, "--cores", "2", config=made["config"])

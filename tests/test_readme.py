@@ -6,7 +6,6 @@ benchmarks/measured/README.md's with its commit, the layer list docs/architectur
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from reruns import kinds_of, schema_classes
-from workflow_helpers import REPO, SNAKEFILE, job_counts, load_config, snakemake
+from workflow_helpers import REPO, job_counts, load_config, snakemake
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
@@ -67,9 +66,22 @@ def test_each_quick_start_command_is_what_its_make_target_runs(target, command):
     assert [f".venv/bin/{program}", *arguments] in ran
 
 
-def test_ci_runs_the_readmes_test_command():
-    run = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
-    assert run[-1] == "make test" and dict(QUICK_START)["test"].startswith("python -m pytest")
+def test_ci_runs_the_readmes_test_command_then_the_other_tiers():
+    """CI's make commands: the README's test target first, then the full-size runs and the SLURM
+    profile's, each with variables only (the durations it prints, the slow tests it leaves out)."""
+    script = (REPO / ".ci" / "run").read_text().splitlines()
+    run = [shlex.split(line) for line in script if line.startswith("make ")]
+    assert [words[:2] for words in run] == [["make", "test"], ["make", "test-slow"], ["make", "test-slurm"]]
+    assert all(word.startswith(("PYTEST_ARGS=", "TEST_SLOW=")) for words in run for word in words[2:])
+    assert dict(QUICK_START)["test"].startswith("python -m pytest")
+
+
+def test_make_test_starts_no_cluster_and_installs_no_system_package():
+    """The README's test command changes nothing outside the checkout: the SLURM profile's test, which
+    starts a one-node cluster (apt-get, /etc/slurm: root), is make test-slurm's alone."""
+    ran = make_dry_run("test")
+    assert "slurm_local" not in ran and "apt-get" not in ran and '-m "not slow and not slurm"' in ran
+    assert "scripts/slurm_local.sh start" in make_dry_run("test-slurm")
 
 
 @pytest.mark.parametrize("target", MAKE_TARGETS)
@@ -92,20 +104,12 @@ def paper_inputs_in_place(workdir: Path) -> None:
 @pytest.mark.parametrize("command", SNAKEMAKE_COMMANDS)
 def test_every_snakemake_command_of_the_readme_builds_its_dag(tmp_path, command):
     """Run from the repository root as the README says, in a scratch working directory: a dry run
-    (the DAG, the config's validation and every check before the jobs), no job."""
+    (the DAG, the config's validation and every check before the jobs), no job; forked from this
+    process (tests/workflow_helpers.py), which imported Snakemake once."""
     for folder in ("config", "profiles"):
         (tmp_path / folder).symlink_to(REPO / folder)
     paper_inputs_in_place(tmp_path)
-    arguments = shlex.split(command)[1:]
-    env_path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), *arguments, "--dry-run"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PATH": env_path},
-    )
+    result = snakemake(tmp_path, *shlex.split(command)[1:], "--dry-run", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "This was a dry-run" in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()

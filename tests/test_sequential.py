@@ -141,7 +141,7 @@ def test_checking_every_draw_stops_no_later_and_certifies_no_less_on_the_same_st
     """The running bounds at every draw include those at the looks, so on the same streams no input
     stops at a later look or with a lower bound; some stop earlier (the looks' overshoot), and at the
     threshold's edge (true radius just below a grid radius) the draw checks stay sound."""
-    radius = np.concatenate([true_radii(3000), np.repeat(RADII[1:], 1000) - 0.001])
+    radius = np.concatenate([true_radii(1500), np.repeat(RADII[1:], 500) - 0.001])
     at_looks, _, looks_spent = simulate(sequence, radius, seed=7, checks="look")
     at_draws, right_class, draws_spent = simulate(sequence, radius, seed=7, checks="draw")
     assert (draws_spent <= looks_spent).all() and draws_spent.mean() < looks_spent.mean()
@@ -154,7 +154,7 @@ def test_futility_stops_no_later_and_never_raises_a_radius_on_the_same_streams(s
     """The futility rule only gives radii up: on the same streams as with it off, no input stops later
     or certifies a larger radius, many stop earlier, and the certificates stay sound even at β′ = 0.4
     (inputs spread over the grid and just below every threshold, where a bound that overshoots errs)."""
-    radius = np.concatenate([true_radii(3000), np.repeat(RADII[1:], 1000) - 0.001])
+    radius = np.concatenate([true_radii(1500), np.repeat(RADII[1:], 500) - 0.001])
     off, _, off_spent = simulate(sequence, radius, seed=8, futility=0.0)
     on, right_class, on_spent = simulate(sequence, radius, seed=8, futility=futility)
     assert (on_spent <= off_spent).all() and on_spent.mean() < 0.9 * off_spent.mean()
@@ -233,15 +233,16 @@ class PerLookClopperPearsonGrid(GridTest):
 
 
 def test_the_grid_test_is_sound_just_below_every_threshold():
-    """12,000 inputs each just below a radius of the grid (true radius r − 0.001), where a grid test
-    errs by certifying r, checked at every draw."""
-    radius = np.repeat(RADII[1:], 4000) - 0.001
+    """6,000 inputs each just below a radius of the grid (true radius r − 0.001), where a grid test
+    errs by certifying r, checked at every draw: twice the inputs on which the next test's planted
+    error is caught."""
+    radius = np.repeat(RADII[1:], 2000) - 0.001
     assert_at_most_alpha(*unsound_share(*simulate("grid", radius, seed=4)[:2], radius))
 
 
 @pytest.mark.parametrize("checks", ["look", "draw"])
 def test_the_soundness_check_catches_a_grid_test_with_per_look_clopper_pearson(checks):
-    """On 4,000 inputs like those of the test above, the planted error is caught, checked at the looks
+    """On 3,000 inputs like those of the test above, the planted error is caught, checked at the looks
     or at every draw."""
     radius = np.repeat(RADII[1:], 1000) - 0.001
     certified, right_class, _ = simulate(PerLookClopperPearsonGrid(ALPHA, CAP), radius, seed=2, checks=checks)
@@ -479,13 +480,14 @@ class Linear10(nn.Module):
 
 
 def test_the_pool_with_the_grid_test_is_sound_at_and_just_below_every_threshold():
-    """The outside-style check, end to end through the pool: 10,000 certificates at α = 0.1 on the
-    linear classifier (p_A = Φ(x₀), true radius x₀, σ = 1), 1,250 inputs at each grid radius, just
+    """The outside-style check, end to end through the pool: 3,200 certificates at α = 0.1 on the
+    linear classifier (p_A = Φ(x₀), true radius x₀, σ = 1), 400 inputs at each grid radius, just
     below it (x₀ = r − 0.01, where certifying r is wrong), near p_A = ½ (x₀ = 0.01) and near 1
-    (x₀ = 3). At most α of them may certify beyond the true radius or the wrong class."""
-    x0 = np.repeat([0.25, 0.24, 0.5, 0.49, 1.0, 0.99, 0.01, 3.0], 1250)
+    (x₀ = 3). At most α of them may certify beyond the true radius or the wrong class; with
+    :class:`PerLookClopperPearsonGrid`'s error planted in the grid test, 534 of the 3,200 do (caught)."""
+    x0 = np.repeat([0.25, 0.24, 0.5, 0.49, 1.0, 0.99, 0.01, 3.0], 400)
     results = run_pool(x0, settings(sequence="grid"), seed=11)
     beyond = sum(r.radius > x0[i] * (1 + 1e-12) or r.predict not in (1, ABSTAIN) for i, r in results.items())
     assert_at_most_alpha(beyond, len(x0))
     assert all(results[i].radius in (0.0, *RADII) for i in results)  # grid radii, not between them
-    assert np.mean([results[i].radius == 1.0 for i in range(8750, 10_000)]) > 0.9  # and it has power
+    assert np.mean([results[i].radius == 1.0 for i in range(2800, 3200)]) > 0.9  # and it has power

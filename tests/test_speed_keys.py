@@ -25,7 +25,7 @@ from ddrs.pipeline import Experiment, Run
 from ddrs.pipeline.job_plan import JobPlan
 from ddrs.pipeline.provenance import load_config as load_checked_config
 
-pytestmark = pytest.mark.slow  # two trainings and a dozen jobs: minutes on two cores
+pytestmark = pytest.mark.e2e  # two trainings and a dozen jobs
 
 DDRS = str(Path(sys.executable).parent / "ddrs")
 RUN = Run("digits", "cohen", "fs", 0.25)

@@ -351,7 +351,6 @@ def test_every_class_of_key_is_edited_by_the_dry_run_test():
     assert shown <= edited | {frozenset(JOB_KINDS)} and frozenset(JOB_KINDS) in edited
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("leaf", "overlay", "quiet"), EDITS, ids=[leaf for leaf, _, _ in EDITS])
 def test_a_config_edit_reruns_only_jobs_of_its_keys_class(mode_tree, leaf, overlay, quiet):
     """Under each ``certify.mode``, every job an edit schedules for a reason of its own is of the

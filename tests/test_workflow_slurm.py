@@ -1,4 +1,5 @@
-"""profiles/slurm against a real one-node SLURM cluster (scripts/slurm_local.sh start).
+"""profiles/slurm against a real one-node SLURM cluster (scripts/slurm_local.sh start; ``make test-slurm``
+starts it, as root).
 
 A slice of the default DAG — train (fs and ds), certify, optimize_sigma, memory and Table 1 —
 goes through sbatch; the test checks SLURM ran the jobs and the table is right.
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 from workflow_helpers import REPO, load_config, snakemake, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+pytestmark = pytest.mark.slurm
 
 
 def cluster_is_up() -> bool:

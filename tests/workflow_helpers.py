@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import importlib
 import os
@@ -15,6 +16,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,11 +34,16 @@ def write_config(directory: Path, config: dict, name: str = "config.yaml") -> Pa
 
 
 def snakemake(
-    workdir: Path, *args: str, config: Path | None = None, timeout: float = 3000, snakefile: Path = SNAKEFILE
+    workdir: Path,
+    *args: str,
+    config: Path | None = None,
+    timeout: float = 3000,
+    snakefile: Path = SNAKEFILE,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with this interpreter's venv on PATH, run in a
-    fork of this process (:func:`forked_snakemake`)."""
-    env = dict(os.environ)
+    """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with this interpreter's venv on PATH and
+    ``env`` over this process's environment, run in a fork of this process (:func:`forked_snakemake`)."""
+    env = dict(os.environ, **(env or {}))
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     argv = ["-s", str(snakefile), "-d", str(workdir)]
     if config is not None:
@@ -92,6 +99,43 @@ def forked_snakemake(argv: list[str], *, cwd: Path, env: dict[str, str], timeout
         err.seek(0)
         text = [stream.read().decode(errors="replace") for stream in (out, err)]
     return subprocess.CompletedProcess(["snakemake", *argv], os.waitstatus_to_exitcode(waited[1]), *text)
+
+
+def start_snakemake(
+    workdir: Path, config: Path, *args: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen:
+    """``snakemake ... --configfile config args`` started in a process group of its own, to be killed
+    (``os.killpg``) as a lost node would be; what it prints goes to ``log`` (or nowhere)."""
+    environment = dict(os.environ, **(env or {}))
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "--configfile", str(config)]
+    output = subprocess.DEVNULL if log is None else open(log, "w")  # noqa: SIM115 - the child holds it
+    try:
+        return subprocess.Popen(
+            [*command, *args],
+            cwd=workdir,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        if log is not None:
+            output.close()
+
+
+def completed(workdir: Path, path: Path) -> bool:
+    """Did Snakemake record the job that wrote ``path`` as finished (metadata, no incomplete marker)?"""
+    key = base64.urlsafe_b64encode(str(path.relative_to(workdir)).encode()).decode()
+    state = workdir / ".snakemake"
+    return (state / "metadata" / key).exists() and not (state / "incomplete" / key).exists()
+
+
+def certified_rows(partial: Path) -> list[str]:
+    """The complete rows of a certification log being written (a killed job may tear the last)."""
+    lines = partial.read_text().split("\n")
+    width = len(lines[0].split("\t"))
+    return [line for line in lines[1:-1] if len(line.split("\t")) == width]
 
 
 #: what Snakemake prints first on every run, having read the workflow profile (profiles/default)
@@ -180,3 +224,27 @@ def published_imagenet_in_place(workdir: Path, config: dict) -> None:
             (workdir / path).touch()
     for split in ("train", "test"):
         get_info("imagenet").local_folder(workdir / config.get("data_root", "data"), split).mkdir(parents=True)
+
+
+#: table1's rows on digits (config/digits.yaml and its tiny overlay): variant, then training and certification
+TABLE1_ROWS = [("Cohen", "FS", "FS"), ("Cohen-DS", "FS", "DS"), ("Cohen-DS²", "DS", "DS"), ("Cohen-IDRS", "FS", "IDRS")]
+
+
+def check_table1(table1: Path, radii: list[float], clean_low: float) -> None:
+    """table1.csv of a digits run has the paper's rows and columns, certified accuracies that are
+    percentages falling with the radius, a clean accuracy whose lower bound is above ``clean_low``
+    (percent), and its Markdown and LaTeX renderings."""
+    table = pd.read_csv(table1)
+    labels = [f"{r:.2f}" for r in radii]
+    metrics = [*labels, "ACR_per_log", "ACR_per_input_best"]
+    bounds = [f"{c}_{end}" for c in metrics for end in ("low", "high")]
+    assert list(table.columns) == ["dataset", "variant", "train", "certify", *metrics, *bounds]
+    assert (table["ACR_per_input_best"] >= table["ACR_per_log"]).all()
+    assert [tuple(row) for row in table[["variant", "train", "certify"]].values.tolist()] == TABLE1_ROWS
+    accuracy = table[labels].to_numpy()
+    assert ((accuracy >= 0) & (accuracy <= 100)).all()
+    clean = table[f"{labels[0]}_low"]
+    assert (clean > clean_low).all(), f"clean certified accuracy on digits not above {clean_low}%: {clean.tolist()}"
+    assert (accuracy[:, :-1] >= accuracy[:, 1:]).all(), "certified accuracy cannot grow with the radius"
+    for suffix in ("md", "tex"):
+        assert table1.with_suffix(f".{suffix}").stat().st_size > 0
