@@ -1,7 +1,7 @@
 """A speed key is speed only (docs/architecture.md, "What re-runs"; DESIGN.md, "Provenance"): one
 job of each kind, run at two values of every key the config schema calls speed for it
 (``x-reruns: []``), writes the same bytes but its time column. Where a key changed the last bits of a kind's rows
-(``threads_per_job`` for training and the σ searches, ``optimize_sigma.batch`` for the σ searches),
+(``threads_per_job`` for training, the σ searches and the audit, ``optimize_sigma.batch`` for the σ searches),
 it is part of that kind's identity instead, which this file holds too."""
 
 from __future__ import annotations
@@ -126,9 +126,10 @@ def test_a_certification_does_not_depend_on_certifys_speed_settings(setup, model
 @pytest.mark.parametrize("kind", ["fixed_certification", "sequential_certification", "gradient_norms"])
 def test_a_job_outside_training_and_the_sigma_searches_does_not_depend_on_its_threads(setup, model, kind):
     """``threads_per_job`` is speed for CERTIFY (counts of argmax classes) and the gradient norms;
-    training's and the σ searches' float sums follow the thread count, so it is their identity."""
+    training's, the σ searches' and the audit's (Algorithm 1 at every query) float sums follow the thread
+    count, so it is their identity."""
     workdir, _, plan = setup
-    assert kinds_of("threads_per_job") == {"train", "data_dependent", "grid_search"}
+    assert kinds_of("threads_per_job") == {"train", "data_dependent", "grid_search", "audit"}
     assert kinds_of("optimize_sigma.batch") == {"data_dependent", "grid_search"}
     document = getattr(plan, kind)(RUN)
     for threads in (1, 2):
