@@ -6,6 +6,7 @@ benchmarks/measured/README.md's with its commit, the layer list docs/architectur
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -34,9 +35,11 @@ def shell_commands(text: str) -> list[str]:
 
 def make_dry_run(*targets: str) -> str:
     """What ``make -n <targets>`` would run, as the Makefile spells it."""
-    # --no-print-directory: under `make test` (MAKELEVEL set) make would add "Entering/Leaving directory" lines
+    # --no-print-directory: under `make test` (MAKELEVEL set) make would add "Entering/Leaving directory" lines;
+    # without MAKEFLAGS: under .ci/run's `make test PYTEST_ARGS=...` the override would reach this make too
     command = ["make", "--no-print-directory", "-n", *targets]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
+    env = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS")}
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
