@@ -7,7 +7,7 @@ CORES  ?= all
 TEST_WORKERS ?= auto
 # more pytest options for the test targets (CI: --durations=25, each tier's slowest tests)
 PYTEST_ARGS ?=
-# the full-size runs make test-slow runs (CI's: TEST_SLOW="slow and not seed_miniature")
+# the full-size runs make test-slow runs (TEST_SLOW="slow and not seed_miniature" leaves the seed papers' out)
 TEST_SLOW ?= slow
 
 # Workflow jobs call the `ddrs` command: keep the venv first on PATH.
