@@ -33,12 +33,18 @@ def shell_commands(text: str) -> list[str]:
     return [line.split(" #", 1)[0].strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")]
 
 
+#: the variables the Makefile lets a caller set (``NAME ?= default``)
+MAKEFILE_DEFAULTS = re.findall(r"^(\w+)\s*\?=", (REPO / "Makefile").read_text(), re.MULTILINE)
+
+
 def make_dry_run(*targets: str) -> str:
     """What ``make -n <targets>`` would run, as the Makefile spells it."""
     # --no-print-directory: under `make test` (MAKELEVEL set) make would add "Entering/Leaving directory" lines;
-    # without MAKEFLAGS: under .ci/run's `make test PYTEST_ARGS=...` the override would reach this make too
+    # the Makefile's defaults: under .ci/run's `make test PYTEST_ARGS=...` the override reaches this make
+    # twice, in MAKEFLAGS and as a variable of the environment
     command = ["make", "--no-print-directory", "-n", *targets]
-    env = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS")}
+    overrides = {"MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", *MAKEFILE_DEFAULTS}
+    env = {name: value for name, value in os.environ.items() if name not in overrides}
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
