@@ -14,16 +14,15 @@ import pytest
 import tiny
 import yaml
 from miniature import site_environment
-from tiny_checks import (
-    TinyRun,
-    test_a_finished_tiny_tree_schedules_nothing,  # noqa: F401 - collected here
-    test_every_output_is_what_the_configuration_asks_by_its_provenance_record,  # noqa: F401
-    test_every_rule_of_the_full_configuration_ran,  # noqa: F401
-    test_every_table_and_figure_of_the_catalogue_is_built,  # noqa: F401
-)
+from tiny_checks import EveryTinyRun, TinyRun
 from workflow_helpers import certified_rows, check_table1, completed, job_counts, start_snakemake
 
 pytestmark = pytest.mark.e2e
+
+
+class TestTinyDigits(EveryTinyRun):
+    """The checks of every tiny run, on digits.yaml's (resumed) tiny run."""
+
 
 TABLE1 = "results/tables/table1.csv"
 #: the first certification log to reach this many rows holds its job there, and the run is killed

@@ -3,14 +3,12 @@
 size: tests/test_miniature.py (``make test-slow``)."""
 
 import pytest
-from tiny_checks import (
-    run_fixture,
-    test_a_finished_tiny_tree_schedules_nothing,  # noqa: F401 - collected here
-    test_every_output_is_what_the_configuration_asks_by_its_provenance_record,  # noqa: F401
-    test_every_rule_of_the_full_configuration_ran,  # noqa: F401
-    test_every_table_and_figure_of_the_catalogue_is_built,  # noqa: F401
-)
+from tiny_checks import EveryTinyRun, run_fixture
 
 pytestmark = pytest.mark.e2e
 
 tiny_run = run_fixture("seed_papers")
+
+
+class TestTinySeedPapers(EveryTinyRun):
+    """The checks of every tiny run, on seed_papers.yaml's tiny run."""

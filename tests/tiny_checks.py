@@ -1,5 +1,6 @@
-"""What every tiny end-to-end run is checked for (tests/test_tiny_*.py import these tests, one file
-per configuration so that ``make test``'s workers run them side by side): every job ran to its end
+"""What every tiny end-to-end run is checked for (:class:`EveryTinyRun`, whose tests each
+tests/test_tiny_*.py collects by subclassing it, one file per configuration so that ``make test``'s
+workers run them side by side): every job ran to its end
 and a finished tree schedules nothing; every rule of the full configuration's DAG ran; every table
 and figure of the catalogue its configuration asks for is built and not empty; and every output's
 provenance record says it is what the configuration asks."""
@@ -54,29 +55,30 @@ def provenance(tree: tiny.Tree) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, cwd=tree.workdir, env=dict(os.environ, **tree.env))
 
 
-def test_a_finished_tiny_tree_schedules_nothing(tiny_run):
-    again = tiny.run(tiny_run.tree, "-n")
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+class EveryTinyRun:
+    """The checks of every tiny run, on the module's fixture ``tiny_run`` (:func:`run_fixture`): a
+    test file collects them with ``class Test…(EveryTinyRun)``."""
 
+    def test_a_finished_tiny_tree_schedules_nothing(self, tiny_run):
+        again = tiny.run(tiny_run.tree, "-n")
+        assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
-def test_every_rule_of_the_full_configuration_ran(tiny_run, tmp_path):
-    """Every rule of the full configuration's DAG (a dry run, its published files and ImageNet
-    folders in place) has a job that ran to its end here."""
-    asked = tiny.full_rules(tiny_run.tree.name, tmp_path)
-    assert sorted(set(asked) - {"all", "total"} - finished_rules(tiny_run.output)) == []
+    def test_every_rule_of_the_full_configuration_ran(self, tiny_run, tmp_path):
+        """Every rule of the full configuration's DAG (a dry run, its published files and ImageNet
+        folders in place) has a job that ran to its end here."""
+        asked = tiny.full_rules(tiny_run.tree.name, tmp_path)
+        assert sorted(set(asked) - {"all", "total"} - finished_rules(tiny_run.output)) == []
 
+    def test_every_table_and_figure_of_the_catalogue_is_built(self, tiny_run):
+        experiment = Experiment(yaml.safe_load(tiny_run.tree.config.read_text()))
+        entries = experiment.targets()
+        files = [path for target, _, name in entries for path in target.paths(experiment.layout, name).values()]
+        assert files
+        workdir = tiny_run.tree.workdir
+        assert [path for path in files if not (workdir / path).is_file()] == []
+        assert [path for path in files if (workdir / path).stat().st_size == 0] == []
 
-def test_every_table_and_figure_of_the_catalogue_is_built(tiny_run):
-    experiment = Experiment(yaml.safe_load(tiny_run.tree.config.read_text()))
-    entries = experiment.targets()
-    files = [path for target, _, name in entries for path in target.paths(experiment.layout, name).values()]
-    assert files
-    workdir = tiny_run.tree.workdir
-    assert [path for path in files if not (workdir / path).is_file()] == []
-    assert [path for path in files if (workdir / path).stat().st_size == 0] == []
-
-
-def test_every_output_is_what_the_configuration_asks_by_its_provenance_record(tiny_run):
-    result = provenance(tiny_run.tree)
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert "every output of results is what the config asks" in result.stdout
+    def test_every_output_is_what_the_configuration_asks_by_its_provenance_record(self, tiny_run):
+        result = provenance(tiny_run.tree)
+        assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+        assert "every output of results is what the config asks" in result.stdout
