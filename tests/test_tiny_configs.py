@@ -2,7 +2,8 @@
 tests/test_tiny_*.py run each configuration's whole DAG on its tiny overlay (tests/tiny.py), and
 the dry runs here show that each tiny DAG holds every rule of its full configuration's DAG, so a
 rule added to a configuration that its tiny overlay leaves out fails here, by name. The overlays
-cut sizes and the lengths of grids, nothing else."""
+cut sizes and the lengths of grids (the methods among them), nothing else, and every method trains in
+some tiny run."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from miniature import SIZE_PATHS, leaves, matches, merged
 from workflow_helpers import job_counts
 
 #: what a tiny overlay may set besides sizes (tests/miniature.py's SIZE_PATHS): the training runs, and
-#: grids cut to some of their values
+#: grids cut to some of their values (the methods too)
 CUT_PATHS = (
     "replication.runs", "replication.monte_carlo", "datasets.*.sigmas", "datasets.*.uniform_sigmas", "grid_search.n",
-    "sun2024.ablation_sigmas", "sun2024.gradient_norm_sigma",
+    "sun2024.ablation_sigmas", "sun2024.gradient_norm_sigma", "methods",
 )  # fmt: skip
 #: the cut grids, whose values must be among the full configuration's
 GRIDS = CUT_PATHS[2:]
@@ -41,6 +42,13 @@ def test_a_tiny_overlay_cuts_sizes_and_grids_and_nothing_else(name):
     full = merged(tiny.full_files(name))
     cut = {path: (values(overlay, path), values(full, path)) for path in leaves(overlay) if matches(path, GRIDS)}
     assert {path: kept for path, (kept, grid) in cut.items() if not kept <= grid} == {}
+
+
+def test_every_method_of_a_configuration_trains_in_some_tiny_run():
+    """A tiny overlay may leave a method out only where another tiny run trains it."""
+    full = {method for name in tiny.CONFIGS for method in merged(tiny.full_files(name))["methods"]}
+    trained = {method for name in tiny.CONFIGS for method in tiny.tiny_config(name)["methods"]}
+    assert sorted(full - trained) == []
 
 
 def values(config: dict, path: tuple[str, ...]) -> set:

@@ -10,10 +10,10 @@ Snakemake there, prints the run's job statistics and exits with Snakemake's stat
 A tiny configuration is the configuration's files, the paper configurations' miniature overlay
 (tests/configs/*_miniature.yaml, tests/miniature.py) and the tiny overlay, read in that order. The
 overlay cuts sizes (inputs, n, epochs, bootstrap draws, runs to 2 where the configuration replicates)
-and grids (σ, K, the grid search's n) to one or two values; the ``train_by_sigma`` entries and the
-published checkpoints of the σ it leaves out go with them (keys Snakemake's config merge cannot
-drop). What stays is every rule of the full configuration's DAG, which tests/test_tiny_configs.py
-checks by dry runs.
+and grids (σ, K, the grid search's n, the methods) to a few values; the ``train_by_sigma`` entries and
+the published checkpoints of the σ it leaves out, and the settings of the methods it leaves out, go
+with them (keys Snakemake's config merge cannot drop). What stays is every rule of the full
+configuration's DAG, and every method trains in some tiny run, which tests/test_tiny_configs.py checks.
 """
 
 from __future__ import annotations
@@ -50,20 +50,29 @@ def tiny_files(name: str) -> list[Path]:
 
 def tiny_config(name: str) -> dict:
     """The configuration Snakemake reads from :func:`tiny_files`, less the ``train_by_sigma`` entries
-    and published checkpoints of the σ the tiny overlay leaves out."""
+    and published checkpoints of the σ the tiny overlay leaves out, and the settings of the methods it
+    leaves out (:data:`BY_METHOD`)."""
     config = copy.deepcopy(merged(tiny_files(name)))
+    methods = set(config["methods"])
     for spec in config["datasets"].values():
         scales = {scale_label(s) for key in ("sigmas", "uniform_sigmas") for s in spec.get(key, [])}
         if "train_by_sigma" in spec:
             spec["train_by_sigma"] = kept(spec["train_by_sigma"], scales)
+        for key in BY_METHOD:
+            if key in spec:
+                spec[key] = kept(spec[key], methods)
         for method, paths in spec.get("checkpoints", {}).items():
             spec["checkpoints"][method] = kept(paths, scales)
     return config
 
 
-def kept(by_scale: dict, scales: set[str]) -> dict:
-    """The entries of a mapping keyed by σ (as spelled in paths) whose σ is one of ``scales``."""
-    return {label: value for label, value in by_scale.items() if label in scales}
+#: a dataset's settings keyed by method, whose entries go with the methods a tiny overlay leaves out
+BY_METHOD = ("train_by_method", "k_by_method", "ds_fine_tune", "checkpoints")
+
+
+def kept(mapping: dict, keys: set[str]) -> dict:
+    """The entries of ``mapping`` (keyed by σ as spelled in paths, or by method) whose key is one of ``keys``."""
+    return {key: value for key, value in mapping.items() if key in keys}
 
 
 class Tree(NamedTuple):
