@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from reruns import kinds_of, schema_classes
-from workflow_helpers import REPO, job_counts, load_config, snakemake
+from workflow_helpers import REPO, job_counts, load_config, published_imagenet_in_place, snakemake, write_config
 
 README = (REPO / "README.md").read_text()
 #: the README's fenced blocks, as (language, text)
@@ -239,6 +239,24 @@ def quoted_figures(text: str) -> list[tuple[str, str]]:
     """Every (figure, unit) of ``text``: the times (both ends of a range) and the job counts."""
     times = [(value, match[3]) for match in TIME.finditer(text) for value in filter(None, match.group(1, 2))]
     return times + [(count, "jobs") for count in JOBS.findall(text)]
+
+
+def test_the_guides_slurm_request_of_the_paper_is_a_dry_runs(tmp_path):
+    """docs/guide.md's jobs, hours and training jobs of config/paper.yaml under the SLURM profile are
+    the sum of `runtime` over its dry run, the ImageNet checkpoints in place (as the guide says)."""
+    guide = " ".join((REPO / "docs" / "guide.md").read_text().split())
+    quoted = re.search(r"In all, its (\d+) jobs ask for ([\d,.]+) hours of first attempts \((\d+) training jobs", guide)
+    assert quoted, "docs/guide.md no longer says what config/paper.yaml's jobs ask for"
+    config = load_config("paper.yaml")
+    published_imagenet_in_place(tmp_path, config)
+    result = snakemake(
+        tmp_path, "-n", "--profile", str(REPO / "profiles" / "slurm"), config=write_config(tmp_path, config)
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    hours = sum(int(minutes) for minutes in re.findall(r"runtime=(\d+)", output)) / 60
+    counted = (job_counts(output)["total"], f"{hours:,.1f}", job_counts(output)["train"])
+    assert (int(quoted[1]), quoted[2], int(quoted[3])) == counted, f"docs/guide.md should say {counted}"
 
 
 def config_headers() -> dict[str, str]:
