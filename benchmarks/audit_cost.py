@@ -27,6 +27,7 @@ from _report import add_json_option, write_report
 
 from ddrs.core.attack import smoothed_pgd
 from ddrs.core.audit_settings import AuditSettings
+from ddrs.core.device import BaseClassifier
 from ddrs.core.seeds import StudyStream
 from ddrs.core.settings import Algorithm1Settings, CertifySettings, DeviceSettings
 from ddrs.core.sigma import optimize_sigma
@@ -66,11 +67,11 @@ def audit_runs(auditor: Auditor, x: torch.Tensor, label: torch.Tensor, radius: t
 def certification_runs(model, x: torch.Tensor, n: int, search: Algorithm1Settings, num_classes: int) -> dict:
     """CERTIFY at σ, and Algorithm 1 then CERTIFY at σ*ₓ, on the same inputs."""
     settings = CertifySettings(n0=N0, n=n, alpha=ALPHA)
-    device = DeviceSettings(batch_size=2500, memory_format="contiguous")
+    classifier = BaseClassifier(model, num_classes, CPU, DeviceSettings(batch_size=2500, memory_format="contiguous"))
 
     def certify(sigma):
         streams = input_streams(0, range(len(x)), StudyStream.AUDIT_PREDICT, CPU)
-        certify_batch(model, x, sigma, settings, device_settings=device, num_classes=num_classes, generator=streams)
+        certify_batch(classifier, x, sigma, settings, generator=streams)
 
     def data_dependent():
         streams = input_streams(0, range(len(x)), StudyStream.AUDIT_SIGMA, CPU)

@@ -30,6 +30,7 @@ from _report import add_json_option, write_report
 from tabulate import tabulate
 from torch import nn
 
+from ddrs.core.device import BaseClassifier
 from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import certify_batch
 from ddrs.models import build_model
@@ -48,8 +49,10 @@ def raw_forward(model: nn.Module, noisy: list[torch.Tensor]) -> None:
 def ours(model: nn.Module, x: torch.Tensor, n: int, batch: int, num_classes: int) -> None:
     generators = [torch.Generator().manual_seed(i) for i in range(len(x))]
     settings = CertifySettings(noise="gaussian", n0=N0, n=n, alpha=ALPHA)
-    on_cpu = DeviceSettings(batch_size=batch, memory_format="contiguous")
-    certify_batch(model, x, SIGMA, settings, device_settings=on_cpu, num_classes=num_classes, generator=generators)
+    on_cpu = BaseClassifier(
+        model, num_classes, torch.device("cpu"), DeviceSettings(batch_size=batch, memory_format="contiguous")
+    )
+    certify_batch(on_cpu, x, SIGMA, settings, generator=generators)
 
 
 def measure(arch: str, dataset: str, inputs: int, n: int, batch: int, repeats: int) -> dict[str, list[float]]:

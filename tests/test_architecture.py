@@ -163,3 +163,46 @@ def test_no_function_is_longer_than_the_house_allows():
     assert not set(LONG_FUNCTIONS) - set(long), (
         f"no longer over {MAX_FUNCTION_LINES} lines: {set(LONG_FUNCTIONS) - set(long)}"
     )
+
+
+#: The most parameters a function on the draw path takes (keyword-only ones counted, ``self`` and ``cls`` not).
+MAX_DRAW_PATH_PARAMETERS = 5
+#: The draw path: every function a certification setting passes through from the job document to the
+#: noise draw, in order (docs/architecture.md, "The road of a certification setting (n0)"), fixed and
+#: sequential modes alike.
+DRAW_PATH = (
+    "ddrs.jobs.runner.run_certification",
+    "ddrs.core.settings.certify_from_parts",
+    "ddrs.jobs.runner.certify_logs",
+    "ddrs.core.device.prepare_certification",
+    "ddrs.jobs.certification.certify_dataset",
+    "ddrs.jobs.certification._certify_in_groups",
+    "ddrs.jobs.certification._certify_in_pool",
+    "ddrs.core.smoothing.certify_batch",
+    "ddrs.core.sequential_pool.certify_sequentially",
+    "ddrs.core.smoothing.NoiseDraws.certifying",
+    "ddrs.core.smoothing.NoiseDraws.counts",
+    "ddrs.core.smoothing.NoiseDraws.predictions",
+    "ddrs.core.smoothing._noisy_argmax",
+    "ddrs.core.streams.SharedGenerator.draw",
+    "ddrs.core.streams.GeneratorStreams.draw",
+    "ddrs.core.streams.PhiloxStreams.draw",
+)
+
+
+def test_the_functions_on_the_draw_path_take_at_most_five_parameters():
+    """A setting reaches its draw inside the records it belongs to (CertifySettings, the prepared
+    BaseClassifier, NoiseDraws, the log's inputs and file), never as a sixth loose argument."""
+    import importlib
+    import inspect
+
+    counts = {}
+    for name in DRAW_PATH:
+        package, layer, module, *qualified = name.split(".")  # every module of the path is ddrs.<layer>.<module>
+        function = importlib.import_module(f"{package}.{layer}.{module}")
+        for attribute in qualified:
+            function = getattr(function, attribute)
+        parameters = inspect.signature(function).parameters
+        counts[name] = len([parameter for parameter in parameters if parameter not in ("self", "cls")])
+    too_many = {name: count for name, count in counts.items() if count > MAX_DRAW_PATH_PARAMETERS}
+    assert not too_many, f"functions on the draw path with over {MAX_DRAW_PATH_PARAMETERS} parameters: {too_many}"

@@ -17,11 +17,12 @@ from scipy.stats import binom
 from ddrs.cli import main
 from ddrs.core.attack import OPEN_BALL, line_points, project
 from ddrs.core.audit_settings import AuditSettings
+from ddrs.core.device import BaseClassifier
 from ddrs.core.memory import memory_answer, memory_certify
 from ddrs.core.settings import Algorithm1Settings, CertifySettings, DeviceSettings
 from ddrs.jobs import audit as audit_job
 from ddrs.jobs.audit import Auditor, DataDependentSigma, FixedSigma, audit_log, training_inputs
-from ddrs.jobs.certification import certify_dataset
+from ddrs.jobs.certification import LogFile, LogInputs, certify_dataset
 from ddrs.jobs.memory_log import memory_certify_log
 from ddrs.jobs.sigma_search import sigma_log_dataset
 from ddrs.logs.sigma_log import read_sigma_log
@@ -40,9 +41,8 @@ ON_CPU = DeviceSettings(batch_size=1000, memory_format="contiguous")
 
 def certify(model, test_set, sigmas, path):
     settings = CertifySettings(n0=100, n=1000, alpha=ALPHA)
-    return certify_dataset(
-        model, test_set, INDICES, sigmas, path, settings, device_settings=ON_CPU, num_classes=10, progress=False
-    )
+    classifier = BaseClassifier(model, 10, torch.device("cpu"), ON_CPU)
+    return certify_dataset(classifier, LogInputs(test_set, INDICES, sigmas), settings, LogFile(path))
 
 
 @pytest.fixture(scope="module")

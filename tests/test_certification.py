@@ -9,10 +9,10 @@ import torch
 from killed_job import FailsAfter
 from torch import nn
 
-from ddrs.core.device import prepare_certification
+from ddrs.core.device import BaseClassifier, prepare_certification
 from ddrs.core.seeds import KEY_SCHEME
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
-from ddrs.jobs.certification import certify_dataset
+from ddrs.jobs.certification import LogFile, LogInputs, certify_dataset
 from ddrs.logs.certification_log import COHEN_COLUMNS, partial_path, read_log
 
 NUM_INPUTS = 11
@@ -43,23 +43,10 @@ SPEED = dict(batch_size=64)
 def certify(model, out, indices=range(NUM_INPUTS), scales=0.5, extra_columns=None, device="cpu", **changes):
     speed = {**SPEED, **{f.name: changes.pop(f.name) for f in fields(DeviceSettings) if f.name in changes}}
     settings = CertifySettings(**{**SETTINGS, **changes})
-    classifier, device_settings = prepare_certification(
-        model.to(device), torch.device(device), DeviceSettings(**speed), sample_shape=(1, 4, 4),
-        precision=settings.precision, cap=max(settings.n0, settings.n),
-    )  # fmt: skip
-    return certify_dataset(
-        classifier,
-        tiny_dataset(),
-        list(indices),
-        scales,
-        out,
-        settings,
-        device_settings=device_settings,
-        num_classes=3,
-        extra_columns=extra_columns,
-        device=device,
-        progress=False,
-    )
+    loaded = BaseClassifier(model.to(device), 3, torch.device(device), DeviceSettings(**speed))
+    classifier = prepare_certification(loaded, settings, sample_shape=(1, 4, 4))
+    inputs = LogInputs(tiny_dataset(), list(indices), scales)
+    return certify_dataset(classifier, inputs, settings, LogFile(out, extra_columns=extra_columns or {}))
 
 
 def rows(path) -> pd.DataFrame:
@@ -214,10 +201,8 @@ def test_certify_dataset_takes_device_settings_resolved_at_the_jobs_entry(tmp_pa
     """The batch and memory format are resolved once per job (prepare_certification), not per log."""
     settings = CertifySettings(**SETTINGS)
     with pytest.raises(ValueError, match="is not resolved: see ddrs.core.device.prepare_certification"):
-        certify_dataset(
-            nn.Flatten(), tiny_dataset(), [0], 0.5, tmp_path / "log.tsv", settings,
-            device_settings=DeviceSettings(batch_size=None), num_classes=3, progress=False,
-        )  # fmt: skip
+        unresolved = BaseClassifier(nn.Flatten(), 3, torch.device("cpu"), DeviceSettings(batch_size=None))
+        certify_dataset(unresolved, LogInputs(tiny_dataset(), [0], 0.5), settings, LogFile(tmp_path / "log.tsv"))
     assert not (tmp_path / "log.tsv").exists() and not list(tmp_path.iterdir())
 
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from ddrs.core import device as device_module
 from ddrs.core.device import (
+    BaseClassifier,
     auto_batch_size,
     batch_for_memory,
     make_generator,
@@ -22,7 +23,7 @@ from ddrs.core.device import (
 )
 from ddrs.core.settings import DEFAULT_CERTIFY_BATCH, CertifySettings, DeviceSettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch, sample_counts
-from ddrs.jobs.certification import certify_dataset
+from ddrs.jobs.certification import LogFile, LogInputs, certify_dataset
 from ddrs.jobs.runner import LoadedTestSet, certify_logs
 from ddrs.logs.certification_log import kept_partials, partial_path, read_log
 
@@ -85,23 +86,20 @@ def test_a_compiled_base_classifier_certifies_exactly_like_the_eager_one_on_the_
     """torch.compile on the CPU (inductor, about half a minute to build): same counts, same certificates."""
     x = images(2, torch.float64)
     settings = CertifySettings(n0=20, n=200, alpha=0.01)
-    eager_model, on_cpu = prepare_certification(
-        conv_model(torch.float64), CPU, DeviceSettings(batch_size=64), sample_shape=None, precision="fp32", cap=200
+    eager = prepare_certification(
+        BaseClassifier(conv_model(torch.float64), 4, CPU, DeviceSettings(batch_size=64)), settings, None
     )
-    run = dict(num_classes=4, generator=[make_generator(i, CPU) for i in range(2)])
-    eager = certify_batch(eager_model, x, 0.25, settings, device_settings=on_cpu, **run)
-    model, compiled = prepare_certification(
-        conv_model(torch.float64), CPU, DeviceSettings(batch_size=64, compile=True), sample_shape=None,
-        precision="fp32", cap=200,
-    )  # fmt: skip
+    eager_result = certify_batch(eager, x, 0.25, settings, generator=[make_generator(i, CPU) for i in range(2)])
+    compiled = prepare_certification(
+        BaseClassifier(conv_model(torch.float64), 4, CPU, DeviceSettings(batch_size=64, compile=True)), settings, None
+    )
     try:
-        run = dict(num_classes=4, generator=[make_generator(i, CPU) for i in range(2)])
-        result = certify_batch(model, x, 0.25, settings, device_settings=compiled, **run)
+        result = certify_batch(compiled, x, 0.25, settings, generator=[make_generator(i, CPU) for i in range(2)])
     except Exception as error:  # noqa: BLE001 - no working compiler toolchain here
         pytest.skip(f"torch.compile does not run on this machine: {error}")
-    assert torch.equal(result.predict, eager.predict)
-    assert torch.allclose(result.p_a_lower, eager.p_a_lower)
-    assert torch.equal(counts(model, x), counts(conv_model(torch.float64), x))
+    assert torch.equal(result.predict, eager_result.predict)
+    assert torch.allclose(result.p_a_lower, eager_result.p_a_lower)
+    assert torch.equal(counts(compiled.model, x), counts(conv_model(torch.float64), x))
 
 
 def test_batch_for_memory_fills_the_asked_fraction_in_multiples_and_within_the_cap():
@@ -119,13 +117,10 @@ def test_an_auto_batch_certifies_like_the_default_on_the_cpu(tmp_path):
     def run(name, **options):
         settings = CertifySettings(n0=20, n=150, alpha=0.01, seed=3)
         with kept_partials():  # the settings stay beside the kept partial log until the block ends
-            classifier, resolved = prepare_certification(
-                conv_model(), CPU, DeviceSettings(**options), sample_shape=(3, 8, 8), precision="fp32", cap=150
+            classifier = prepare_certification(
+                BaseClassifier(conv_model(), 4, CPU, DeviceSettings(**options)), settings, sample_shape=(3, 8, 8)
             )
-            out = certify_dataset(
-                classifier, dataset, range(4), 0.25, tmp_path / name, settings,
-                device_settings=resolved, num_classes=4, progress=False,
-            )  # fmt: skip
+            out = certify_dataset(classifier, LogInputs(dataset, range(4), 0.25), settings, LogFile(tmp_path / name))
             recorded = json.loads(partial_path(out).with_name(partial_path(out).name + ".json").read_text())
         return read_log(out).drop(columns="time"), recorded
 
@@ -146,17 +141,17 @@ def test_unknown_memory_format_names_the_choices():
 
 def test_device_settings_are_resolved_once_and_the_layers_below_refuse_unresolved_ones():
     """A job's entry makes the batch and memory format concrete; CERTIFY itself resolves nothing."""
-    model, resolved = prepare_certification(
-        conv_model(), CPU, DeviceSettings(batch_size=None), sample_shape=(3, 8, 8), precision="fp32", cap=100
+    settings = CertifySettings(n0=5, n=100)
+    prepared = prepare_certification(
+        BaseClassifier(conv_model(), 4, CPU, DeviceSettings(batch_size=None)), settings, sample_shape=(3, 8, 8)
     )
-    assert model is not None and resolved.resolved
+    resolved = prepared.device_settings
+    assert prepared.model is not None and resolved.resolved
     assert (resolved.batch_size, resolved.memory_format) == (DEFAULT_CERTIFY_BATCH, "contiguous")
-    assert prepare_certification(model, CPU, resolved, sample_shape=(3, 8, 8), precision="fp32", cap=100)[1] == resolved
+    assert prepare_certification(prepared, settings, sample_shape=(3, 8, 8)).device_settings == resolved
+    unresolved = BaseClassifier(conv_model(), 4, CPU, DeviceSettings())
     with pytest.raises(ValueError, match="not resolved for a device.*prepare_certification"):
-        certify_batch(
-            conv_model(), images(1), 0.25, CertifySettings(n0=5, n=5), device_settings=DeviceSettings(),
-            num_classes=4, generator=None,
-        )  # fmt: skip
+        certify_batch(unresolved, images(1), 0.25, CertifySettings(n0=5, n=5), generator=None)
 
 
 def test_a_job_resolves_its_device_settings_once_for_all_its_logs(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from ddrs.core.device import autocast, make_generator, select_device
+from ddrs.core.device import BaseClassifier, autocast, make_generator, select_device
 from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import certify_batch
 
@@ -56,11 +56,11 @@ def test_a_bf16_base_classifier_certifies_like_fp32_far_from_the_boundary():
         model[1].weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
         model[1].bias.zero_()
     x = torch.tensor([[3.0, 0.0], [-3.0, 0.0]])
+    on_cpu = BaseClassifier(model, 2, torch.device("cpu"), DeviceSettings(batch_size=500, memory_format="contiguous"))
     results = {
         precision: certify_batch(
-            model, x, 0.5, CertifySettings(n0=50, n=2000, alpha=0.001, precision=precision),
-            device_settings=DeviceSettings(batch_size=500, memory_format="contiguous"),
-            num_classes=2, generator=make_generator(0, torch.device("cpu")),
+            on_cpu, x, 0.5, CertifySettings(n0=50, n=2000, alpha=0.001, precision=precision),
+            generator=make_generator(0, torch.device("cpu")),
         )
         for precision in ("fp32", "bf16")
     }  # fmt: skip

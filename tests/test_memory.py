@@ -203,15 +203,15 @@ def test_memory_log_of_no_rows_is_a_log_of_no_rows(tmp_path):
 
 def certify_digits_log(model, dataset, path, count=60, scale=0.5):
     """A small data-dependent-style certification log of the digits model, written by ddrs.core.smoothing."""
+    from ddrs.core.device import BaseClassifier
     from ddrs.core.settings import CertifySettings, DeviceSettings
     from ddrs.core.smoothing import certify_batch
 
     x = torch.stack([dataset[i][0] for i in range(count)])
     labels = [dataset[i][1] for i in range(count)]
     settings = CertifySettings(noise="gaussian", n0=20, n=200, alpha=0.001)
-    on_cpu = DeviceSettings(batch_size=2000, memory_format="contiguous")
-    generator = torch.Generator().manual_seed(0)
-    result = certify_batch(model, x, scale, settings, device_settings=on_cpu, num_classes=10, generator=generator)
+    on_cpu = BaseClassifier(model, 10, torch.device("cpu"), DeviceSettings(batch_size=2000, memory_format="contiguous"))
+    result = certify_batch(on_cpu, x, scale, settings, generator=torch.Generator().manual_seed(0))
     frame = pd.DataFrame(
         {
             "idx": range(count),

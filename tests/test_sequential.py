@@ -23,6 +23,7 @@ from torch import nn
 
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
+from ddrs.core.device import BaseClassifier
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential import (
     CONFIDENCE_SEQUENCES,
@@ -323,16 +324,15 @@ class Linear(nn.Module):
         return torch.cat([-margin, margin], dim=1)
 
 
-def on_cpu(batch_size: int) -> DeviceSettings:
-    return DeviceSettings(batch_size=batch_size, memory_format="contiguous")
+def on_cpu(model: nn.Module, num_classes: int, batch_size: int) -> BaseClassifier:
+    return BaseClassifier(model, num_classes, CPU, DeviceSettings(batch_size=batch_size, memory_format="contiguous"))
 
 
 def run_pool(x0: np.ndarray, settings: CertifySettings, seed: int = 0, batch_size: int = 512):
     x = torch.tensor(x0, dtype=torch.float32)[:, None].repeat(1, 3)
     streams = input_streams(seed, range(len(x)), Stream.CERTIFY, CPU)
     scale = torch.ones(len(x))
-    run = dict(device_settings=on_cpu(batch_size), num_classes=2, streams=streams, device=CPU)
-    return dict(certify_sequentially(Linear(), x, scale, settings, **run))
+    return dict(certify_sequentially(on_cpu(Linear(), 2, batch_size), x, scale, settings, streams=streams))
 
 
 def settings(alpha: float = ALPHA, **sequential) -> CertifySettings:
@@ -446,10 +446,7 @@ def test_the_selection_draws_are_not_counted_into_the_bound(sequence):
     streams = input_streams(6, range(inputs), Stream.CERTIFY, CPU)
     rule = SequentialSettings(sequence=sequence, first_look=8, pool=inputs, checks=checks_of(sequence))
     certify = CertifySettings(n0=1000, n=8, alpha=ALPHA, mode="sequential", sequential=rule)
-    results = certify_sequentially(
-        Uniform100(), x, torch.ones(inputs), certify, device_settings=on_cpu(4096), num_classes=100,
-        streams=streams, device=CPU,
-    )  # fmt: skip
+    results = certify_sequentially(on_cpu(Uniform100(), 100, 4096), x, torch.ones(inputs), certify, streams=streams)
     lowers = np.array([result.p_a_lower for _, result in results])
     assert_at_most_alpha(int((lowers > 0.01).sum()), inputs)
 

@@ -9,6 +9,7 @@ from scipy.stats import beta, binom, norm
 from statsmodels.stats.proportion import proportion_confint
 from torch import nn
 
+from ddrs.core.device import BaseClassifier
 from ddrs.core.settings import CertifySettings, DeviceSettings
 from ddrs.core.smoothing import (
     ABSTAIN,
@@ -23,11 +24,10 @@ from ddrs.core.smoothing import (
 
 def certify_with(model, x, scale, *, num_classes, generator, batch_size, **settings):
     """CERTIFY for a batch with its settings spelled as keywords (the tests' shorthand), on the CPU."""
-    on_cpu = DeviceSettings(batch_size=batch_size, memory_format="contiguous")
-    return certify_batch(
-        model, x, scale, CertifySettings(**settings), device_settings=on_cpu, num_classes=num_classes,
-        generator=generator,
-    )  # fmt: skip
+    on_cpu = BaseClassifier(
+        model, num_classes, x.device, DeviceSettings(batch_size=batch_size, memory_format="contiguous")
+    )
+    return certify_batch(on_cpu, x, scale, CertifySettings(**settings), generator=generator)
 
 
 DIM = 10

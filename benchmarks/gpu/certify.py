@@ -20,7 +20,7 @@ from _cohen import cohen_certify
 from _measure import SIGMA, best_seconds
 from torch import nn
 
-from ddrs.core.device import autocast, prepare_classifier
+from ddrs.core.device import BaseClassifier, autocast, prepare_classifier
 from ddrs.core.seeds import Stream
 from ddrs.core.settings import CertifySettings, DeviceSettings, resolve_memory_format
 from ddrs.core.smoothing import certify_batch
@@ -43,8 +43,7 @@ def ddrs_certify(
     settings = CertifySettings(n0=sizes.n0, n=n, alpha=ALPHA, precision=precision)
     on_device = DeviceSettings(batch_size=sizes.batch, memory_format=resolve_memory_format("auto", device.type))
     generator = input_streams(0, range(len(x)), Stream.CERTIFY, device, kind=streams)
-    run = dict(device_settings=on_device, num_classes=_classes(model, x), generator=generator)
-    certify_batch(model, x, SIGMA, settings, **run)
+    certify_batch(BaseClassifier(model, _classes(model, x), device, on_device), x, SIGMA, settings, generator=generator)
 
 
 def ceiling_certify(model, x, sizes: Sizes, n: int, batch: int, precision: str) -> None:

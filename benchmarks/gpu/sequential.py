@@ -30,6 +30,7 @@ input.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -37,7 +38,7 @@ import yaml
 from _measure import SIGMA, interleaved_seconds, paired_ratios
 from torch import Tensor, nn
 
-from ddrs.core.device import prepare_certification
+from ddrs.core.device import BaseClassifier, prepare_certification
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential_pool import certify_sequentially
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings
@@ -98,12 +99,12 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
     x = inputs_with_margins(sizes.sequential_inputs, shape)
     radii = yaml.safe_load(PAPER_CONFIG.read_text())["datasets"]["cifar10"]["radii"]
     network = MeanRule(build_model("resnet110", "cifar10")).to(device).eval()
-    classifier, on_device = prepare_certification(  # as a certification job resolves its device settings
-        network, device, DeviceSettings(batch_size=sizes.batch, compile=sizes.compile), sample_shape=shape,
-        precision=PRECISION, cap=max(sizes.n0, sizes.n),
-    )  # fmt: skip
-    model = DrawCounter(classifier)
     fixed = CertifySettings(n0=sizes.n0, n=sizes.n, alpha=ALPHA, precision=PRECISION)
+    on_device = DeviceSettings(batch_size=sizes.batch, compile=sizes.compile)
+    # as a certification job resolves its device settings, then every forward pass counted
+    prepared = prepare_certification(BaseClassifier(network, num_classes, device, on_device), fixed, shape)
+    model = DrawCounter(prepared.model)
+    classifier = replace(prepared, model=model)
     sequential = CertifySettings(
         n0=sizes.n0, n=sizes.n, alpha=ALPHA, precision=PRECISION,
         mode="sequential", sequential=SequentialSettings(radii=tuple(radii)),
@@ -119,16 +120,12 @@ def sequential_figures(sizes: Sizes, device: torch.device) -> dict[str, float | 
     def fixed_n() -> None:
         inputs = x[: sizes.inputs].to(device)
         generator = input_streams(0, range(len(inputs)), Stream.CERTIFY, device)
-        run = dict(device_settings=on_device, num_classes=num_classes, generator=generator)
-        certify_batch(model, inputs, SIGMA, fixed, **run)
+        certify_batch(classifier, inputs, SIGMA, fixed, generator=generator)
 
     def sequentially() -> None:
         streams = input_streams(0, range(len(x)), Stream.CERTIFY, device)
         sigma = torch.full((len(x),), SIGMA)
-        stopped = certify_sequentially(
-            model, x, sigma, sequential, device_settings=on_device, num_classes=num_classes, streams=streams,
-            device=device,
-        )  # fmt: skip
+        stopped = certify_sequentially(classifier, x, sigma, sequential, streams=streams)
         results[:] = [result for _, result in stopped]
 
     seconds = interleaved_seconds(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -13,6 +13,7 @@ from ddrs.core.gpu_slots import claim_gpu
 from ddrs.core.settings import (  # PRECISIONS: also imported from here by training
     DEFAULT_CERTIFY_BATCH,
     PRECISIONS,
+    CertifySettings,
     DeviceSettings,
     check_precision,
     resolve_memory_format,
@@ -151,31 +152,41 @@ def auto_batch_size(
     return batch_for_memory(free, per_draw, fraction=fraction, cap=cap)
 
 
+@dataclass(frozen=True)
+class BaseClassifier:
+    """The base classifier f of CERTIFY (Cohen et al. 2019, §3.2) as a job runs it: the ``model`` on
+    ``device``, the ``num_classes`` it scores, and the :class:`~ddrs.core.settings.DeviceSettings` it runs
+    under. :func:`prepare_certification` lays the model out and resolves the settings for ``device``; the
+    layers below a job's entry take the record it returns as it is."""
+
+    model: nn.Module
+    num_classes: int
+    device: torch.device
+    device_settings: DeviceSettings
+
+
 def prepare_certification(
-    model: nn.Module,
-    device: torch.device,
-    settings: DeviceSettings,
-    *,
-    sample_shape: tuple[int, ...] | None,
-    precision: str,
-    cap: int,
-) -> tuple[nn.Module, DeviceSettings]:
-    """The base classifier and ``settings`` resolved once for ``device``, at a job's entry.
+    classifier: BaseClassifier, settings: CertifySettings, sample_shape: tuple[int, ...] | None
+) -> BaseClassifier:
+    """``classifier`` with its device settings resolved once for its device, at a job's entry.
 
     The memory format becomes concrete and the model is laid out in it, compiled if asked
     (:func:`prepare_classifier`); a batch of None is probed from free memory with the laid-out,
-    uncompiled model on inputs of ``sample_shape`` in ``precision`` (:func:`auto_batch_size`, at most
-    ``cap``; :data:`~ddrs.core.settings.DEFAULT_CERTIFY_BATCH` when there are no inputs). Returns the
-    model to run and the resolved settings (:attr:`~ddrs.core.settings.DeviceSettings.resolved`) that
-    the layers below take as they are.
+    uncompiled model on inputs of ``sample_shape`` in ``settings.precision`` (:func:`auto_batch_size`,
+    at most max(n0, n) of ``settings``; :data:`~ddrs.core.settings.DEFAULT_CERTIFY_BATCH` when there
+    are no inputs). Returns ``classifier`` with the model to run and the resolved settings
+    (:attr:`~ddrs.core.settings.DeviceSettings.resolved`).
     """
-    memory_format = resolve_memory_format(settings.memory_format, device.type)
-    classifier = prepare_classifier(model, device, memory_format=memory_format, compile=settings.compile)
-    batch_size = settings.batch_size
+    model, device, device_settings = classifier.model, classifier.device, classifier.device_settings
+    memory_format = resolve_memory_format(device_settings.memory_format, device.type)
+    prepared = prepare_classifier(model, device, memory_format=memory_format, compile=device_settings.compile)
+    batch_size = device_settings.batch_size
     if batch_size is None:
         batch_size = DEFAULT_CERTIFY_BATCH
-        if sample_shape is not None:  # ``model`` is laid out in place; ``classifier`` may be its compiled wrapper
+        if sample_shape is not None:  # ``model`` is laid out in place; ``prepared`` may be its compiled wrapper
             batch_size = auto_batch_size(
-                model, sample_shape, device, precision=precision, memory_format=memory_format, cap=cap
-            )
-    return classifier, replace(settings, batch_size=batch_size, memory_format=memory_format)
+                model, sample_shape, device, precision=settings.precision, memory_format=memory_format,
+                cap=max(settings.n0, settings.n),
+            )  # fmt: skip
+    resolved = replace(device_settings, batch_size=batch_size, memory_format=memory_format)
+    return replace(classifier, model=prepared, device_settings=resolved)

@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ddrs.core.certificate import ABSTAIN
-from ddrs.core.device import copy_to
+from ddrs.core.device import BaseClassifier, copy_to
 from ddrs.core.noise import SmoothingNoise, get_noise
 from ddrs.core.sequential import ConfidenceSequence, confidence_sequence, decide, look_schedule
 from ddrs.core.settings import CertifySettings, DeviceSettings, SequentialSettings, resolve_memory_format
@@ -105,26 +105,18 @@ class _Rule:
 
 
 def certify_sequentially(
-    model: nn.Module,
-    x: Tensor,
-    sigma: Tensor,
-    settings: CertifySettings,
-    *,
-    device_settings: DeviceSettings,
-    num_classes: int,
-    streams: InputStreams,
-    device: torch.device,
+    classifier: BaseClassifier, x: Tensor, sigma: Tensor, settings: CertifySettings, *, streams: InputStreams
 ) -> Iterator[tuple[int, SequentialResult]]:
     """Certify ``x[i]`` (host tensor ``(M, …)``) at ``sigma[i]`` for every i, yielding ``(i, result)``
-    as each input stops (not in order). ``streams`` holds input i's stream at row i; ``model`` is on
-    ``device``, in eval mode. ``settings.sequential`` holds the stopping rule, ``settings.n`` the cap;
-    ``device_settings``, resolved for ``device`` (:func:`ddrs.core.device.prepare_certification`), the
-    forward batch and the inputs' memory format.
+    as each input stops (not in order). ``streams`` holds input i's stream at row i; ``classifier``,
+    prepared for its device (:func:`ddrs.core.device.prepare_certification`), gives the model in eval
+    mode, the forward batch and the inputs' memory format. ``settings.sequential`` holds the stopping
+    rule, ``settings.n`` the cap.
     """
     rule = _Rule.of(settings, sigma)
-    draws = NoiseDraws.certifying(settings, device_settings, streams, num_classes)
+    draws = NoiseDraws.certifying(settings, classifier, streams)
     first = min(settings.n0, settings.sequential.first_look)
-    capacity = settings.sequential.pool or max(1, math.ceil(device_settings.batch_size / first))
+    capacity = settings.sequential.pool or max(1, math.ceil(classifier.device_settings.batch_size / first))
     queue, pool = iter(range(len(x))), np.zeros(0, dtype=IN_FLIGHT)
     while True:
         pool = np.concatenate([pool, _entering(list(islice(queue, capacity - len(pool))))])
@@ -133,10 +125,9 @@ def certify_sequentially(
         positions = pool["position"].tolist()
         round_draws = replace(draws, generator=streams.select(positions))
         sizes = rule.block_sizes(pool)
-        predictions = round_draws.predictions(
-            model, copy_to(x[positions], device), rule.sigma[positions].to(x.dtype), sizes.tolist()
-        )
-        rows, misses = _count(pool, np.split(predictions.cpu().numpy(), np.cumsum(sizes)[:-1]), num_classes)
+        inputs, sigmas = copy_to(x[positions], classifier.device), rule.sigma[positions].to(x.dtype)
+        predictions = round_draws.predictions(classifier.model, inputs, sigmas, sizes.tolist())
+        rows, misses = _count(pool, np.split(predictions.cpu().numpy(), np.cumsum(sizes)[:-1]), classifier.num_classes)
         if not rows.size:
             continue
         stopped, decided = _decide(rule, pool, rows, misses)
@@ -247,9 +238,8 @@ class SequentialSmooth(Smooth):
         rule = SequentialSettings(sequence=sequence, checks=checks, futility=futility, radii=tuple(radii))
         settings = CertifySettings(noise=self.noise.name, n0=n0, n=n, alpha=alpha, mode="sequential", sequential=rule)
         on_device = DeviceSettings(batch_size=batch_size, memory_format=resolve_memory_format("auto", x.device.type))
+        classifier = BaseClassifier(self.base_classifier, self.num_classes, x.device, on_device)
         ((_, result),) = certify_sequentially(
-            self.base_classifier, x.unsqueeze(0), torch.tensor([float(self.sigma)]), settings,
-            device_settings=on_device, num_classes=self.num_classes, streams=as_streams(generator, 1),
-            device=x.device,
-        )  # fmt: skip
+            classifier, x.unsqueeze(0), torch.tensor([float(self.sigma)]), settings, streams=as_streams(generator, 1)
+        )
         return result

@@ -21,9 +21,9 @@ from torch import Tensor, nn
 
 from ddrs.core.binomial import clopper_pearson_lower
 from ddrs.core.certificate import ABSTAIN
-from ddrs.core.device import autocast, copy_to
+from ddrs.core.device import BaseClassifier, autocast, copy_to
 from ddrs.core.noise import SmoothingNoise, add_noise, get_noise
-from ddrs.core.settings import CertifySettings, DeviceSettings, resolve_memory_format, validate_certify_args
+from ddrs.core.settings import CertifySettings, resolve_memory_format, validate_certify_args
 from ddrs.core.streams import Generators, as_streams
 
 
@@ -96,12 +96,15 @@ class NoiseDraws:
 
     @classmethod
     def certifying(
-        cls, settings: CertifySettings, device_settings: DeviceSettings, generator: Generators | None, num_classes: int
+        cls, settings: CertifySettings, classifier: BaseClassifier, generator: Generators | None
     ) -> NoiseDraws:
-        """CERTIFY's draws: the noise and precision of ``settings``, the forward batch and layout of
-        ``device_settings`` (resolved for the inputs' device, :func:`ddrs.core.device.prepare_certification`)."""
-        noise, channels_last = get_noise(settings.noise), device_settings.channels_last
-        return cls(noise, generator, device_settings.batch_size, settings.precision, channels_last, num_classes)
+        """CERTIFY's draws: the noise and precision of ``settings``, the forward batch and layout of the
+        ``classifier``'s device settings (resolved for its device, :func:`ddrs.core.device.prepare_certification`)
+        and the classes it scores."""
+        noise, on_device = get_noise(settings.noise), classifier.device_settings
+        return cls(
+            noise, generator, on_device.batch_size, settings.precision, on_device.channels_last, classifier.num_classes
+        )
 
     def counts(self, model: nn.Module, x: Tensor, sigma: Tensor | float, num: int | Sequence[int]) -> Tensor:
         """SampleUnderNoise for a batch: class counts ``(B, C)`` of ``num`` (or ``num[b]``) noisy copies
@@ -225,13 +228,11 @@ def lower_confidence_bound(count_a: Tensor, n: int, alpha: float) -> Tensor:
 
 
 def certify_batch(
-    model: nn.Module,
+    classifier: BaseClassifier,
     x: Tensor,
     sigma: Tensor | float,
     settings: CertifySettings,
     *,
-    device_settings: DeviceSettings,
-    num_classes: int,
     generator: Generators | None,
 ) -> CertifyResult:
     """CERTIFY (Cohen et al. 2019, §3.2.2) for a batch of inputs, each with its own scale.
@@ -241,12 +242,12 @@ def certify_batch(
     p̄_B = 1 − p̲_A; 2λ(p̲_A − ½) in ℓ1 for uniform noise). With probability ≥ 1 − α per input,
     a returned class is the smoothed prediction throughout the certified ball (Proposition 2).
     ``settings`` (:class:`~ddrs.core.settings.CertifySettings`, checked when built) give the noise,
-    ``n0``, ``n``, ``alpha`` and ``precision``; ``device_settings``, resolved for ``x``'s device
-    (:func:`ddrs.core.device.prepare_certification`), the forward batch and the inputs' memory
-    format. ``model`` is used as given.
+    ``n0``, ``n``, ``alpha`` and ``precision``; ``classifier``, prepared for ``x``'s device
+    (:func:`ddrs.core.device.prepare_certification`), the model as it is used, the forward batch and
+    the inputs' memory format.
     """
-    draws = NoiseDraws.certifying(settings, device_settings, generator, num_classes)
-    sigmas = _sigmas(sigma, x)
+    draws = NoiseDraws.certifying(settings, classifier, generator)
+    sigmas, model = _sigmas(sigma, x), classifier.model
     top = draws.counts(model, x, sigmas, settings.n0).argmax(dim=1)
     count_a = draws.counts(model, x, sigmas, settings.n).gather(1, top[:, None]).squeeze(1)
     return _certificate(top, lower_confidence_bound(count_a, settings.n, settings.alpha), draws.noise, sigmas)

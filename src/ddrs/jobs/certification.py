@@ -13,19 +13,19 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
-from ddrs.core.device import copy_to
+from ddrs.core.device import BaseClassifier, copy_to
 from ddrs.core.noise import get_noise
 from ddrs.core.seeds import Stream
 from ddrs.core.sequential_pool import certify_sequentially
-from ddrs.core.settings import CertifySettings, DeviceSettings
+from ddrs.core.settings import CertifySettings
 from ddrs.core.smoothing import certify_batch
 from ddrs.core.streams import input_streams, stream_settings
 from ddrs.logs.certification_log import COHEN_COLUMNS, LogWriter
@@ -53,39 +53,47 @@ def _per_input(sigmas: float | Mapping[int, float], indices: Sequence[int]) -> d
     return lookup
 
 
-def certify_dataset(
-    classifier: nn.Module,
-    dataset: Dataset,
-    indices: Sequence[int],
-    sigmas: float | Mapping[int, float],
-    out_path: str | os.PathLike,
-    settings: CertifySettings,
-    *,
-    device_settings: DeviceSettings,
-    num_classes: int,
-    device: str | torch.device = "cpu",
-    extra_columns: Mapping[str, object] | None = None,
-    provenance: Mapping[str, object] | None = None,
-    progress: bool = True,
-) -> Path:
-    """Certify ``dataset[idx]`` for every ``idx`` in ``indices`` at ``sigmas`` (one σ, λ for uniform
-    noise, or idx → σ from :func:`ddrs.logs.sigma_log.read_sigma_log`) and write the log ``out_path``.
+@dataclass(frozen=True)
+class LogInputs:
+    """The test inputs one log certifies: ``dataset[idx]`` for every ``idx`` in ``indices``, at ``sigmas``
+    (one σ, λ for uniform noise, or idx → σ from :func:`ddrs.logs.sigma_log.read_sigma_log`)."""
 
-    ``classifier`` and ``device_settings`` are what :func:`ddrs.core.device.prepare_certification`
-    returned at the job's entry. Rows are in increasing ``idx``: Cohen's columns (``time`` = seconds
-    per input), then ``scale p_a_lower noise precision`` and the constant ``extra_columns``, and in
-    sequential mode (:func:`ddrs.core.sequential_pool.certify_sequentially`) :data:`SEQUENTIAL_COLUMNS`.
-    The settings and ``provenance`` (the checkpoint's digest) decide whether a partial log resumes;
-    after a failure only ``<out_path>.partial`` exists (:func:`~ddrs.logs.certification_log.kept_partials`).
+    dataset: Dataset
+    indices: Sequence[int]
+    sigmas: float | Mapping[int, float]
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """What :func:`certify_dataset` writes: the log at ``path``, with the constant ``extra_columns`` after
+    ours, and the ``provenance`` (the checkpoint's digest) that, with the settings, decides whether a
+    partial log resumes."""
+
+    path: str | os.PathLike
+    extra_columns: Mapping[str, object] = field(default_factory=dict)
+    provenance: Mapping[str, object] = field(default_factory=dict)
+
+
+def certify_dataset(classifier: BaseClassifier, inputs: LogInputs, settings: CertifySettings, log: LogFile) -> Path:
+    """Certify the test ``inputs`` with CERTIFY's ``settings`` (Cohen et al. 2019, §3.2.2) and write ``log``.
+
+    ``classifier`` is what :func:`ddrs.core.device.prepare_certification` returned at the job's entry.
+    Rows are in increasing ``idx``: Cohen's columns (``time`` = seconds per input), then ``scale
+    p_a_lower noise precision`` and the log's ``extra_columns``, and in sequential mode
+    (:func:`ddrs.core.sequential_pool.certify_sequentially`) :data:`SEQUENTIAL_COLUMNS`. The settings
+    and the log's ``provenance`` decide whether a partial log resumes; after a failure only
+    ``<path>.partial`` exists (:func:`~ddrs.logs.certification_log.kept_partials`). A progress bar
+    shows on stderr (``TQDM_DISABLE=1`` hides it).
     """
+    device_settings = classifier.device_settings
     if not device_settings.resolved:
         raise ValueError(f"{device_settings} is not resolved: see ddrs.core.device.prepare_certification")
-    if len(set(indices)) != len(indices):
+    if len(set(inputs.indices)) != len(inputs.indices):
         raise ValueError("indices contain duplicates")
-    device, indices = torch.device(device), sorted(int(i) for i in indices)
-    one_sigma = None if isinstance(sigmas, Mapping) else float(sigmas)
-    sigmas = _per_input(sigmas, indices)
-    extra_columns = dict(extra_columns or {})
+    indices = sorted(int(i) for i in inputs.indices)
+    one_sigma = None if isinstance(inputs.sigmas, Mapping) else float(inputs.sigmas)
+    sigmas = _per_input(inputs.sigmas, indices)
+    extra_columns = dict(log.extra_columns)
     if clash := set(extra_columns) & set(COHEN_COLUMNS + EXTRA_COLUMNS + SEQUENTIAL_COLUMNS):
         raise ValueError(f"extra_columns {sorted(clash)} would overwrite standard log columns")
     noise = get_noise(settings.noise).name
@@ -94,21 +102,21 @@ def certify_dataset(
         "memory_format": device_settings.memory_format,
         "compile": device_settings.compile,
         "noise": noise,
-        **stream_settings(device),
+        **stream_settings(classifier.device),
         "scales": sorted(sigmas.items()) if one_sigma is None else one_sigma,
         **extra_columns,
-        **(provenance or {}),
+        **log.provenance,
     }
     sequential = settings.mode == "sequential"
     columns = COHEN_COLUMNS + EXTRA_COLUMNS + tuple(extra_columns) + (SEQUENTIAL_COLUMNS if sequential else ())
-    writer = LogWriter(out_path, columns, resume_settings, indices=indices)
+    writer = LogWriter(log.path, columns, resume_settings, indices=indices)
     todo = [i for i in indices if i not in writer.done]
     rows = _Rows(sigmas, {"noise": noise, "precision": settings.precision, **extra_columns}, writer)
-    job = _Certification(classifier.eval(), dataset, settings, device_settings, num_classes, device, rows)
+    classifier.model.eval()
+    job = _Certification(classifier, inputs.dataset, settings, rows)
     with tqdm(
-        total=len(indices), initial=len(indices) - len(todo), disable=not progress,
-        desc=f"certify {Path(out_path).name}", unit="input",
-    ) as bar:  # fmt: skip
+        total=len(indices), initial=len(indices) - len(todo), desc=f"certify {Path(log.path).name}", unit="input"
+    ) as bar:
         (_certify_in_pool if sequential else _certify_in_groups)(job, todo, bar)
     return writer.finish()
 
@@ -132,16 +140,12 @@ class _Rows:
 
 @dataclass(frozen=True)
 class _Certification:
-    """What every group of one :func:`certify_dataset` call shares: the base classifier on its device,
-    the test inputs, CERTIFY's statistics and resolved device settings, and the rows' writer (with σ
-    per idx)."""
+    """What every group of one :func:`certify_dataset` call shares: the base classifier as prepared for its
+    device, the test inputs, CERTIFY's statistics, and the rows' writer (with σ per idx)."""
 
-    classifier: nn.Module
+    classifier: BaseClassifier
     dataset: Dataset
     settings: CertifySettings
-    device_settings: DeviceSettings
-    num_classes: int
-    device: torch.device
     rows: _Rows
 
     def inputs(self, indices: Sequence[int]) -> tuple[Tensor, Tensor, tuple]:
@@ -151,25 +155,22 @@ class _Certification:
 
     def streams(self, indices: Sequence[int]):
         """The inputs' noise streams, keyed ``(seed, CERTIFY, idx)`` (:func:`ddrs.core.streams.input_streams`)."""
-        return input_streams(self.settings.seed, indices, Stream.CERTIFY, self.device)
+        return input_streams(self.settings.seed, indices, Stream.CERTIFY, self.classifier.device)
 
 
 def _certify_in_groups(job: _Certification, todo: list[int], bar: tqdm) -> None:
     """Fixed-n CERTIFY of the ``todo`` inputs, ``inputs_per_call`` of the device settings at a time
     (default: as many as fill a batch of the smaller of n0 and n), each from its own stream."""
-    settings, device_settings = job.settings, job.device_settings
+    settings, device_settings = job.settings, job.classifier.device_settings
     per_call = device_settings.inputs_per_call or max(
         1, math.ceil(device_settings.batch_size / min(settings.n0, settings.n))
     )
     for start in range(0, len(todo), per_call):
         group = todo[start : start + per_call]
         images, sigma, labels = job.inputs(group)
-        x = copy_to(images, job.device)
+        x = copy_to(images, job.classifier.device)
         started = time.perf_counter()
-        result = certify_batch(
-            job.classifier, x, sigma.to(x.dtype), settings, device_settings=device_settings,
-            num_classes=job.num_classes, generator=job.streams(group),
-        )  # fmt: skip
+        result = certify_batch(job.classifier, x, sigma.to(x.dtype), settings, generator=job.streams(group))
         seconds = (time.perf_counter() - started) / len(group)
         found = zip(result.predict.tolist(), result.radius.tolist(), result.p_a_lower.tolist(), strict=True)
         for i, label, (predict, radius, p_a_lower) in zip(group, labels, found, strict=True):
@@ -191,10 +192,7 @@ def _certify_in_pool(job: _Certification, todo: list[int], bar: tqdm) -> None:
     waiting: dict[int, object] = {}
     next_row = 0
     written = time.perf_counter()
-    for position, result in certify_sequentially(
-        job.classifier, x, sigma, job.settings, device_settings=job.device_settings, num_classes=job.num_classes,
-        streams=job.streams(todo), device=job.device,
-    ):  # fmt: skip
+    for position, result in certify_sequentially(job.classifier, x, sigma, job.settings, streams=job.streams(todo)):
         waiting[position] = result
         while next_row in waiting:
             done = waiting.pop(next_row)

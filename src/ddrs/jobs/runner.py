@@ -89,36 +89,25 @@ def certify_logs(
     """Certify the inputs once per ``(what, sigmas, out)`` of ``jobs`` (one σ, or σ per idx), each
     log made sound by Algorithm 3 into its entry of ``memory_outs`` when given. ``device_settings``
     are resolved once for the job's device (:func:`ddrs.core.device.prepare_certification`), for all its logs."""
-    from ddrs.core.device import prepare_certification
-    from ddrs.jobs.certification import certify_dataset
+    from ddrs.core.device import BaseClassifier, prepare_certification
+    from ddrs.jobs.certification import LogFile, LogInputs, certify_dataset
     from ddrs.jobs.memory_log import memory_certify_log
     from ddrs.logs.certification_log import kept_partials
 
     memory_outs = memory_outs or [None] * len(jobs)
     inputs.model.eval()
     sample_shape = tuple(inputs.dataset[inputs.indices[0]][0].shape) if inputs.indices else None
-    classifier, device_settings = prepare_certification(
-        inputs.model, inputs.device, device_settings, sample_shape=sample_shape, precision=settings.precision,
-        cap=max(settings.n0, settings.n),
-    )  # fmt: skip
+    loaded = BaseClassifier(inputs.model, inputs.num_classes, inputs.device, device_settings)
+    classifier = prepare_certification(loaded, settings, sample_shape)
+    resolved = classifier.device_settings
     with kept_partials():
         for (what, sigmas, out), memory_out in zip(jobs, memory_outs, strict=True):
-            path = certify_dataset(
-                classifier,
-                inputs.dataset,
-                inputs.indices,
-                sigmas,
-                out,
-                settings,
-                device_settings=device_settings,
-                num_classes=inputs.num_classes,
-                device=inputs.device,
-                provenance=inputs.provenance,
-            )
+            logged = LogInputs(inputs.dataset, inputs.indices, sigmas)
+            path = certify_dataset(classifier, logged, settings, LogFile(out, provenance=inputs.provenance))
             print(
                 f"certify: {len(inputs.indices)} inputs, {settings.noise} noise, {what}, "
-                f"n0={settings.n0}, n={settings.n}, {settings.precision}, {device_settings.memory_format}"
-                f"{', compiled' if device_settings.compile else ''}"
+                f"n0={settings.n0}, n={settings.n}, {settings.precision}, {resolved.memory_format}"
+                f"{', compiled' if resolved.compile else ''}"
                 f"{f', sequential ({settings.sequential.sequence})' if settings.mode == 'sequential' else ''} -> {path}"
             )
             if memory_out is not None:
