@@ -21,7 +21,7 @@ else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup table1 readme-figure all test test-slow test-seed-miniature test-slurm slurm lint bench clean
+.PHONY: setup table1 readme-figure all test test-slow test-paper-miniature test-seed-miniature test-slurm slurm lint bench clean
 
 $(BIN)/ddrs: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,13 +51,16 @@ all: setup
 # touches nothing outside the checkout; make test-slow the full-size runs (the digits DAG at its
 # size, the paper miniatures); make test-slurm the SLURM profile on a one-node cluster it starts
 # (installs slurm-wlm and munge as root: CI's throw-away machine). Where the cluster cannot start
-# the SLURM test is skipped, except in CI (CI=true). The seed papers' miniature alone: make
-# test-seed-miniature.
+# the SLURM test is skipped, except in CI (CI=true). Each paper configuration's miniature alone: make
+# test-paper-miniature (which CI runs), make test-seed-miniature.
 test: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm" $(PYTEST_ARGS)
 
 test-slow: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "$(TEST_SLOW)" $(PYTEST_ARGS)
+
+test-paper-miniature: setup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "slow and not seed_miniature" tests/test_miniature.py $(PYTEST_ARGS)
 
 test-seed-miniature: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m seed_miniature tests/test_miniature.py $(PYTEST_ARGS)
