@@ -255,7 +255,8 @@ def test_the_guides_slurm_request_of_the_paper_is_a_dry_runs(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
     hours = sum(int(minutes) for minutes in re.findall(r"runtime=(\d+)", output)) / 60
-    counted = (job_counts(output)["total"], f"{hours:,.1f}", job_counts(output)["train"])
+    jobs = job_counts(output)
+    counted = (jobs["total"], f"{hours:,.1f}", jobs["train"])
     assert (int(quoted[1]), quoted[2], int(quoted[3])) == counted, f"docs/guide.md should say {counted}"
 
 
