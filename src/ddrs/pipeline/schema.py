@@ -171,13 +171,22 @@ def stale(path: str | Path = REGISTRIES) -> str | None:
     return None
 
 
+#: PyYAML's libyaml parser where it has one: the same documents, read about 10× faster (the schema is
+#: read by every Snakemake run, hundreds of dry runs in the tests)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_yaml(path: Path) -> Any:
+    return yaml.load(path.read_text(), Loader=_YAML_LOADER)
+
+
 def _retrieve(uri: str) -> Resource:
     """A schema a ``$ref`` names, read from its local file (JSON, or YAML)."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         raise ValueError(f"config schema $ref {uri!r}: only local files are read")
     path = Path(url2pathname(parsed.path))
-    contents = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+    contents = json.loads(path.read_text()) if path.suffix == ".json" else _read_yaml(path)
     return Resource.from_contents(contents, default_specification=DRAFT202012)
 
 
@@ -185,7 +194,7 @@ def load_schema(path: str | Path = SCHEMA) -> tuple[dict[str, Any], Registry]:
     """The schema at ``path``, with its file URI as ``$id`` so that relative ``$ref``s resolve
     beside it, and a registry reading the files they name."""
     path = Path(path).resolve()
-    schema = {**yaml.safe_load(path.read_text()), "$id": path.as_uri()}
+    schema = {**_read_yaml(path), "$id": path.as_uri()}
     return schema, Registry(retrieve=_retrieve)
 
 
