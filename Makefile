@@ -47,7 +47,7 @@ all: setup
 	$(BIN)/snakemake --cores $(CORES) --rerun-incomplete
 
 # The tests in tiers (README, "Tests"): make test runs the unit tests, the dry-run DAG tests and
-# every configuration's whole DAG on an overlay sized for the test (tests/configs/tiny/), and
+# every rule of every configuration's DAG on an overlay sized for the test (tests/configs/tiny/), and
 # touches nothing outside the checkout; make test-slow the full-size runs (the digits DAG at its
 # size, the paper miniatures); make test-slurm the SLURM profile on a one-node cluster it starts
 # (installs slurm-wlm and munge as root: CI's throw-away machine). Where the cluster cannot start

@@ -1,5 +1,5 @@
 """Every rule of each configuration runs end to end in ``make test`` (DESIGN.md, "Tests in tiers"):
-tests/test_tiny_*.py run each configuration's whole DAG on its tiny overlay (tests/tiny.py), and
+tests/test_tiny_*.py run every rule of each configuration on its tiny overlay (tests/tiny.py), and
 the dry runs here show that each tiny DAG holds every rule of its full configuration's DAG, so a
 rule added to a configuration that its tiny overlay leaves out fails here, by name. The overlays
 cut sizes and the lengths of grids (the methods among them), nothing else, and every method trains in

@@ -1,4 +1,4 @@
-"""config/config.yaml, the embedded default: its whole DAG for real on its tiny overlay (tests/tiny.py),
+"""config/config.yaml, the embedded default: every rule of its DAG for real on its tiny overlay (tests/tiny.py),
 with the checks of every tiny run (tests/tiny_checks.py). At its own size it is ``make all``."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""config/seed_papers.yaml in miniature (tests/miniature.py): the whole DAG for real on the tiny overlay
+"""config/seed_papers.yaml in miniature (tests/miniature.py): every rule of the DAG for real on the tiny overlay
 (tests/tiny.py), with the checks of every tiny run (tests/tiny_checks.py). The miniature at its own
 size: tests/test_miniature.py (``make test-slow``)."""
 

@@ -5,7 +5,8 @@ end-to-end runs of ``make test`` (DESIGN.md, "Tests in tiers"), one file each
     python tests/tiny.py {default,digits,paper,seed_papers} WORKDIR [SNAKEMAKE ARGUMENT ...]
 
 writes the tiny configuration (and the paper configurations' miniature data) under WORKDIR, runs
-Snakemake there, prints the run's job statistics and exits with Snakemake's status.
+Snakemake there on the outputs the tests make (:func:`covering_targets`: every rule at least once;
+the given arguments instead, if any), prints the run's job statistics and exits with Snakemake's status.
 
 A tiny configuration is the configuration's files, the paper configurations' miniature overlay
 (tests/configs/*_miniature.yaml, tests/miniature.py) and the tiny overlay, read in that order. The
@@ -13,20 +14,23 @@ overlay cuts sizes (inputs, n, epochs, bootstrap draws, runs to 2 where the conf
 and grids (σ, K, the grid search's n, the methods) to a few values; the ``train_by_sigma`` entries and
 the published checkpoints of the σ it leaves out, and the settings of the methods it leaves out, go
 with them (keys Snakemake's config merge cannot drop). What stays is every rule of the full
-configuration's DAG, and every method trains in some tiny run, which tests/test_tiny_configs.py checks.
+configuration's DAG, and every method trains in some tiny run, which tests/test_tiny_configs.py checks;
+a tiny run makes the outputs that run each of those rules at least once.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from miniature import TEST_CONFIGS, config_files, merged, write
-from workflow_helpers import REPO, job_counts, published_imagenet_in_place, snakemake, write_config
+from workflow_helpers import REPO, dry_run_jobs, job_counts, published_imagenet_in_place, snakemake, write_config
 
 from ddrs.pipeline.layout import scale_label
 
@@ -97,6 +101,31 @@ def run(tree: Tree, *args: str, env: dict | None = None):
     return snakemake(tree.workdir, *args, config=tree.config, env={**tree.env, **(env or {})}, timeout=5400)
 
 
+def covering_targets(tree: Tree, including: Sequence[str] = ()) -> list[str]:
+    """What a tiny run makes: ``including``, then for each rule of the tree's DAG that the jobs so far
+    do not run, the output that adds fewest jobs (a greedy cover of a dry run's jobs, each with every
+    job before it). Every rule runs at least once, as it would in the whole DAG; its other instances,
+    the same wiring at other wildcards (about a quarter of the jobs, most of them tables), are the
+    full-size runs' (``make test-slow``)."""
+    result = run(tree, "-n")
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    jobs = dry_run_jobs(result.stdout + result.stderr)
+    producer = {path: job for job in jobs for path in job.outputs}
+
+    @functools.cache
+    def upstream(job) -> frozenset:
+        """The job and every job before it."""
+        return frozenset({job}).union(*(upstream(producer[path]) for path in job.inputs if path in producer))
+
+    targets = list(including)
+    ran = frozenset().union(*(upstream(producer[path]) for path in including if path in producer))
+    while rules_left := {job.rule for job in jobs} - {job.rule for job in ran}:
+        _, target, job = min((len(upstream(job) - ran), job.output, job) for job in jobs if job.rule in rules_left)
+        targets.append(target)
+        ran |= upstream(job)
+    return targets
+
+
 def full_rules(name: str, workdir: Path) -> dict[str, int]:
     """Each rule's job count in a dry run of the full configuration ``name``, its published files and
     ImageNet folders in place (empty: what the dry run checks is there)."""
@@ -120,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.workdir.exists() and any(arguments.workdir.iterdir()):
         parser.error(f"{arguments.workdir} is not empty: the tiny run writes its data and results in a new folder")
     began = time.perf_counter()
-    result = run(prepare(arguments.name, arguments.workdir), *(snakemake_args or RUN_ARGS))
+    tree = prepare(arguments.name, arguments.workdir)
+    result = run(tree, *(snakemake_args or (*RUN_ARGS, *covering_targets(tree))))
     output = result.stdout + result.stderr
     print(output[-20000:] if result.returncode else "")
     counts = job_counts(output) if "Job stats:" in output else {}

@@ -179,11 +179,14 @@ def finished_tree(workdir: Path, config: Path) -> None:
 
 @dataclass(frozen=True)
 class Scheduled:
-    """One job of a dry run: its rule, its first output and why Snakemake schedules it."""
+    """One job of a dry run: its rule, its first output, why Snakemake schedules it, and its outputs
+    and inputs."""
 
     rule: str
     output: str
     reason: str
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...]
 
     @property
     def source(self) -> bool:
@@ -198,14 +201,20 @@ def scheduled(workdir: Path, *configs: Path, args: tuple[str, ...] = ()) -> list
     """Every job a dry run of ``configs`` (merged in order) schedules, ``all`` left out."""
     result = snakemake(workdir, "-n", *args, "--configfile", *map(str, configs))
     assert result.returncode == 0, result.stderr
+    return dry_run_jobs(result.stdout + result.stderr)
+
+
+def dry_run_jobs(output: str) -> list[Scheduled]:
+    """Every job a dry run's ``output`` lists, ``all`` left out."""
     jobs, rule, fields = [], None, {}
-    for line in (result.stdout + result.stderr).splitlines():
+    for line in output.splitlines():
         if match := re.fullmatch(r"(?:local)?rule (\w+):", line.strip()):
             rule, fields = match[1], {}
         elif rule and (match := re.fullmatch(r"\s+(\w+): (.*)", line)):
             fields[match[1]] = match[2]
             if match[1] == "reason" and rule != "all":
-                jobs.append(Scheduled(rule, fields.get("output", "").split(", ")[0], match[2]))
+                outputs, inputs = (tuple(filter(None, fields.get(key, "").split(", "))) for key in ("output", "input"))
+                jobs.append(Scheduled(rule, outputs[0] if outputs else "", match[2], outputs, inputs))
     return jobs
 
 
