@@ -461,3 +461,10 @@ def test_every_shipped_config_validates_and_a_logs_only_one_needs_no_computing_s
     logs_only = load_config("published_logs.yaml")
     assert set(logs_only) == {"results", "seed", "datasets", "methods"}
     validated(logs_only)
+
+
+def test_the_schema_read_fast_is_the_schema_snakemake_reads():
+    """load_schema reads with libyaml's parser where PyYAML has one: the document is the one PyYAML's
+    pure-Python parser gives, which Snakemake's ``validate`` reads."""
+    schema, _ = load_schema(SCHEMA_PATH)
+    assert schema == {**yaml.safe_load(SCHEMA_PATH.read_text()), "$id": SCHEMA_PATH.resolve().as_uri()}
