@@ -179,14 +179,17 @@ def finished_tree(workdir: Path, config: Path) -> None:
 
 @dataclass(frozen=True)
 class Scheduled:
-    """One job of a dry run: its rule, its first output, why Snakemake schedules it, and its outputs
-    and inputs."""
+    """One job of a dry run: its rule, why Snakemake schedules it, its outputs and its inputs."""
 
     rule: str
-    output: str
     reason: str
     outputs: tuple[str, ...]
     inputs: tuple[str, ...]
+
+    @property
+    def output(self) -> str:
+        """Its first output, which names it."""
+        return self.outputs[0] if self.outputs else ""
 
     @property
     def source(self) -> bool:
@@ -214,7 +217,7 @@ def dry_run_jobs(output: str) -> list[Scheduled]:
             fields[match[1]] = match[2]
             if match[1] == "reason" and rule != "all":
                 outputs, inputs = (tuple(filter(None, fields.get(key, "").split(", "))) for key in ("output", "input"))
-                jobs.append(Scheduled(rule, outputs[0] if outputs else "", match[2], outputs, inputs))
+                jobs.append(Scheduled(rule, match[2], outputs, inputs))
     return jobs
 
 
