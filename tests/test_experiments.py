@@ -11,6 +11,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
+from ddrs.methods import get_method
 from ddrs.pipeline import Experiment, Layout, Run
 from ddrs.pipeline.catalogue import CATALOGUE
 from ddrs.pipeline.missing_inputs import missing_checkpoints, missing_checkpoints_message
@@ -355,6 +356,15 @@ def test_the_mnist_default_runs_the_ddrs_grid_and_the_seed_papers_studies():
     assert ablation[-1].log == exp.grid.run_dir(Run("mnist5k", "easy_focus", "fs", 0.5)) + "/certify_fixed.tsv"
     assert Run("mnist5k", "easy_focus.discard+reweigh+attack", "fs", 0.5) not in exp.runs()
     assert len({r.log for r in ablation}) == 8
+    # a cheaper run's rows: the variants sun2024.ablation_variants names, the full one its own model
+    two_rows = config()
+    two_rows["sun2024"]["ablation_variants"] = ["easy_focus.discard+reweigh+attack", "easy_focus.none"]
+    cut = Experiment(two_rows)
+    rows = [(r.name, r.log) for r in cut.target_records("easy_focus_ablation_mnist5k")]
+    assert rows == [(r.name, r.log) for r in (ablation[0], ablation[-1])]
+    assert set(exp.runs()) - set(cut.runs()) == {
+        Run("mnist5k", v, "fs", 0.5) for v in get_method("easy_focus").variants()[1:-1]
+    }
     options = exp.training.train_options(Run("mnist5k", "easy_focus.discard+attack", "fs", 0.5))
     assert options["method"] == "easy_focus"
     assert options["easy_focus"] == {

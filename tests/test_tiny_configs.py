@@ -13,11 +13,13 @@ import yaml
 from miniature import SIZE_PATHS, leaves, matches, merged
 from workflow_helpers import job_counts
 
+from ddrs.methods import get_method
+
 #: what a tiny overlay may set besides sizes (tests/miniature.py's SIZE_PATHS): the training runs, and
 #: grids cut to some of their values (the methods too)
 CUT_PATHS = (
     "replication.runs", "replication.monte_carlo", "datasets.*.sigmas", "datasets.*.uniform_sigmas", "grid_search.n",
-    "sun2024.ablation_sigmas", "sun2024.gradient_norm_sigma", "methods",
+    "sun2024.ablation_sigmas", "sun2024.ablation_variants", "sun2024.gradient_norm_sigma", "methods",
 )  # fmt: skip
 #: the cut grids, whose values must be among the full configuration's
 GRIDS = CUT_PATHS[2:]
@@ -52,7 +54,10 @@ def test_every_method_of_a_configuration_trains_in_some_tiny_run():
 
 
 def values(config: dict, path: tuple[str, ...]) -> set:
-    """The values at ``path`` of ``config``: a list's items, or the one value."""
+    """The values at ``path`` of ``config``: a list's items, or the one value (the ablation's rows left
+    out: every variant of the config's methods, the schema's meaning)."""
+    if path == ("sun2024", "ablation_variants") and path[-1] not in config["sun2024"]:
+        return {variant for method in config["methods"] for variant in get_method(method).variants()}
     for key in path:
         config = config[key]
     return set(config) if isinstance(config, list) else {config}

@@ -146,3 +146,23 @@ def test_a_reference_to_a_name_the_config_does_not_define_gets_the_closest_one()
     assert str(refused.value).startswith(
         "grid_search.datasets: ['digts'] not among the config's ['digits'] (did you mean digits?)"
     )
+
+
+def test_ablation_rows_must_be_variants_of_a_configured_method_and_keep_the_full_one():
+    """sun2024.ablation_variants (a cheaper run's rows of Sun et al.'s Table 3) names variants the
+    config's methods have, and keeps the full method, the baseline the other rows are compared with."""
+    config = load_config("config.yaml")
+    config["sun2024"]["ablation_variants"] = ["easy_focus.none", "easy_focus.discrad"]
+    with pytest.raises(
+        ConfigError, match=r"\['easy_focus.discrad'\] not among .* \(did you mean easy_focus.discard\?\)"
+    ):
+        check_references(config)
+    config["sun2024"]["ablation_variants"] = ["easy_focus.none"]
+    with pytest.raises(ConfigError) as refused:
+        check_references(config)
+    assert refused.value.key == ("sun2024", "ablation_variants")
+    assert "easy_focus.discard+reweigh+attack, easy_focus with every component on, is the baseline" in str(
+        refused.value
+    )
+    config["sun2024"]["ablation_variants"] = ["easy_focus.none", "easy_focus.discard+reweigh+attack"]
+    check_references(config)

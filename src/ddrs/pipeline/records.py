@@ -226,16 +226,19 @@ class Records:
 
     def ablation_records(self, dataset: str) -> list[LogRecord]:
         """Sun et al. (2024), Table 3: every ablation variant of each configured method that has
-        one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``.
+        one (:attr:`ddrs.methods.Method.ablation`), at the config's ``sun2024.ablation_sigmas``; only
+        those of ``sun2024.ablation_variants`` where it is given (a cheaper run's rows).
 
         The variant that trains exactly as its method does (all components on, unless the config
         switches one off) is the method's own model (:meth:`alike_records`).
         """
-        sigmas = self.grid.config.get("sun2024", {}).get("ablation_sigmas", [])
+        study = self.grid.config.get("sun2024", {})
+        sigmas = study.get("ablation_sigmas", [])
         return [
             record
             for method in self.grid.methods
             for variant in get_method(method).variants()
+            if variant in study.get("ablation_variants", [variant])
             for record in self.alike_records(dataset, variant)
             if record.sigma0 in sigmas
         ]

@@ -250,10 +250,11 @@ def check_references(config: Mapping[str, Any]) -> None:
     its path spelling (:func:`scale_label`, read back by the workflow's wildcards) would change, σ₀ keys
     of ``train_by_sigma`` and ``checkpoints`` outside the dataset's grid (or spelled otherwise
     than :func:`scale_label`), ``train_by_method`` keys of methods the config does not run,
-    ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, an empty
-    grid-search interval, a grid-search n that does not divide its budget, and more of CERTIFY's
-    selection draws than estimation draws (``certify.n0 > certify.n``). Each refusal is a
-    :class:`ConfigError` naming its key."""
+    ``grid_search.datasets`` not configured, ``sun2024`` σ₀ in no dataset's grid, ablation rows no
+    configured method has (or without its full variant), an empty grid-search interval, a
+    grid-search n that does not divide its budget, and more of CERTIFY's selection draws than
+    estimation draws (``certify.n0 > certify.n``). Each refusal is a :class:`ConfigError` naming its
+    key."""
     methods, datasets = list(config.get("methods") or []), config.get("datasets") or {}
     for method in methods:
         key = SIGMA_KEY[get_method(method).noise]
@@ -279,6 +280,24 @@ def check_references(config: Mapping[str, Any]) -> None:
     for key in ("ablation_sigmas", "gradient_norm_sigma"):
         given = studies.get(key, [])
         _require_in(given if isinstance(given, list) else [given], sorted(sigmas), ("sun2024", key))
+    if "ablation_variants" in studies:
+        _check_ablation_variants(studies["ablation_variants"], methods)
+
+
+def _check_ablation_variants(variants: list[str], methods: list[str]) -> None:
+    """Refuse an ablation row that is no variant of a configured method's ablation, or rows that leave
+    out a method's full variant (all components on: the baseline of the ablation's comparisons)."""
+    key = ("sun2024", "ablation_variants")
+    ablated = [get_method(method) for method in methods if get_method(method).ablation]
+    _require_in(variants, [variant for method in ablated for variant in method.variants()], key)
+    for method in ablated:
+        full = method.variants()[-1]
+        if any(variant.startswith(f"{method.name}.") for variant in variants) and full not in variants:
+            raise ConfigError(
+                key,
+                f"sun2024.ablation_variants: {full}, {method.name} with every component on, is the baseline its "
+                "other rows are compared with; add it to the list",
+            )
 
 
 def _check_sigma_spellings(dataset: str, spec: Mapping[str, Any]) -> None:
