@@ -21,7 +21,7 @@ else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup table1 readme-figure all test test-slow test-paper-miniature test-seed-miniature test-slurm slurm lint bench clean
+.PHONY: setup table1 readme-figure all test test-slow test-bench test-paper-miniature test-seed-miniature test-slurm slurm lint bench clean
 
 $(BIN)/ddrs: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,16 +48,20 @@ all: setup
 
 # The tests in tiers (README, "Tests"): make test runs the unit tests, the dry-run DAG tests and
 # every rule of every configuration's DAG on an overlay sized for the test (tests/configs/tiny/), and
-# touches nothing outside the checkout; make test-slow the full-size runs (the digits DAG at its
-# size, the paper miniatures); make test-slurm the SLURM profile on a one-node cluster it starts
+# touches nothing outside the checkout; make test-bench the benchmark scripts' quick runs on the CPU
+# (their GPU measurements' code at tiny sizes); make test-slow the full-size runs (the digits DAG at
+# its size, the paper miniatures); make test-slurm the SLURM profile on a one-node cluster it starts
 # (installs slurm-wlm and munge as root: CI's throw-away machine). Where the cluster cannot start
 # the SLURM test is skipped, except in CI (CI=true). Each paper configuration's miniature alone: make
 # test-paper-miniature (which CI runs), make test-seed-miniature.
 test: setup
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm and not bench" $(PYTEST_ARGS)
 
 test-slow: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "$(TEST_SLOW)" $(PYTEST_ARGS)
+
+test-bench: setup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m bench $(PYTEST_ARGS)
 
 test-paper-miniature: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "slow and not seed_miniature" tests/test_miniature.py $(PYTEST_ARGS)

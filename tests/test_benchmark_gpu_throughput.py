@@ -16,6 +16,7 @@ CERTIFY_FIGURES = {
 MACER_VARIANTS = ("whole", "chunked", "recomputed", "recomputed_bf16")
 
 
+@pytest.mark.bench
 def test_quick_cpu_run_writes_every_figure(tmp_path):
     record = quick_cpu_record("gpu_throughput.py", tmp_path / "figures.json")
     assert record["benchmark"] == "gpu_throughput" and record["torch"]

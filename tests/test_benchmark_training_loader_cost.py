@@ -19,6 +19,7 @@ FEEDS = (
 )
 
 
+@pytest.mark.bench
 def test_quick_cpu_run_writes_every_figure(tmp_path):
     record = quick_cpu_record("training_loader_cost.py", tmp_path / "figures.json")
     figures = record["figures"]

@@ -47,7 +47,7 @@ SECTION_OF = {
 }
 #: what the certification steps certify
 CERTIFIED = {"certify_resnet110": {"cifar_resnet110"}, "certify_resnet50": {"imagenet_resnet50"}}
-#: the steps whose code no other test of ``make test`` runs: the quick CUDA-test selection, one
+#: the steps whose code no other test runs (``make test-bench``): the quick CUDA-test selection, one
 #: benchmark step (in --quick every one runs gpu_throughput.py alike, but for its section, whose
 #: sections tests/test_benchmark_gpu_throughput.py runs) and the miniature's command
 UNIQUE_STEPS = ["install", "cuda_tests", "certify_sequential", "miniature"]
@@ -94,6 +94,7 @@ def quick_run(tmp_path, steps: list[str]) -> dict:
     return written
 
 
+@pytest.mark.bench
 def test_a_quick_run_of_the_steps_no_other_test_runs_writes_their_records_and_a_summary(tmp_path):
     quick_run(tmp_path, UNIQUE_STEPS)
 

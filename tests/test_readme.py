@@ -75,12 +75,15 @@ def test_each_quick_start_command_is_what_its_make_target_runs(target, command):
     assert [f".venv/bin/{program}", *arguments] in ran
 
 
-def test_ci_runs_the_readmes_test_command_then_the_papers_miniature_and_the_slurm_tier():
-    """CI's make commands: the README's test target first, then the paper's miniature (of the full-size
-    runs) and the SLURM profile's, each with variables only (the durations it prints)."""
+def test_ci_runs_the_readmes_test_command_then_the_benchmarks_the_papers_miniature_and_the_slurm_tier():
+    """CI's make commands: the README's test target first, then the benchmark scripts' quick runs, the
+    paper's miniature (of the full-size runs) and the SLURM profile's, each with variables only (the
+    durations it prints)."""
     script = (REPO / ".ci" / "run").read_text().splitlines()
     run = [shlex.split(line) for line in script if line.startswith("make ")]
-    assert [words[:2] for words in run] == [["make", "test"], ["make", "test-paper-miniature"], ["make", "test-slurm"]]
+    assert [words[:2] for words in run] == [
+        ["make", "test"], ["make", "test-bench"], ["make", "test-paper-miniature"], ["make", "test-slurm"]
+    ]  # fmt: skip
     assert all(word.startswith("PYTEST_ARGS=") for words in run for word in words[2:])
     assert dict(QUICK_START)["test"].startswith("python -m pytest")
 
@@ -89,7 +92,7 @@ def test_make_test_starts_no_cluster_and_installs_no_system_package():
     """The README's test command changes nothing outside the checkout: the SLURM profile's test, which
     starts a one-node cluster (apt-get, /etc/slurm: root), is make test-slurm's alone."""
     ran = make_dry_run("test")
-    assert "slurm_local" not in ran and "apt-get" not in ran and '-m "not slow and not slurm"' in ran
+    assert "slurm_local" not in ran and "apt-get" not in ran and '-m "not slow and not slurm and not bench"' in ran
     assert "scripts/slurm_local.sh start" in make_dry_run("test-slurm")
 
 
