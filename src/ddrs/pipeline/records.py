@@ -233,12 +233,12 @@ class Records:
         switches one off) is the method's own model (:meth:`alike_records`).
         """
         study = self.grid.config.get("sun2024", {})
-        sigmas = study.get("ablation_sigmas", [])
+        sigmas, rows = study.get("ablation_sigmas", []), study.get("ablation_variants")
         return [
             record
             for method in self.grid.methods
             for variant in get_method(method).variants()
-            if variant in study.get("ablation_variants", [variant])
+            if rows is None or variant in rows
             for record in self.alike_records(dataset, variant)
             if record.sigma0 in sigmas
         ]

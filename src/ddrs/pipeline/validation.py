@@ -292,7 +292,7 @@ def _check_ablation_variants(variants: list[str], methods: list[str]) -> None:
     _require_in(variants, [variant for method in ablated for variant in method.variants()], key)
     for method in ablated:
         full = method.variants()[-1]
-        if any(variant.startswith(f"{method.name}.") for variant in variants) and full not in variants:
+        if any(get_method(variant) is method for variant in variants) and full not in variants:
             raise ConfigError(
                 key,
                 f"sun2024.ablation_variants: {full}, {method.name} with every component on, is the baseline its "
