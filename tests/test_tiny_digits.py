@@ -68,7 +68,7 @@ def interrupted(tmp_path_factory) -> Interrupted:
     rows_before_kill = certified_rows(partial)
     # A hard kill leaves Snakemake's lock behind: the documented recovery is --unlock, then rerun.
     assert tiny.run(tree, "--unlock").returncode == 0
-    resumed = tiny.run(tree, "--cores", "2", "--rerun-incomplete", TABLE1)
+    resumed = tiny.run(tree, "--cores", "2", "--rerun-incomplete", TABLE1, warm=True)
     assert resumed.returncode == 0, resumed.stdout[-5000:] + resumed.stderr[-5000:]
     log = partial.with_name(partial.name.removesuffix(".partial"))
     resumed_rows = log.read_text().split("\n")[1 : 1 + len(rows_before_kill)]
@@ -91,7 +91,7 @@ CHECKED = [
 def tiny_run(interrupted) -> TinyRun:
     """After the resumed table1, every other rule of the DAG (tiny.covering_targets)."""
     targets = tiny.covering_targets(interrupted.tree, including=CHECKED)
-    rest = tiny.run(interrupted.tree, *tiny.RUN_ARGS, *targets)
+    rest = tiny.run(interrupted.tree, *tiny.RUN_ARGS, *targets, warm=True)
     assert rest.returncode == 0, rest.stdout[-5000:] + rest.stderr[-8000:]
     outputs = (interrupted.killed_output, interrupted.resumed_output, rest.stdout, rest.stderr)
     return TinyRun(interrupted.tree, targets, "".join(outputs))

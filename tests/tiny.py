@@ -2,7 +2,7 @@
 end-to-end runs of ``make test`` (DESIGN.md, "Tests in tiers"), one file each
 (tests/test_tiny_*.py), and by hand:
 
-    python tests/tiny.py {default,digits,paper,seed_papers} WORKDIR [SNAKEMAKE ARGUMENT ...]
+    python tests/tiny.py {default,digits,paper,seed_papers} WORKDIR [--warm] [SNAKEMAKE ARGUMENT ...]
 
 writes the tiny configuration (and the paper configurations' miniature data) under WORKDIR, runs
 Snakemake there on the outputs the tests make (:func:`covering_targets`: every rule at least once;
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from miniature import TEST_CONFIGS, config_files, merged, write
+from warm_jobs import warm_jobs
 from workflow_helpers import REPO, dry_run_jobs, job_counts, published_imagenet_in_place, snakemake, write_config
 
 from ddrs.pipeline.layout import scale_label
@@ -96,9 +97,14 @@ def prepare(name: str, workdir: Path) -> Tree:
     return Tree(name, workdir, write_config(workdir, tiny_config(name)), env)
 
 
-def run(tree: Tree, *args: str, env: dict | None = None):
-    """Snakemake on the tiny tree with ``args`` (its data's environment, then ``env``, over this process's)."""
-    return snakemake(tree.workdir, *args, config=tree.config, env={**tree.env, **(env or {})}, timeout=5400)
+def run(tree: Tree, *args: str, env: dict | None = None, warm: bool = False):
+    """Snakemake on the tiny tree with ``args`` (its data's environment, then ``env``, over this
+    process's); with ``warm``, its jobs are forks of a server that imported torch once (tests/warm_jobs.py)."""
+    env = {**tree.env, **(env or {})}
+    if not warm:
+        return snakemake(tree.workdir, *args, config=tree.config, env=env, timeout=5400)
+    with warm_jobs(env) as jobs_env:
+        return snakemake(tree.workdir, *args, config=tree.config, env=jobs_env, timeout=5400)
 
 
 def covering_targets(tree: Tree, including: Sequence[str] = ()) -> list[str]:
@@ -145,12 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("name", choices=sorted(CONFIGS))
     parser.add_argument("workdir", type=lambda path: Path(path).resolve(), help="a new or empty folder")
+    parser.add_argument(
+        "--warm", action="store_true", help="run the jobs as forks of a warm server (tests/warm_jobs.py)"
+    )
     arguments, snakemake_args = parser.parse_known_args(argv)
     if arguments.workdir.exists() and any(arguments.workdir.iterdir()):
         parser.error(f"{arguments.workdir} is not empty: the tiny run writes its data and results in a new folder")
     began = time.perf_counter()
     tree = prepare(arguments.name, arguments.workdir)
-    result = run(tree, *(snakemake_args or (*RUN_ARGS, *covering_targets(tree))))
+    result = run(tree, *(snakemake_args or (*RUN_ARGS, *covering_targets(tree))), warm=arguments.warm)
     output = result.stdout + result.stderr
     print(output[-20000:] if result.returncode else "")
     counts = job_counts(output) if "Job stats:" in output else {}

@@ -43,7 +43,7 @@ def run_fixture(name: str):
     def tiny_run(tmp_path_factory) -> TinyRun:
         tree = tiny.prepare(name, tmp_path_factory.mktemp(name))
         targets = tiny.covering_targets(tree)
-        result = tiny.run(tree, *tiny.RUN_ARGS, *targets)
+        result = tiny.run(tree, *tiny.RUN_ARGS, *targets, warm=True)
         output = result.stdout + result.stderr
         assert result.returncode == 0, output[-8000:]
         return TinyRun(tree, targets, output)

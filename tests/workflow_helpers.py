@@ -42,10 +42,12 @@ def snakemake(
     snakefile: Path = SNAKEFILE,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with this interpreter's venv on PATH and
-    ``env`` over this process's environment, run in a fork of this process (:func:`forked_snakemake`)."""
+    """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with ``env`` over this process's environment
+    and this interpreter's venv on PATH (first, unless ``env``'s PATH has it: the warm runner's
+    ``ddrs`` goes before it, tests/warm_jobs.py), run in a fork of this process (:func:`forked_snakemake`)."""
     env = dict(os.environ, **(env or {}))
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if str(Path(sys.executable).parent) not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     argv = ["-s", str(snakefile), "-d", str(workdir)]
     if config is not None:
         argv += ["--configfile", str(config)]
