@@ -104,7 +104,7 @@ def tree(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("provenance")
     overlay = {**OVERLAY, **published_world(workdir)}
     configs = (write_config(workdir, load_config()), write_config(workdir, overlay, "overlay.yaml"))
-    made = snakemake(workdir, "--cores", "2", *TARGETS, "--configfile", *map(str, configs))
+    made = snakemake(workdir, "--cores", "2", *TARGETS, "--configfile", *map(str, configs), warm=True)
     assert made.returncode == 0, made.stderr
     return workdir, configs
 

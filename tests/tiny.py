@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from miniature import TEST_CONFIGS, config_files, merged, write
-from warm_jobs import warm_jobs
 from workflow_helpers import REPO, dry_run_jobs, job_counts, published_imagenet_in_place, snakemake, write_config
 
 from ddrs.pipeline.layout import scale_label
@@ -100,11 +99,7 @@ def prepare(name: str, workdir: Path) -> Tree:
 def run(tree: Tree, *args: str, env: dict | None = None, warm: bool = False):
     """Snakemake on the tiny tree with ``args`` (its data's environment, then ``env``, over this
     process's); with ``warm``, its jobs are forks of a server that imported torch once (tests/warm_jobs.py)."""
-    env = {**tree.env, **(env or {})}
-    if not warm:
-        return snakemake(tree.workdir, *args, config=tree.config, env=env, timeout=5400)
-    with warm_jobs(env) as jobs_env:
-        return snakemake(tree.workdir, *args, config=tree.config, env=jobs_env, timeout=5400)
+    return snakemake(tree.workdir, *args, config=tree.config, env={**tree.env, **(env or {})}, timeout=5400, warm=warm)
 
 
 def covering_targets(tree: Tree, including: Sequence[str] = ()) -> list[str]:

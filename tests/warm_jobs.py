@@ -16,8 +16,8 @@ whose client dies (Snakemake's kill, a test's ``killpg``) is killed at once (``S
 in the client's place would be; the tests that pin what a kill does (tests/test_tiny_digits.py's
 killed run) still run real processes, as do ``make test-slow``'s and the paper miniature's runs.
 
-Only ``make test``'s tiny runs use it (``tiny.run(..., warm=True)``): it is a test harness, not a
-way to run the workflow.
+``make test``'s end-to-end runs use it (``workflow_helpers.snakemake(..., warm=True)``: the tiny runs
+and test_provenance's tree): it is a test harness, not a way to run the workflow.
 """
 
 from __future__ import annotations

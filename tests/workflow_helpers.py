@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from warm_jobs import warm_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
@@ -41,12 +42,16 @@ def snakemake(
     timeout: float = 3000,
     snakefile: Path = SNAKEFILE,
     env: dict[str, str] | None = None,
+    warm: bool = False,
 ) -> subprocess.CompletedProcess:
     """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with ``env`` over this process's environment
-    and this interpreter's venv on PATH (first, unless ``env``'s PATH has it: the warm runner's
-    ``ddrs`` goes before it, tests/warm_jobs.py), run in a fork of this process (:func:`forked_snakemake`)."""
+    and this interpreter's venv on PATH, run in a fork of this process (:func:`forked_snakemake`); with
+    ``warm``, its jobs are forks of a server that imported torch once (tests/warm_jobs.py)."""
+    if warm:
+        with warm_jobs(env or {}) as jobs_env:
+            return snakemake(workdir, *args, config=config, timeout=timeout, snakefile=snakefile, env=jobs_env)
     env = dict(os.environ, **(env or {}))
-    if str(Path(sys.executable).parent) not in env.get("PATH", "").split(os.pathsep):
+    if str(Path(sys.executable).parent) not in env.get("PATH", "").split(os.pathsep):  # the warm ``ddrs`` first
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     argv = ["-s", str(snakefile), "-d", str(workdir)]
     if config is not None:
