@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from ddrs.analysis import plots
+from ddrs.analysis.log_record import labelled_logs
 from ddrs.cli import main
 
 HEADER = "idx\tlabel\tpredict\tradius\tcorrect\ttime"
@@ -62,6 +63,18 @@ def test_table_default_grid_and_stem_labels(logs, tmp_path):
     radii = [f"{r:.2f}" for r in [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5]]
     metrics = [*radii, "ACR_per_log", "ACR_per_input_best"]
     assert list(table.columns)[1:] == metrics + [f"{c}_{end}" for c in metrics for end in ("low", "high")]
+
+
+def test_logs_of_one_file_name_are_labelled_by_the_folders_that_tell_them_apart():
+    logs = ["/runs/a/mnist/cohen/fs/sigma0.5/certify_fixed.tsv", "/runs/a/mnist/cohen/ds/sigma0.5/certify_fixed.tsv"]
+    assert list(labelled_logs([*logs, "/runs/b/cohen.tsv"])) == [
+        "fs/sigma0.5/certify_fixed",
+        "ds/sigma0.5/certify_fixed",
+        "cohen",
+    ]
+    assert list(labelled_logs(["x/certify_fixed.tsv", "certify_fixed.tsv"])) == ["x/certify_fixed", "certify_fixed"]
+    with pytest.raises(ValueError, match="labels must be distinct"):
+        labelled_logs(["same.tsv", "same.tsv"])
 
 
 def test_table_radii_finer_than_two_decimals_keep_their_own_columns(logs, tmp_path):

@@ -147,12 +147,22 @@ def modes_of(records: Iterable[LogRecord], name: str) -> tuple[str, str]:
 
 
 def labelled_logs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> dict[str, str]:
-    """Name each log path: the given labels, else the file stem (the whole path if stems collide)."""
+    """Name each log path: the given labels, else the file stem, or where stems collide (a workflow's
+    logs are all ``certify_fixed.tsv``) the shortest tail of the path that no other log shares."""
     if labels is None:
-        stems = [Path(p).stem for p in paths]
-        labels = [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths, strict=True)]
+        labels = [_distinct_tail(Path(path), [Path(p) for p in paths]) for path in paths]
     if len(labels) != len(paths):
         raise ValueError(f"got {len(labels)} label(s) for {len(paths)} log(s); give one label per log")
     if len(set(labels)) != len(labels):
         raise ValueError(f"labels must be distinct, got {list(labels)}")
     return {label: str(path) for label, path in zip(labels, paths, strict=True)}
+
+
+def _distinct_tail(path: Path, paths: Sequence[Path]) -> str:
+    """``path``'s stem, prefixed with as few of its parent folders as tell it from every other path."""
+    others = [p for p in paths if p != path]
+    for depth in range(1, 1 + max(len(p.parts) for p in paths)):
+        tail = (*path.parts[-depth:-1], path.stem)
+        if all((*other.parts[-depth:-1], other.stem) != tail for other in others):
+            return "/".join(tail)
+    return str(path)

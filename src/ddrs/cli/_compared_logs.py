@@ -11,7 +11,13 @@ def add_parser(subparsers, name: str, help: str, description: str | None, label_
     ``LOG… --label NAME… --common-inputs``."""
     parser = subparsers.add_parser(name, help=help, description=description)
     parser.add_argument("logs", nargs="+", metavar="LOG", help="certification logs (ours or Cohen-format)")
-    parser.add_argument("--label", nargs="+", default=None, metavar="NAME", help=label_help)
+    parser.add_argument(
+        "--label",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help=f"{label_help}; by default each log's file name, with the folders that tell same-named logs apart",
+    )
     parser.add_argument(
         "--common-inputs",
         action="store_true",
