@@ -18,7 +18,7 @@ from ddrs.logs.certification_log import read_log
 
 @pytest.fixture(scope="module")
 def warm_env():
-    with warm_jobs({}) as env:
+    with warm_jobs(dict(os.environ)) as env:
         yield env
 
 

@@ -132,16 +132,16 @@ sys.exit(client(os.environ["DDRS_WARM_JOBS"], sys.argv[1:]))
 
 
 @contextlib.contextmanager
-def warm_jobs(env: dict[str, str]):
-    """The server, started with ``env`` over this process's environment, for the length of the block;
-    yields the environment a Snakemake run gives its jobs so that their ``ddrs`` commands are its forks."""
+def warm_jobs(environment: dict[str, str]):
+    """The server, started with ``environment`` (a whole one, as a Snakemake run's), for the length of the
+    block; yields ``environment`` with the client first on its PATH, so that the run's ``ddrs`` commands
+    are the server's forks."""
     with tempfile.TemporaryDirectory(prefix="warm-jobs-") as folder:
         address = os.path.join(folder, "socket")
         shim = Path(folder, "bin", "ddrs")
         shim.parent.mkdir()
         shim.write_text(_CLIENT.format(python=sys.executable, tests=str(Path(__file__).parent)))
         shim.chmod(0o755)
-        environment = dict(os.environ, **env)
         server = subprocess.Popen(
             [sys.executable, __file__, address],
             env=environment,
@@ -151,8 +151,8 @@ def warm_jobs(env: dict[str, str]):
         )
         try:
             assert server.stdout.readline().strip() == "ready", "the warm job server did not start"
-            path = f"{shim.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
-            yield {**env, "PATH": path, "DDRS_WARM_JOBS": address}
+            path = f"{shim.parent}{os.pathsep}{environment.get('PATH', '')}"
+            yield {**environment, "PATH": path, "DDRS_WARM_JOBS": address}
         finally:
             server.kill()
             server.wait()

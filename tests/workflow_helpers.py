@@ -47,16 +47,15 @@ def snakemake(
     """``snakemake -s <repo>/Snakefile -d <workdir> ...`` with ``env`` over this process's environment
     and this interpreter's venv on PATH, run in a fork of this process (:func:`forked_snakemake`); with
     ``warm``, its jobs are forks of a server that imported torch once (tests/warm_jobs.py)."""
-    if warm:
-        with warm_jobs(env or {}) as jobs_env:
-            return snakemake(workdir, *args, config=config, timeout=timeout, snakefile=snakefile, env=jobs_env)
-    env = dict(os.environ, **(env or {}))
-    if str(Path(sys.executable).parent) not in env.get("PATH", "").split(os.pathsep):  # the warm ``ddrs`` first
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    environment = dict(os.environ, **(env or {}))
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
     argv = ["-s", str(snakefile), "-d", str(workdir)]
     if config is not None:
         argv += ["--configfile", str(config)]
-    return forked_snakemake([*argv, *args], cwd=workdir, env=env, timeout=timeout)
+    if not warm:
+        return forked_snakemake([*argv, *args], cwd=workdir, env=environment, timeout=timeout)
+    with warm_jobs(environment) as jobs_environment:
+        return forked_snakemake([*argv, *args], cwd=workdir, env=jobs_environment, timeout=timeout)
 
 
 #: what the Snakefile imports before it builds a DAG: with Snakemake's own, about three quarters of a

@@ -150,7 +150,8 @@ def labelled_logs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | No
     """Name each log path: the given labels, else the file stem, or where stems collide (a workflow's
     logs are all ``certify_fixed.tsv``) the shortest tail of the path that no other log shares."""
     if labels is None:
-        labels = [_distinct_tail(Path(path), [Path(p) for p in paths]) for path in paths]
+        every_path = [Path(p) for p in paths]
+        labels = [_distinct_tail(path, every_path) for path in every_path]
     if len(labels) != len(paths):
         raise ValueError(f"got {len(labels)} label(s) for {len(paths)} log(s); give one label per log")
     if len(set(labels)) != len(labels):
